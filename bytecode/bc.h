@@ -1,0 +1,175 @@
+/* bc.h: the bytecode's one definition: node, opcodes, limits, the in-memory program (what
+ * a blob holds) and the runtime error record. Everything that reads or writes bytecode
+ * includes this file; the interpreters (CPU, CUDA, HIP) include only the part guarded by
+ * DVM_BC_DEVICE_ONLY. docs/bytecode.md describes the serialized form. */
+#ifndef DVM_BC_H
+#define DVM_BC_H
+
+#include <stdint.h>
+
+/* ---- opcodes ---- */
+#define DVM_F_SIDE   1u
+#define DVM_F_BRANCH 2u
+#define DVM_F_SIZE   4u
+#define DVM_F_FUSED  8u
+#define DVM_F_DIFF   16u /* set for DVM_DOP rows */
+
+enum dvm_op {
+#define DVM_OP(name, num, fmt, flags, doc) DVM_OP_##name = num,
+#define DVM_DOP DVM_OP
+#include "ops.def"
+#undef DVM_OP
+#undef DVM_DOP
+    DVM_OP_LIMIT = 256
+};
+
+/* A node: 8 bytes, little-endian, no padding. */
+typedef struct dvm_node {
+    uint8_t op;
+    uint8_t x;
+    uint16_t a, b, c;
+} dvm_node;
+
+/* ---- limits (checked by the compiler and the verifier) ---- */
+#define DVM_MAX_RANK 4          /* array rank */
+#define DVM_MAX_REGS 1024       /* registers per task */
+#define DVM_MAX_TASK_NODES 65535 /* nodes in one task or one size program */
+#define DVM_MAX_ARRAY_SLOTS 255 /* array slots per kernel variant (x is 8 bits) */
+#define DVM_MAX_UNIFORMS 65535
+#define DVM_MAX_STACKS 65535
+#define DVM_MAX_SIZE_DEPTH 8    /* nesting of SZ_RANGE */
+#define DVM_MAX_PAR_DIMS 3      /* ndrange dimensions */
+#define DVM_SIZE_SAT ((int64_t)1 << 40) /* size arithmetic saturates here */
+#define DVM_NO_SLOT 0xFFFFu
+
+/* ---- value types ---- */
+enum dvm_vtype { DVM_T_VOID = 0, DVM_T_F32 = 1, DVM_T_I32 = 2, DVM_T_BOOL = 3 };
+
+/* ---- runtime error record: written by an interpreter, first error wins ---- */
+enum dvm_rt_code {
+    DVM_RT_OK = 0,
+    DVM_RT_OOB = 1,            /* p0 array slot, p1 axis (-1: flat), p2 index, p3 extent */
+    DVM_RT_ASSERT = 2,         /* p0 string index of the message (0xFFFFFFFF: none) */
+    DVM_RT_ADSTACK_OVERFLOW = 3, /* p0 stack id, p1 capacity */
+    DVM_RT_DIVZERO = 4,
+    DVM_RT_ADSTACK_UNDERFLOW = 5, /* p0 stack id: an internal error */
+    DVM_RT_SIZER_CAP = 6,      /* p0 stack id, p1 the cap that was passed */
+    DVM_RT_BAD_OP = 7          /* an opcode the interpreter does not know: internal */
+};
+typedef struct dvm_rt_error {
+    int32_t code;  /* dvm_rt_code; 0 = no error */
+    uint32_t task; /* task index within the variant */
+    uint32_t node; /* node index within the program's node array */
+    uint32_t pad;
+    int64_t p[4];
+} dvm_rt_error;
+
+#ifndef DVM_BC_DEVICE_ONLY
+
+/* Operand format of each opcode (ops.def FORMAT) and its flags; indexed by opcode. */
+typedef struct dvm_op_info {
+    const char *name; /* NULL for numbers that are not opcodes */
+    const char *fmt;  /* 4 letters: x a b c */
+    uint32_t flags;
+    const char *doc;
+} dvm_op_info;
+extern const dvm_op_info dvm_op_table[256];
+/* FNV-1a over every row (number, name, format, flags) of ops.def. */
+uint64_t dvm_ops_hash(void);
+
+/* ---- the program: exactly what a blob holds ----
+ * All cross references are indices into the arrays below; strings are offsets into
+ * `strings` (NUL-terminated). Offset 0 is the empty string. */
+
+enum dvm_variant_kind { DVM_V_FORWARD = 0, DVM_V_ADJOINT = 1, DVM_V_TANGENT = 2, DVM_V_COUNT = 3 };
+enum dvm_slot_role { DVM_ROLE_PRIMAL = 0, DVM_ROLE_GRAD = 1, DVM_ROLE_DUAL = 2 };
+enum dvm_task_kind { DVM_TASK_SERIAL = 0, DVM_TASK_PARALLEL = 1 };
+enum dvm_stack_sizing { DVM_SZ_CONSTANT = 0, DVM_SZ_PROGRAM = 1, DVM_SZ_DEFAULT = 2 };
+
+typedef struct dvm_param_desc {
+    uint32_t name;
+    uint8_t is_array;
+    uint8_t type;  /* DVM_T_F32 or DVM_T_I32 */
+    uint8_t rank;  /* arrays: 1..DVM_MAX_RANK */
+    uint8_t pad;
+    uint16_t uslot; /* scalars: uniform slot that receives the value */
+    uint16_t pad2;
+    int32_t dim[DVM_MAX_RANK]; /* arrays: >= 0 a literal extent, < 0 shape symbol -(s+1) */
+} dvm_param_desc;
+
+typedef struct dvm_sym_desc {
+    uint32_t name;
+    uint16_t uslot; /* uniform slot that receives the extent */
+    uint16_t pad;
+} dvm_sym_desc;
+
+/* Maps an array slot of a variant to a parameter and a role. */
+typedef struct dvm_slot_desc {
+    uint16_t param;  /* index within the kernel's parameters (an array parameter) */
+    uint8_t role;    /* dvm_slot_role */
+    uint8_t writes;  /* 1 if some node of the variant may write this slot */
+} dvm_slot_desc;
+
+typedef struct dvm_task_desc {
+    uint8_t kind;  /* dvm_task_kind */
+    uint8_t ndim;  /* parallel: 1..3 */
+    uint16_t nregs;
+    uint32_t code_begin, code_len; /* node range; execution starts at code_begin */
+    uint16_t ext_u[DVM_MAX_PAR_DIMS]; /* uniform slots holding each dimension's i32 stop */
+    uint16_t start_u;  /* 1-D only: uniform slot of the i32 start, or DVM_NO_SLOT */
+    uint16_t idx_reg[DVM_MAX_PAR_DIMS]; /* registers that receive the indices */
+    uint16_t pad;
+    uint32_t line;
+} dvm_task_desc;
+/* Parallel iteration space: dimension d runs over [0, U[ext_u[d]]) (negative: empty);
+ * 1-D with start_u: over [U[start_u], U[ext_u[0]]). Linear index t maps to indices
+ * row-major (last dimension fastest). */
+
+typedef struct dvm_stack_desc {
+    uint8_t type;   /* DVM_T_F32, DVM_T_I32 or DVM_T_BOOL */
+    uint8_t sizing; /* dvm_stack_sizing */
+    uint8_t serial; /* 1: used by serial tasks (lives in the serial slot) */
+    uint8_t pad;
+    uint32_t name;  /* the variable it saves ("" for hidden values) */
+    uint32_t line;
+    uint32_t size_begin, size_len; /* DVM_SZ_PROGRAM: node range of the size program */
+    uint32_t const_cap;            /* DVM_SZ_CONSTANT: the capacity */
+} dvm_stack_desc;
+
+typedef struct dvm_variant_desc {
+    uint32_t task_begin, ntasks;
+    uint32_t stack_begin, nstacks;
+    uint32_t slot_begin, nslots; /* array slots */
+    uint32_t nuniforms;          /* uniform words this variant needs */
+    uint32_t present;            /* 0: this variant is absent */
+} dvm_variant_desc;
+
+typedef struct dvm_kernel_desc {
+    uint32_t name;
+    uint32_t line;
+    uint32_t param_begin, nparams;
+    uint32_t sym_begin, nsyms;
+    dvm_variant_desc v[DVM_V_COUNT];
+} dvm_kernel_desc;
+
+typedef struct dvm_program {
+    uint32_t source_name; /* string: the .dvk file it came from */
+    uint32_t nkernels, nparams, nsyms, nslots, ntasks, nstacks, nnodes, nconsts, nstrings_bytes;
+    dvm_kernel_desc *kernels;
+    dvm_param_desc *params;
+    dvm_sym_desc *syms;
+    dvm_slot_desc *slots;
+    dvm_task_desc *tasks;
+    dvm_stack_desc *stacks;
+    dvm_node *nodes;
+    uint32_t *lines;  /* per node: source line (0: none) */
+    uint16_t *cols;   /* per node: source column (0: none) */
+    uint32_t *consts; /* constant pool: 32-bit words */
+    char *strings;    /* string table, nstrings_bytes long, starts with "\0" */
+} dvm_program;
+
+/* Frees every array of the program and the program itself. NULL is fine. */
+void dvm_program_free(dvm_program *p);
+
+#endif /* DVM_BC_DEVICE_ONLY */
+#endif

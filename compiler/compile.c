@@ -1,0 +1,31 @@
+/* compile.c: runs the compiler's stages in one arena. */
+#include "compile.h"
+#include <stdlib.h>
+#include <string.h>
+
+int dvm_compile_source(const char *src, size_t len, const char *filename, dvm_program **out, char **msg) {
+    *out = NULL;
+    *msg = NULL;
+    dvm_diags d;
+    dvm_diags_init(&d, filename, src, len);
+    dvm_arena *a = dvm_arena_create();
+    int rc = -1;
+    if (!a) {
+        dvm_diag(&d, 0, 0, "out of memory");
+        goto done;
+    }
+    ir_module *m = dvm_front(a, src, len, filename, &d);
+    if (!m || d.nerrors) goto done;
+    if (dvm_autodiff(m, &d) || d.nerrors) goto done;
+    if (dvm_emit(m, out, &d) || d.nerrors) goto done;
+    rc = 0;
+done:
+    if (rc) {
+        dvm_program_free(*out);
+        *out = NULL;
+        *msg = dvm_diags_take(&d);
+    }
+    dvm_diags_free(&d);
+    dvm_arena_destroy(a);
+    return rc;
+}

@@ -1,0 +1,22 @@
+/* compile.h: the compiler's stages and its one entry point.
+ *   source --dvm_front--> ir_module (forward variants) --dvm_autodiff--> + adjoint, tangent
+ *          --dvm_emit--> dvm_program (what a blob holds)
+ * Each stage reports errors through dvm_diags and returns failure if it reported any. */
+#ifndef DVM_COMPILE_H
+#define DVM_COMPILE_H
+#include <stddef.h>
+#include "../bytecode/bc.h"
+#include "arena.h"
+#include "diag.h"
+#include "ir.h"
+
+/* lex.c, parse.c, check.c: parse and type-check; NULL when d has errors. */
+ir_module *dvm_front(dvm_arena *a, const char *src, size_t len, const char *filename, dvm_diags *d);
+/* autodiff.c: adds the adjoint and tangent variants of every kernel. 0 on success. */
+int dvm_autodiff(ir_module *m, dvm_diags *d);
+/* emit.c: lowers every variant to bytecode. 0 on success; *out is malloc'd (dvm_program_free). */
+int dvm_emit(const ir_module *m, dvm_program **out, dvm_diags *d);
+
+/* compile.c: all stages. 0 on success; otherwise *msg (malloc'd) holds the diagnostics. */
+int dvm_compile_source(const char *src, size_t len, const char *filename, dvm_program **out, char **msg);
+#endif

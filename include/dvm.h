@@ -1,0 +1,152 @@
+/* dvm.h: the public C API of dvm, a bytecode virtual machine for differentiable parallel
+ * kernels. See docs/c-api.md.
+ *
+ * Conventions
+ * - Every call that can fail returns a dvm_status; DVM_OK (0) is success. The message of
+ *   the last failure on a context is dvm_errmsg(ctx): it names the place (FILE:LINE:COL for
+ *   source, kernel and line for launches). The library never prints and never exits.
+ * - Ownership: every *_create / dvm_compile / dvm_load_* result is owned by the caller and
+ *   released with the matching *_destroy. Handles returned by *_find and *_get are borrowed
+ *   and live as long as their owner.
+ * - A context is used by one thread at a time. */
+#ifndef DVM_H
+#define DVM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DVM_VERSION_STRING "0.1.0"
+
+typedef enum dvm_status {
+    DVM_OK = 0,
+    DVM_ERR_COMPILE = 1,  /* the source has errors */
+    DVM_ERR_BLOB = 2,     /* a blob is malformed or of another format version */
+    DVM_ERR_ARG = 3,      /* a missing, unknown, mistyped or misshaped argument */
+    DVM_ERR_RUNTIME = 4,  /* the launch failed: out of bounds, assert, adstack overflow, ... */
+    DVM_ERR_BACKEND = 5,  /* the backend or device is missing or failed */
+    DVM_ERR_IO = 6,       /* a file could not be read or written */
+    DVM_ERR_NOMEM = 7,
+    DVM_ERR_USAGE = 8     /* the API was called wrongly (NULL handle, bad option) */
+} dvm_status;
+
+typedef enum dvm_dtype { DVM_F32 = 1, DVM_I32 = 2 } dvm_dtype;
+
+typedef enum dvm_mode {
+    DVM_FORWARD = 0, /* the kernel itself */
+    DVM_ADJOINT = 1, /* reverse mode: adds dL/dx into every bound gradient */
+    DVM_TANGENT = 2  /* forward mode: primal outputs and their tangents */
+} dvm_mode;
+
+typedef struct dvm_context dvm_context;
+typedef struct dvm_module dvm_module;
+typedef struct dvm_kernel dvm_kernel; /* borrowed from its module */
+typedef struct dvm_array dvm_array;
+typedef struct dvm_args dvm_args;
+
+/* ---- context ---- */
+typedef struct dvm_context_opts {
+    const char *backend; /* "cpu", "vulkan", "cuda", "hip" or "auto"/NULL: first available of
+                            cuda, hip, vulkan, cpu */
+    int device;          /* device index within the backend (0 = first) */
+    int threads;         /* CPU backend worker threads; 0 = all cores */
+} dvm_context_opts;
+
+/* Creates a context on a backend. On failure *out is still set (unless NULL) so that
+ * dvm_errmsg(*out) says why; destroy it as usual. */
+dvm_status dvm_context_create(const dvm_context_opts *opts, dvm_context **out);
+void dvm_context_destroy(dvm_context *ctx);
+/* The message of the last failed call on ctx ("" if none). Valid until the next call. */
+const char *dvm_errmsg(const dvm_context *ctx);
+/* "cpu", "vulkan", "cuda" or "hip", and a description of the device in use. */
+const char *dvm_context_backend(const dvm_context *ctx);
+const char *dvm_context_device(const dvm_context *ctx);
+/* A multi-line report of every backend and device found, and why others are missing. */
+char *dvm_backends_report(void); /* free with dvm_free */
+void dvm_free(void *p);
+
+/* ---- modules: compiled programs ---- */
+/* Compiles .dvk source (every kernel in it) in memory. `filename` is used in messages. */
+dvm_status dvm_compile(dvm_context *ctx, const char *source, size_t len, const char *filename,
+                       dvm_module **out);
+/* Loads and verifies a blob; nothing is run before verification succeeds. */
+dvm_status dvm_load_blob(dvm_context *ctx, const void *blob, size_t len, const char *name,
+                         dvm_module **out);
+/* Loads a file: a .dvb blob (by its magic) or .dvk source. */
+dvm_status dvm_load_file(dvm_context *ctx, const char *path, dvm_module **out);
+/* Serializes a module to a blob; free *blob with dvm_free. */
+dvm_status dvm_module_save(dvm_context *ctx, const dvm_module *m, void **blob, size_t *len);
+void dvm_module_destroy(dvm_module *m);
+int dvm_module_kernel_count(const dvm_module *m);
+const dvm_kernel *dvm_module_kernel(const dvm_module *m, int i);
+/* Writes the disassembly (with source lines) into a string; free with dvm_free. */
+dvm_status dvm_module_disasm(dvm_context *ctx, const dvm_module *m, char **text);
+
+/* ---- kernels ---- */
+dvm_status dvm_kernel_find(dvm_context *ctx, const dvm_module *m, const char *name,
+                           const dvm_kernel **out);
+const char *dvm_kernel_name(const dvm_kernel *k);
+int dvm_kernel_param_count(const dvm_kernel *k);
+typedef struct dvm_param_info {
+    const char *name;
+    int is_array;
+    dvm_dtype dtype;
+    int rank;                   /* arrays */
+    const char *dims[4];        /* arrays: each axis's shape symbol, or NULL for a literal */
+    int64_t literal_dims[4];    /* arrays: literal extents (where dims[k] is NULL) */
+} dvm_param_info;
+void dvm_kernel_param(const dvm_kernel *k, int i, dvm_param_info *info);
+
+/* ---- arrays: memory owned by the context's backend ---- */
+/* A zero-filled array; shape has `rank` extents (1..4, each >= 0). */
+dvm_status dvm_array_create(dvm_context *ctx, dvm_dtype dtype, int rank, const int64_t *shape,
+                            dvm_array **out);
+void dvm_array_destroy(dvm_array *a);
+dvm_dtype dvm_array_dtype(const dvm_array *a);
+int dvm_array_rank(const dvm_array *a);
+int64_t dvm_array_dim(const dvm_array *a, int axis);
+int64_t dvm_array_count(const dvm_array *a); /* number of elements */
+/* Copies count elements from host memory into the array (count must equal its size). */
+dvm_status dvm_array_write(dvm_context *ctx, dvm_array *a, const void *src, int64_t count);
+/* Copies the array into host memory. */
+dvm_status dvm_array_read(dvm_context *ctx, const dvm_array *a, void *dst, int64_t count);
+
+/* ---- arguments and launches ---- */
+/* A set of bindings for one kernel; reuse it across launches. */
+dvm_status dvm_args_create(dvm_context *ctx, const dvm_kernel *k, dvm_args **out);
+void dvm_args_destroy(dvm_args *args);
+dvm_status dvm_args_array(dvm_context *ctx, dvm_args *args, const char *name, dvm_array *a);
+/* Gradient (adjoint launches) and tangent (tangent launches) arrays of an f32 array
+ * parameter; unbound ones start at zero in a scratch array. */
+dvm_status dvm_args_grad(dvm_context *ctx, dvm_args *args, const char *name, dvm_array *a);
+dvm_status dvm_args_dual(dvm_context *ctx, dvm_args *args, const char *name, dvm_array *a);
+dvm_status dvm_args_f32(dvm_context *ctx, dvm_args *args, const char *name, float v);
+dvm_status dvm_args_i32(dvm_context *ctx, dvm_args *args, const char *name, int32_t v);
+
+typedef struct dvm_launch_opts {
+    dvm_mode mode;
+    int64_t ad_stack_size;         /* > 0: force every adstack to this capacity */
+    int64_t default_ad_stack_size; /* capacity for stacks with no formula; 0 = 256 */
+} dvm_launch_opts;
+
+typedef struct dvm_launch_stats {
+    double size_ms;    /* sizer and max-reducer (0 when cached sizes were reused) */
+    double exec_ms;    /* the tasks */
+    double total_ms;
+    int64_t heap_bytes; /* adstack heap in use */
+    int64_t heap_min_bytes; /* what the exact per-thread maximum would need */
+    int sizes_cached;
+} dvm_launch_stats;
+
+/* Runs the kernel (or its adjoint / tangent). On failure nothing is written to any array:
+ * arrays hold what they held before the call. `stats` may be NULL. */
+dvm_status dvm_launch(dvm_context *ctx, const dvm_kernel *k, dvm_args *args,
+                      const dvm_launch_opts *opts, dvm_launch_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,122 @@
+/* backend.h: what every backend (cpu, vulkan, cuda, hip) provides to the host runtime
+ * (vm/launch.c). The host does argument binding, sizing orchestration, heap layout (heap/),
+ * snapshot/restore of written arrays and error messages; a backend only moves memory and
+ * runs verified bytecode.
+ *
+ * Launch protocol, in order (vm/launch.c):
+ *  1. uniforms: host fills the scalar parameters and shape symbols (dvm_param_desc.uslot,
+ *     dvm_sym_desc.uslot); the rest of the variant's nuniforms words start at zero.
+ *  2. sizes: for stacks with sizing DVM_SZ_PROGRAM, unless cached, be->size() runs the
+ *     sizer and max-reducer on the device and returns every capacity (one readback).
+ *  3. heap: host computes the layout (heap/heap.h) for be->slots() parallel slots plus one
+ *     serial slot, and grows the heap buffer (amortised doubling).
+ *  4. snapshot: every array slot with `writes` set is copied (be->copy) so that a failed
+ *     launch can be undone.
+ *  5. be->exec() runs the variant's tasks in order; the first runtime error stops it.
+ *  6. on a runtime error: restore the snapshots, format the message from the record.
+ *
+ * Return convention of every function that takes `err`: 0 success; -1 failure with a
+ * message in err (NUL-terminated, at most errlen bytes). exec and size also return 1 for a
+ * runtime error, with the record in *rt. */
+#ifndef DVM_BACKEND_H
+#define DVM_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../bytecode/bc.h"
+
+typedef struct dvm_backend dvm_backend;   /* a backend instance on one device */
+typedef struct dvm_buffer dvm_buffer;     /* device memory */
+typedef struct dvm_loaded dvm_loaded;     /* a program uploaded to the device */
+
+/* Everything one execution of a variant needs. */
+typedef struct dvm_exec {
+    const dvm_program *prog;          /* verified */
+    const dvm_loaded *loaded;         /* from be->load(prog) */
+    uint32_t kernel;                  /* index in prog->kernels */
+    uint32_t variant;                 /* dvm_variant_kind */
+    const dvm_variant_desc *var;
+    uint32_t nslots;                  /* array slots */
+    dvm_buffer *const *arrays;        /* per slot */
+    const int64_t *arr_len;           /* per slot: element count */
+    const int32_t *arr_shape;         /* per slot: DVM_MAX_RANK extents (unused axes 1) */
+    uint32_t *uniforms;               /* nuniforms host words: initial values in; the
+                                         backend may write back what serial tasks stored */
+    uint32_t nuniforms;
+    /* adstack heap: slot s (0 <= s <= nthread_slots; s == nthread_slots is the serial slot)
+       owns words [s * stride, (s + 1) * stride); stack i lives at stack_off[i] in it:
+       word 0 its count, then stack_cap[i] entries. */
+    dvm_buffer *heap;
+    int64_t stride;
+    const int64_t *stack_off;
+    const int64_t *stack_cap;
+    uint32_t nstacks;
+    int64_t nthread_slots;            /* as returned by be->slots() for this exec */
+} dvm_exec;
+
+/* What the sizer needs: the variant's stacks, arrays and uniforms (as in dvm_exec). */
+typedef struct dvm_size_job {
+    const dvm_program *prog;
+    const dvm_loaded *loaded;
+    const dvm_variant_desc *var;
+    uint32_t nslots;
+    dvm_buffer *const *arrays;
+    const int64_t *arr_len;
+    const int32_t *arr_shape;
+    const uint32_t *uniforms;
+    uint32_t nuniforms;
+    int64_t walk_cap; /* serial steps one evaluation may take before DVM_RT_SIZER_CAP */
+} dvm_size_job;
+
+typedef struct dvm_backend_opts {
+    int device;
+    int threads; /* cpu only; 0 = all cores */
+} dvm_backend_opts;
+
+typedef struct dvm_backend_vtbl {
+    const char *name; /* "cpu", "vulkan", "cuda", "hip" */
+    /* Opens the backend on opts->device. NULL on failure, with why in err. */
+    dvm_backend *(*open)(const dvm_backend_opts *opts, char *err, size_t errlen);
+    void (*close)(dvm_backend *be);
+    /* Appends a description of every device this backend finds (or why none) to out,
+       one line each, for `dvm info`. Returns the number of devices. */
+    int (*probe)(char *out, size_t outlen);
+    /* One line naming the open device. */
+    const char *(*device_name)(dvm_backend *be);
+
+    int (*alloc)(dvm_backend *be, size_t bytes, dvm_buffer **out, char *err, size_t errlen); /* zeroed */
+    void (*free)(dvm_backend *be, dvm_buffer *b);
+    int (*write)(dvm_backend *be, dvm_buffer *b, size_t off, const void *src, size_t n, char *err, size_t errlen);
+    int (*read)(dvm_backend *be, dvm_buffer *b, size_t off, void *dst, size_t n, char *err, size_t errlen);
+    int (*copy)(dvm_backend *be, dvm_buffer *dst, dvm_buffer *src, size_t n, char *err, size_t errlen);
+
+    /* Uploads the program's nodes and constants (kept until unload). */
+    int (*load)(dvm_backend *be, const dvm_program *prog, dvm_loaded **out, char *err, size_t errlen);
+    void (*unload)(dvm_backend *be, dvm_loaded *l);
+
+    /* Runs the size programs of every DVM_SZ_PROGRAM stack of the variant and stores each
+       stack's capacity in caps[i] (other entries untouched). Top-level SZ_RANGE nodes go
+       to the parallel max-reducer; nested ones are walked serially, at most walk_cap steps
+       per evaluation. Returns 0, 1 (runtime error: DVM_RT_SIZER_CAP in *rt), or -1. */
+    int (*size)(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_rt_error *rt, char *err, size_t errlen);
+
+    /* How many parallel thread slots (heap slices) exec will use for this variant. */
+    int64_t (*slots)(dvm_backend *be, const dvm_exec *x);
+
+    /* Runs every task of the variant in order. Returns 0, 1 (runtime error in *rt), -1. */
+    int (*exec)(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err, size_t errlen);
+} dvm_backend_vtbl;
+
+/* The backends compiled into this build (NULL entries for those left out). */
+extern const dvm_backend_vtbl dvm_backend_cpu;
+#ifdef DVM_HAVE_VULKAN
+extern const dvm_backend_vtbl dvm_backend_vulkan;
+#endif
+#ifdef DVM_HAVE_CUDA
+extern const dvm_backend_vtbl dvm_backend_cuda;
+#endif
+#ifdef DVM_HAVE_HIP
+extern const dvm_backend_vtbl dvm_backend_hip;
+#endif
+
+#endif
