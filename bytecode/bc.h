@@ -54,7 +54,8 @@ enum dvm_rt_code {
     DVM_RT_DIVZERO = 4,
     DVM_RT_ADSTACK_UNDERFLOW = 5, /* p0 stack id: an internal error */
     DVM_RT_SIZER_CAP = 6,      /* p0 stack id, p1 the cap that was passed */
-    DVM_RT_BAD_OP = 7          /* an opcode the interpreter does not know: internal */
+    DVM_RT_BAD_OP = 7,         /* an opcode the interpreter does not know: internal */
+    DVM_RT_NEGPOW = 8          /* i32 ** with a negative exponent */
 };
 typedef struct dvm_rt_error {
     int32_t code;  /* dvm_rt_code; 0 = no error */
