@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "backend.h"
+#include "../heap/heap.h"
 
 /* Stack capacities computed by the sizer for one (kernel, variant), reused while the key is
  * the same: the uniforms, the default stack size, and the identity and version of every
@@ -23,8 +24,7 @@ typedef struct dvm_size_cache {
 
 /* Buffers a context reuses across launches. */
 typedef struct dvm_launch_scratch {
-    dvm_buffer *heap;
-    size_t heap_bytes; /* capacity of heap */
+    dvm_heap heap;
     dvm_buffer **snap; /* snapshot buffers, by position in the launch's list of written slots */
     size_t *snap_bytes;
     uint32_t nsnap;
