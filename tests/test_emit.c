@@ -4,6 +4,7 @@
  * jump targets, END at the end of each task). The IR is built with this file's own tiny
  * constructors so that it does not depend on the front end. */
 #include "bytecode/bc.h"
+#include "bytecode/blob.h"
 #include "compiler/compile.h"
 #include <math.h>
 #include <stdio.h>
@@ -294,7 +295,11 @@ static dvm_program *emit_ok(const char *what) {
     CHECK(rc == 0 && p, "%s: dvm_emit failed: %s", what, msg ? msg : "");
     free(msg);
     dvm_diags_free(&d);
-    if (p) check_structure(p, what);
+    if (p) {
+        check_structure(p, what);
+        char err[512];
+        CHECK(dvm_verify(p, err, sizeof err) == 0, "%s: the verifier refuses the program: %s", what, err);
+    }
     return p;
 }
 
