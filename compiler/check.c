@@ -9,6 +9,7 @@
 
 #define MAX_INLINE 20000   /* helper bodies inlined per kernel */
 #define MAX_UNROLL 4096    /* iterations of one static loop */
+#define MAX_STMTS 200000   /* IR statements per kernel, after unrolling and inlining */
 
 enum { BK_VAR, BK_ARRAY, BK_EXPR, BK_POISON };
 enum { LK_NONE, LK_SERIAL, LK_NDRANGE, LK_STATIC, LK_PARALLEL };
@@ -32,6 +33,7 @@ typedef struct helper_info {
     int ok;                  /* passed the one-time checks */
     unsigned char *assigned; /* per parameter: assigned in the body */
     int active;              /* being inlined now (recursion check) */
+    int used;                /* inlined at least once */
 } helper_info;
 
 typedef struct frame {
@@ -63,7 +65,8 @@ typedef struct ctx {
     helper_info *helpers;
     int reported[64][2];
     int nreported;
-    int oom;
+    int oom;           /* 1: out of memory; 2: the kernel grew too large (both stop lowering) */
+    int nstmts;
 } ctx;
 
 /* ---- errors: one per source location (a helper inlined twice reports once) ---- */
@@ -132,7 +135,15 @@ static ir_expr *mk_bin(ctx *c, int op, int type, ir_expr *a, ir_expr *b, int lin
     }
     return e;
 }
+static void err(ctx *c, int line, int col, const char *fmt, ...);
 static ir_stmt *mk_stmt(ctx *c, int kind, int line, int col) {
+    if (c->oom) return NULL;
+    if (++c->nstmts > MAX_STMTS) {
+        err(c, line, col, "kernel '%s' is too large after unrolling static loops and inlining helpers (more than %d statements)", c->k->name,
+            MAX_STMTS);
+        c->oom = 2;
+        return NULL;
+    }
     ir_stmt *s = ir_stmt_new(c->a, kind, line, col);
     if (!s) c->oom = 1;
     return s;
@@ -791,6 +802,7 @@ static ir_expr *lower_helper_call(ctx *c, helper_info *h, const ast_expr *e, ir_
             e->nargs, e->nargs == 1 ? "was" : "were");
         return NULL;
     }
+    h->used = 1;
     if (++c->ninline > MAX_INLINE) {
         err(c, e->line, e->col, "too many helper calls to inline in one kernel (more than %d)", MAX_INLINE);
         return NULL;
@@ -1574,6 +1586,7 @@ static ir_kernel *lower_kernel(ctx *c, ast_func *f) {
     c->in_parallel = 0;
     c->cflag = -1;
     c->ninline = 0;
+    c->nstmts = 0;
     int mark = scope_mark(c);
     int nslots = 0;
     /* parameters: scalars become IR_PARAM variables, arrays slots; shape symbols in order of first appearance */
@@ -1673,6 +1686,84 @@ static ir_kernel *lower_kernel(ctx *c, ast_func *f) {
     return k;
 }
 
+/* A helper no kernel calls is still checked: inlined once into a scratch kernel whose
+ * parameters are the helper's own. */
+static void check_unused_helper(ctx *c, helper_info *h) {
+    ast_func *f = h->f;
+    ir_kernel *k = dvm_arena_alloc(c->a, sizeof *k);
+    ast_expr *call = dvm_arena_alloc(c->a, sizeof *call);
+    ast_expr **args = dvm_arena_alloc(c->a, sizeof(ast_expr *) * (size_t)(f->nparams + 1));
+    ast_expr *names = dvm_arena_alloc(c->a, sizeof(ast_expr) * (size_t)(f->nparams + 1));
+    c->slot_of_param = dvm_arena_alloc(c->a, sizeof(int) * (size_t)(f->nparams + 1));
+    if (k) {
+        k->params = dvm_arena_alloc(c->a, sizeof(ir_param) * (size_t)(f->nparams + 1));
+        k->syms = dvm_arena_alloc(c->a, sizeof(ir_sym) * (size_t)(f->nparams * DVM_MAX_RANK + 1));
+    }
+    if (!k || !call || !args || !names || !c->slot_of_param || !k->params || !k->syms) {
+        c->oom = 1;
+        return;
+    }
+    k->name = f->str;
+    k->nparams = f->nparams;
+    c->k = k;
+    frame kf = {0};
+    kf.id = ++c->nframes;
+    kf.R = kf.D = -1;
+    c->fr = &kf;
+    c->in_parallel = 1;
+    c->cflag = -1;
+    c->nstmts = 0;
+    int mark = scope_mark(c);
+    for (int i = 0; i < f->nparams; i++) {
+        const ast_param *ap = &f->params[i];
+        ir_param *p = &k->params[i];
+        p->name = ap->str;
+        p->is_array = ap->is_array;
+        p->type = ap->type;
+        p->rank = ap->rank;
+        c->slot_of_param[i] = i;
+        if (ap->is_array) {
+            for (int r = 0; r < ap->rank; r++) {
+                if (!ap->dim[r].is_sym) {
+                    p->dim[r] = (int32_t)ap->dim[r].value;
+                    continue;
+                }
+                int sv = ir_var_new(c->a, k, ap->dim[r].str, DVM_T_I32, IR_SHAPESYM, ap->line, ap->col);
+                if (sv < 0) {
+                    c->oom = 1;
+                    return;
+                }
+                k->syms[k->nsyms].name = ap->dim[r].str;
+                k->syms[k->nsyms].var = sv;
+                p->dim[r] = -(++k->nsyms);
+            }
+            binding *b = bind(c, ap->name, BK_ARRAY, ap->line, ap->col);
+            if (b) b->param = i;
+        } else {
+            int v = new_var(c, ap->str, ap->type, ap->line, ap->col);
+            binding *b = v >= 0 ? bind(c, ap->name, BK_VAR, ap->line, ap->col) : NULL;
+            if (b) b->var = v;
+        }
+        names[i].kind = AE_NAME;
+        names[i].line = ap->line;
+        names[i].col = ap->col;
+        names[i].name = ap->name;
+        names[i].str = ap->str;
+        args[i] = &names[i];
+    }
+    call->kind = AE_CALL;
+    call->line = f->line;
+    call->col = f->col;
+    call->name = f->name;
+    call->str = f->str;
+    call->args = args;
+    call->nargs = f->nparams;
+    ir_block scratch = {0};
+    lower_helper_call(c, h, call, &scratch);
+    scope_pop(c, mark);
+    if (c->oom == 2) c->oom = 0;
+}
+
 ir_module *dvm_front(dvm_arena *a, const char *src, size_t len, const char *filename, dvm_diags *d) {
     if (!a || !d) return NULL;
     if (!src) len = 0;
@@ -1737,8 +1828,12 @@ ir_module *dvm_front(dvm_arena *a, const char *src, size_t len, const char *file
         if (!f->is_kernel || c->helpers[i].f != f) continue;
         ir_kernel *k = lower_kernel(c, f);
         if (k) m->kernels[m->nkernels++] = k;
+        if (c->oom == 2) c->oom = 0; /* too large: reported; the next kernel is checked on its own */
     }
-    if (c->oom) dvm_diag(d, 0, 0, "out of memory");
+    for (int i = 0; i < am->nfuncs && !c->oom; i++)
+        if (!am->funcs[i]->is_kernel && c->helpers[i].f == am->funcs[i] && c->helpers[i].ok && !c->helpers[i].used)
+            check_unused_helper(c, &c->helpers[i]);
+    if (c->oom == 1) dvm_diag(d, 0, 0, "out of memory");
     if (d->nerrors) return NULL;
     if (m->nkernels == 0) {
         dvm_diag(d, 0, 0, "no kernel found: declare one with 'kernel NAME(...):'");

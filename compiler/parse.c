@@ -6,7 +6,7 @@
 #include "../bytecode/bc.h"
 #include "ast.h"
 
-#define MAX_NEST 200
+#define MAX_NEST 500 /* nesting of blocks and expressions (operator chains count too) */
 
 typedef struct parser {
     dvm_arena *a;
@@ -247,10 +247,18 @@ static int binop_level(int kind) {
     }
 }
 
+/* A chain `a + b + c ...` builds a left spine as deep as it is long: it counts as nesting,
+ * so that no later recursive pass can overflow the stack. */
+static void chain_step(parser *p, const dvm_token *t) {
+    if (++p->depth > MAX_NEST) fail(p, t, "expression is nested too deeply (or its operator chain is too long)");
+}
+
 static ast_expr *parse_binary(parser *p, int level) {
+    int depth = p->depth;
     ast_expr *e = level == 2 ? parse_factor(p) : parse_binary(p, level + 1);
     while (binop_level(peek(p)->kind) == level) {
         const dvm_token *t = next(p);
+        chain_step(p, t);
         ast_expr *x = new_expr(p, AE_BINARY, t);
         x->op = (uint8_t)t->kind;
         x->a = e;
@@ -259,6 +267,7 @@ static ast_expr *parse_binary(parser *p, int level) {
         span_to(p, x);
         e = x;
     }
+    p->depth = depth;
     return e;
 }
 
@@ -302,9 +311,11 @@ static ast_expr *parse_not(parser *p) {
 }
 
 static ast_expr *parse_and(parser *p) {
+    int depth = p->depth;
     ast_expr *e = parse_not(p);
     while (at(p, TK_AND)) {
         const dvm_token *t = next(p);
+        chain_step(p, t);
         ast_expr *x = new_expr(p, AE_AND, t);
         x->a = e;
         x->b = parse_not(p);
@@ -312,13 +323,16 @@ static ast_expr *parse_and(parser *p) {
         span_to(p, x);
         e = x;
     }
+    p->depth = depth;
     return e;
 }
 
 static ast_expr *parse_or(parser *p) {
+    int depth = p->depth;
     ast_expr *e = parse_and(p);
     while (at(p, TK_OR)) {
         const dvm_token *t = next(p);
+        chain_step(p, t);
         ast_expr *x = new_expr(p, AE_OR, t);
         x->a = e;
         x->b = parse_and(p);
@@ -326,6 +340,7 @@ static ast_expr *parse_or(parser *p) {
         span_to(p, x);
         e = x;
     }
+    p->depth = depth;
     return e;
 }
 

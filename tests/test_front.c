@@ -423,6 +423,21 @@ static void test_semantic_errors(void) {
     ERR("def f(a: f32) -> f32:\n    return a\nkernel k(x: f32[n]):\n    x[0] = k(1.0)\n", "4:12", "'k' is a kernel; only helpers (def) can be called");
     ERR("kernel k(x: f32[n]):\n    i = 1\n    i /= 2\n", "3:5", "'i' is f32 here but was declared i32 at 2:5");
     expect_error(__LINE__, "# nothing\n", "t.dvk: error: ", "no kernel found");
+    /* a helper that no kernel calls is checked too */
+    ERR("def f(a: f32, v: f32[m]) -> f32:\n    return a + v[0] + w\nkernel k(x: f32[n]):\n    pass\n", "2:23", "unknown name 'w'");
+    IR("def f(a: f32, v: f32[m], b: bool) -> f32:\n    return a + v[m - 1] if b else 0.0\nkernel k(x: f32[n]):\n    pass\n", "kernel k");
+    /* limits: long operator chains, huge unrolling */
+    {
+        char *src = malloc(20000);
+        if (!src) abort();
+        strcpy(src, "kernel k(y: f32[n]):\n    y[0] = 1.0");
+        for (int i = 0; i < 1000; i++) strcat(src, " + 1.0");
+        strcat(src, "\n");
+        ERR(src, "2:3004", "expression is nested too deeply");
+        free(src);
+    }
+    ERR("kernel k(y: f32[n]):\n    for a in static(range(4096)):\n        for b in static(range(4096)):\n            y[0] = 1.0\n", "4:13",
+        "kernel 'k' is too large after unrolling");
 }
 
 /* Compile time of a typical kernel: well under 1 ms. */
