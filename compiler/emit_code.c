@@ -195,6 +195,7 @@ static int find_const_reg(tctx *c, uint32_t w) {
 static int const_reg(tctx *c, uint32_t w) {
     int have = find_const_reg(c, w);
     if (have >= 0) return have;
+    if (c->nk >= 256) return -1; /* keep registers for the code: rebuild the rest in place */
     if (c->nk == c->capk) {
         int nc = c->capk ? c->capk * 2 : 16;
         uint32_t *b = realloc(c->kbits, sizeof *b * (size_t)nc);
