@@ -808,6 +808,7 @@ static int adjoint(ad_ctx *c) {
     if (c->oom) return -1;
     for (int t = 0; t < nt; t++) {
         pre[t] = f->tops[t];
+        c->par = f->tops[t].parallel; /* hidden flags and counters are registers there */
         if (f->tops[t].parallel) {
             memset(&pre[t].body, 0, sizeof pre[t].body);
             pre_block(c, &f->tops[t].body, 0, &pre[t].body, -1, -1);
@@ -815,6 +816,7 @@ static int adjoint(ad_ctx *c) {
             pre[t].stmt = pre_stmt(c, f->tops[t].stmt, -1, -1);
         }
     }
+    c->par = 0;
     /* analysis over the preprocessed code */
     c->nv1 = k->nvars;
     size_t nv = (size_t)c->nv1 + 1;
