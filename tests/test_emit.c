@@ -633,6 +633,21 @@ static void test_stacks(void) {
     ir_size *rng = sz(IRS_RANGE, 0, sz(IRS_CONST, 0, NULL, NULL), par);
     rng->body = ld;
     s2->size = sz(IRS_ADD, 0, rng, sz(IRS_CONST, 1, NULL, NULL));
+    /* stack 4: a range at the root whose body is a range: both values copied last */
+    ir_stack *s4 = &a->stacks[4];
+    s4->type = DVM_T_I32;
+    s4->name = "k";
+    ir_size *inner = sz(IRS_RANGE, 0, sz(IRS_CONST, 0, NULL, NULL), sz(IRS_VAR, 0, NULL, NULL));
+    ir_size *v1 = sz(IRS_VAR, 0, NULL, NULL);
+    v1->depth = 1;
+    ir_size *ld2 = sz(IRS_LOAD, 0, v1, NULL);
+    ld2->slot = steps;
+    inner->body = ld2;
+    ir_size *par2 = sz(IRS_PARAM, 0, NULL, NULL);
+    par2->var = n;
+    ir_size *outer = sz(IRS_RANGE, 0, sz(IRS_CONST, 0, NULL, NULL), par2);
+    outer->body = inner;
+    s4->size = outer;
     ir_stack *s3 = &a->stacks[a->nstacks++];
     s3->type = DVM_T_F32;
     s3->name = "w";
@@ -640,6 +655,7 @@ static void test_stacks(void) {
     sh->slot = x;
     sh->axis = 0;
     s3->size = sh;
+    a->nstacks = 5;
     /* the adjoint pushes and pops v on stack 0 */
     ir_top *t = partop(DVM_V_ADJOINT, i, V(n));
     push(&t->body, assign(v, load(x, DVM_T_F32, ki(1), V(i))));
@@ -658,7 +674,7 @@ static void test_stacks(void) {
     dvm_program *p = emit_ok("stacks");
     if (!p) return;
     const dvm_variant_desc *vd = &p->kernels[0].v[DVM_V_ADJOINT];
-    CHECK(vd->present && vd->nstacks == 4 && vd->nslots == 3, "adjoint variant: %u stacks, %u slots", vd->nstacks,
+    CHECK(vd->present && vd->nstacks == 5 && vd->nslots == 3, "adjoint variant: %u stacks, %u slots", vd->nstacks,
           vd->nslots);
     CHECK(p->slots[vd->slot_begin + 2].role == DVM_ROLE_GRAD && p->slots[vd->slot_begin + 2].writes == 1 &&
               p->slots[vd->slot_begin].writes == 0,
@@ -686,6 +702,22 @@ static void test_stacks(void) {
             strcat(got, one);
         }
         CHECK(strcmp(got, want) == 0, "size program\n  expected: %s\n  got:      %s", want, got);
+    }
+    {
+        /* 0 const 0; 1 param n; 2 range [0,1) body to 9; 3 const 0; 4 var 0; 5 range [3,4) body
+         * to 8; 6 var 1; 7 load steps; 8 copy of 5 (body root last); 9 copy of 2 (capacity) */
+        static const char *want =
+            "SZ_CONST 0,0,0,0; SZ_PARAM 0,0,0,0; SZ_RANGE 0,0,1,9; SZ_CONST 0,0,0,0; SZ_VAR 0,0,0,0; "
+            "SZ_RANGE 0,3,4,8; SZ_VAR 0,1,0,0; SZ_LOAD 1,6,0,0; SZ_MAX 0,5,5,0; SZ_MAX 0,2,2,0";
+        char got[768] = "";
+        for (uint32_t q = 0; q < sd[4].size_len && sd[4].sizing == DVM_SZ_PROGRAM; q++) {
+            const dvm_node *d = &p->nodes[sd[4].size_begin + q];
+            char one[64];
+            snprintf(one, sizeof one, "%s%s %u,%u,%u,%u", q ? "; " : "", dvm_op_table[d->op].name, d->x, d->a, d->b,
+                     d->c);
+            strcat(got, one);
+        }
+        CHECK(strcmp(got, want) == 0, "nested size program\n  expected: %s\n  got:      %s", want, got);
     }
     /* adjoint task: x[1, i] checks axis 0 and 1, PUSH/POP stack 0 */
     EXPECT_CODE(p, vd->task_begin,
