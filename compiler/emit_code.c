@@ -46,6 +46,11 @@ typedef struct tctx {
     int nloops, caploops;
     int failed;
     int line, col; /* location given to the nodes being emitted */
+    int loop_depth;
+    /* constants read inside loops live in registers loaded once at the task's start */
+    uint32_t *kbits;
+    int *kreg;
+    int nk, capk;
 } tctx;
 
 static void terr(tctx *c, int line, int col, const char *fmt, ...)
@@ -177,6 +182,37 @@ static int kindex(tctx *c, float k) {
     memcpy(&w, &k, 4);
     uint32_t i = emit_const(c->ep, w);
     return c->ep->oom || i > 0xFFFF ? -1 : (int)i;
+}
+
+/* The register that holds constant w for the whole task (loaded by the task's prologue),
+ * so that loops do not rebuild it each iteration; -1 when out of memory. */
+static int find_const_reg(tctx *c, uint32_t w) {
+    for (int i = 0; i < c->nk; i++)
+        if (c->kbits[i] == w) return c->kreg[i];
+    return -1;
+}
+
+static int const_reg(tctx *c, uint32_t w) {
+    int have = find_const_reg(c, w);
+    if (have >= 0) return have;
+    if (c->nk >= 256) return -1; /* keep registers for the code: rebuild the rest in place */
+    if (c->nk == c->capk) {
+        int nc = c->capk ? c->capk * 2 : 16;
+        uint32_t *b = realloc(c->kbits, sizeof *b * (size_t)nc);
+        if (b) c->kbits = b;
+        int *r = b ? realloc(c->kreg, sizeof *r * (size_t)nc) : NULL;
+        if (!b || !r) {
+            c->ep->oom = 1;
+            c->failed = 1;
+            return -1;
+        }
+        c->kreg = r;
+        c->capk = nc;
+    }
+    if (c->nvreg >= 0x7fff) return -1;
+    c->kbits[c->nk] = w;
+    c->kreg[c->nk] = c->nvreg++;
+    return c->kreg[c->nk++];
 }
 
 /* ---- expressions ---- */
@@ -390,6 +426,10 @@ static int emit_expr(tctx *c, const ir_expr *e, int dst) {
     switch (e->kind) {
     case IR_CONST: {
         uint32_t w = const_bits(e);
+        if (dst < 0) { /* in a loop: hoist; elsewhere: reuse a hoisted one if any */
+            r = c->loop_depth > 0 ? const_reg(c, w) : find_const_reg(c, w);
+            if (r >= 0) break;
+        }
         r = dstreg(c, dst);
         out(c, DVM_OP_CONST, 0, r, w & 0xFFFF, w >> 16);
         break;
@@ -572,6 +612,19 @@ static int never_written(tctx *c, const ir_expr *e) {
     return st == IR_PARAM || st == IR_SHAPESYM || st == IR_PINDEX || (st == IR_GLOBAL && c->parallel);
 }
 
+/* Whether some statement of b may assign var (a nested loop over var included). */
+static int block_writes(const ir_block *b, int var) {
+    for (int i = 0; i < b->n; i++) {
+        const ir_stmt *s = b->s[i];
+        if (!s) continue;
+        if ((s->kind == IR_ASSIGN || s->kind == IR_POP || s->kind == IR_FOR || s->kind == IR_UATOMIC_ADD) &&
+            s->var == var)
+            return 1;
+        if (block_writes(&s->body, var) || block_writes(&s->orelse, var)) return 1;
+    }
+    return 0;
+}
+
 static void push_loop(tctx *c, int brk, int cont) {
     if (c->nloops == c->caploops) {
         int nc = c->caploops ? c->caploops * 2 : 8;
@@ -650,19 +703,18 @@ static void emit_stmt(tctx *c, const ir_stmt *s) {
         out(c, DVM_OP_JMP, 0, ltest, 0, 0);
         place(c, lbody);
         push_loop(c, lend, ltest);
+        c->loop_depth++;
         emit_block(c, &s->body);
         c->nloops--;
         place(c, ltest);
         c->line = s->line;
         c->col = s->col;
         cond_jump(c, s->e, 1, lbody);
+        c->loop_depth--;
         place(c, lend);
         break;
     }
     case IR_FOR: {
-        /* cnt = lo; hi = stop (once); if cnt >= hi skip; body: var = cnt; ...;
-         * next: if ++cnt < hi goto body. The hidden counter keeps the iteration
-         * independent of writes to var in the body. */
         int r = target_reg(c, s->var, s->line, s->col, &wb);
         if (r < 0) break;
         int cnt = tmp(c);
@@ -672,16 +724,26 @@ static void emit_stmt(tctx *c, const ir_stmt *s) {
         c->line = s->line;
         c->col = s->col;
         out(c, DVM_OP_JGEI, 0, cnt, hi, lend);
+        /* A local that the body never writes is its own counter (no copy per iteration);
+         * on normal exit it steps back to the last value, as in Python. Otherwise a hidden
+         * counter keeps the iteration independent of the body's writes to var. */
+        int own = !wb && !block_writes(&s->body, s->var);
+        if (own) mov(c, r, cnt);
         place(c, lbody);
-        mov(c, r, cnt);
-        if (wb) write_back(c, s->var, r);
+        if (!own) {
+            mov(c, r, cnt);
+            if (wb) write_back(c, s->var, r);
+        }
         push_loop(c, lend, lnext);
+        c->loop_depth++;
         emit_block(c, &s->body);
+        c->loop_depth--;
         c->nloops--;
         place(c, lnext);
         c->line = s->line;
         c->col = s->col;
-        out(c, DVM_OP_INCLT, 0, cnt, hi, lbody);
+        out(c, DVM_OP_INCLT, 0, own ? r : cnt, hi, lbody);
+        if (own) out(c, DVM_OP_ADDIK, 0, r, r, 0xFFFF);
         place(c, lend);
         break;
     }
@@ -775,6 +837,8 @@ static void task_free(tctx *c) {
     free(c->varreg);
     free(c->labels);
     free(c->loops);
+    free(c->kbits);
+    free(c->kreg);
 }
 
 static int is_uniform_storage(int st) { return st == IR_PARAM || st == IR_SHAPESYM || st == IR_GLOBAL; }
@@ -786,6 +850,7 @@ static int task_finish(tctx *c, dvm_task_desc *td, int line) {
     int npre = 0;
     for (int v = 0; v < c->k->nvars; v++)
         if (c->varreg[v] >= 0 && is_uniform_storage(c->k->vars[v].storage)) npre++;
+    npre += c->nk;
     int64_t total = (int64_t)npre + c->n;
     if (total > DVM_MAX_TASK_NODES) {
         terr(c, line, 0, "a task needs %lld nodes, more than the limit of %d; split the loop body",
@@ -807,6 +872,11 @@ static int task_finish(tctx *c, dvm_task_desc *td, int line) {
         int u = emit_var_uslot(c->ev, v);
         if (u < 0) return 1;
         dvm_node n = {DVM_OP_LDU, 0, (uint16_t)c->varreg[v], (uint16_t)u, 0};
+        emit_node(ep, n, line, 0);
+    }
+    for (int i = 0; i < c->nk; i++) {
+        dvm_node n = {DVM_OP_CONST, 0, (uint16_t)c->kreg[i], (uint16_t)(c->kbits[i] & 0xFFFF),
+                      (uint16_t)(c->kbits[i] >> 16)};
         emit_node(ep, n, line, 0);
     }
     for (int i = 0; i < c->n; i++) {

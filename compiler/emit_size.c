@@ -139,6 +139,16 @@ static int put(sctx *c, int op, int x, int a, int b, int cc) {
     return c->n++;
 }
 
+static int gen(sctx *c, const ir_size *s, int depth);
+
+/* Like gen, but the value ends up in the last node (a range body's root and the
+ * capacity must be last; a range's own value sits before its body: copy it). */
+static int gen_last(sctx *c, const ir_size *s, int depth) {
+    int r = gen(c, s, depth);
+    if (r >= 0 && r != c->n - 1) r = put(c, DVM_OP_SZ_MAX, 0, r, r, 0);
+    return r;
+}
+
 /* Appends the program of s; returns the slot of its value, -1 on fallback. */
 static int gen(sctx *c, const ir_size *s, int depth) {
     if (c->fallback) return -1;
@@ -172,7 +182,7 @@ static int gen(sctx *c, const ir_size *s, int depth) {
         int b = gen(c, s->b, depth);
         if (a < 0 || b < 0) return -1;
         int k = put(c, DVM_OP_SZ_RANGE, 0, a, b, 0);
-        if (k < 0 || gen(c, s->body, depth + 1) < 0) return -1;
+        if (k < 0 || gen_last(c, s->body, depth + 1) < 0) return -1;
         c->nodes[k].c = (uint16_t)c->n; /* end of the body; its root is node n-1 */
         return k;
     }
@@ -219,7 +229,7 @@ int emit_stack_size(emit_variant *ev, const ir_stack *st, dvm_stack_desc *sd) {
         sd->const_cap = f.v <= 0 ? 0 : f.v > 0xFFFFFFFFll ? 0xFFFFFFFFu : (uint32_t)f.v;
         return 0;
     }
-    gen(&c, st->size, 0);
+    gen_last(&c, st->size, 0);
     if (ev->ep->oom || ev->failed) {
         free(c.nodes);
         return 1;

@@ -22,10 +22,10 @@ static const char *SRC =
     "        for _ in range(steps[i]):\n"
     "            v = v * rate + 0.01\n"
     "        y[0] += v\n"
-    "kernel fail(y: f32[n], k: i32):\n"
+    "kernel fail(y: f32[n], z: f32[n], k: i32):\n"
     "    y[0] = 5.0\n"
     "    for i in range(n):\n"
-    "        y[i] = y[i + k]\n";
+    "        y[i] = z[i + k]\n";
 
 int main(void) {
     dvm_context_opts co = {"cpu", 0, 0};
@@ -107,6 +107,7 @@ int main(void) {
     dvm_args *af;
     dvm_args_create(ctx, kf, &af);
     dvm_args_array(ctx, af, "y", x);
+    dvm_args_array(ctx, af, "z", xg);
     dvm_args_i32(ctx, af, "k", 1);
     EXPECT(dvm_launch(ctx, kf, af, &fwd, NULL) == DVM_ERR_RUNTIME && strstr(dvm_errmsg(ctx), "t.dvk:10:") &&
                strstr(dvm_errmsg(ctx), "out of bounds"),

@@ -412,12 +412,13 @@ static void test_for_loop(void) {
     push(&t->body, store(IR_ATOMIC, DVM_OP_ATOMADDF, y, ki(0), V(v)));
     dvm_program *p = emit_ok("damp");
     if (!p) return;
-    /* r0 i, r1 v, r2 _, r3 rate; temps r4 counter, r5 stop.
-     * 0 LDU rate; 1 LD v=x[i]; 2 CONST cnt=0; 3 LD hi=steps[i]; 4 JGEI cnt,hi -> 8;
-     * 5 MOV _=cnt; 6 FMAFK v=v*rate+K0; 7 INCLT cnt,hi -> 5; 8 CONST 0; 9 ATOMADDF; 10 END */
+    /* r0 i, r1 v, r2 _, r3 rate; temps r4 start, r5 stop. The body never writes _, so _ is
+     * its own counter: 0 LDU rate; 1 LD v=x[i]; 2 CONST 0; 3 LD hi=steps[i];
+     * 4 JGEI lo,hi -> 9; 5 MOV _=lo; 6 FMAFK v=v*rate+K0; 7 INCLT _,hi -> 6;
+     * 8 ADDIK _ -= 1 (Python's last value); 9 CONST 0; 10 ATOMADDF; 11 END */
     EXPECT_CODE(p, 0,
-                "LDU 0,3,0,0; LD 0,1,0,0; CONST 0,4,0,0; LD 1,5,0,0; JGEI 0,4,5,8; MOV 0,2,4,0; FMAFK 0,1,3,0; "
-                "INCLT 0,4,5,5; CONST 0,4,0,0; ATOMADDF 2,4,1,0; END 0,0,0,0");
+                "LDU 0,3,0,0; LD 0,1,0,0; CONST 0,4,0,0; LD 1,5,0,0; JGEI 0,4,5,9; MOV 0,2,4,0; FMAFK 0,1,3,0; "
+                "INCLT 0,2,5,6; ADDIK 0,2,2,65535; CONST 0,4,0,0; ATOMADDF 2,4,1,0; END 0,0,0,0");
     CHECK(p->nconsts == 1 && kf_at(p, 0) == 0.01f, "pool holds 0.01f");
     CHECK(p->slots[0].writes == 0 && p->slots[1].writes == 0 && p->slots[2].writes == 1, "writes flags");
     CHECK(p->lines[p->tasks[0].code_begin + 6] == (uint32_t)LINE, "line of the FMAFK");
@@ -458,35 +459,26 @@ static void test_control(void) {
     push(&t->body, store(IR_STORE, 0, x, V(i), V(s)));
     dvm_program *p = emit_ok("control");
     if (!p) return;
-    /* regs: i0 k1 s2, temps from 3. 0 k=0; 1 JMP test; 2-4 if k==3 (JZ else); 5 break;
-     * 6 JMP end-of-if; 7-8 else: k+=1, continue; 9-14 test: k<10 (JGEI exit), x[k]<1
-     * (JNZ body); 15-17 assert; 18-21 cond; 22-26 select; 27 store; 28 END */
-    if (getenv("DUMP")) fprintf(stderr, "%s\n", code_text(p, 0));
-    const dvm_task_desc *td = &p->tasks[0];
-    char ops[1024] = "";
-    for (uint32_t q = 0; q < td->code_len; q++) {
-        strcat(ops, dvm_op_table[p->nodes[td->code_begin + q].op].name);
-        strcat(ops, " ");
-    }
-    CHECK(strcmp(ops, "CONST JMP CONST EQI JZ JMP JMP ADDIK JMP CONST JGEI LD CONST LTF JNZ CONST LEI ASSERT "
-                      "JGEI CONST JMP LD NEGF CONST EQI SEL MOV ST END ") == 0,
-          "opcode sequence: %s", ops);
-    const dvm_node *c0 = &p->nodes[td->code_begin];
-    /* while: JMP to the test (node 9); test: k >= 10 exits (JGEI -> 15), x[k] < 1.0 loops (JNZ -> 2) */
-    CHECK(c0[1].a == 9, "while entry jumps to the test at 9, got %u", c0[1].a);
-    CHECK(c0[5].a == 15, "break jumps past the loop (15), got %u", c0[5].a);
-    CHECK(c0[8].a == 9, "continue jumps to the test (9), got %u", c0[8].a);
-    CHECK(c0[4].b == 7 && c0[6].a == 9, "if/else jumps: JZ -> 7 (%u), end of then -> 9 (%u)", c0[4].b, c0[6].a);
-    CHECK(c0[10].c == 15 && c0[14].b == 2, "and: JGEI -> exit 15 (%u), JNZ -> body 2 (%u)", c0[10].c, c0[14].b);
-    CHECK(strcmp(p->strings + c0[17].b, "k too big") == 0, "assert message '%s'", p->strings + c0[17].b);
-    CHECK(c0[17].b == 1, "assert messages come first in the string table (offset %u)", c0[17].b);
-    /* cond: k < i false -> else (JGEI -> 21); then-branch writes s directly */
-    CHECK(c0[18].c == 21 && c0[19].a == 2 && c0[20].a == 22, "cond jumps %u %u %u", c0[18].c, c0[19].a, c0[20].a);
-    /* select: s and -s evaluated first, condition into a temp (s is an operand), SEL, MOV */
-    CHECK(c0[24].a != 2 && c0[25].op == DVM_OP_SEL && c0[25].a == c0[24].a && c0[25].b == 2 && c0[25].c == c0[22].a &&
-              c0[26].a == 2 && c0[26].b == c0[25].a,
-          "select: condition in a temp (s is an operand), SEL, MOV into s");
-    CHECK(p->lines[td->code_begin + 17] == (uint32_t)LINE && p->cols[td->code_begin + 17] == 1, "assert line/col");
+    /* regs: i0 k1, constants hoisted out of the loop r2=3 r3=10 r4=1.0f, s5, temps 6.. */
+    EXPECT_CODE(p, 0,
+                "CONST 0,2,3,0; CONST 0,3,10,0; CONST 0,4,0,16256; " /* 0-2 prologue: loop constants */
+                "CONST 0,1,0,0; "                                    /* 3 k = 0 */
+                "JMP 0,11,0,0; "                                     /* 4 rotated while: to the test */
+                "EQI 0,6,1,2; JZ 0,6,9,0; "                          /* 5-6 if k == 3 else -> 9 */
+                "JMP 0,15,0,0; "                                     /* 7 break -> 15 */
+                "JMP 0,11,0,0; "                                     /* 8 end of then -> after the if */
+                "ADDIK 0,1,1,1; JMP 0,11,0,0; "                      /* 9-10 k += 1; continue */
+                "JGEI 0,1,3,15; "                                    /* 11 test: k >= 10 exits */
+                "LD 0,6,1,0; LTF 0,7,6,4; JNZ 0,7,5,0; "             /* 12-14 and x[k] < 1.0 loops */
+                "LEI 0,6,1,2; ASSERT 0,6,1,0; "                      /* 15-16 assert k <= 3 (reuses r2) */
+                "JGEI 0,1,0,20; CONST 0,5,0,16384; JMP 0,21,0,0; LD 0,5,0,0; " /* 17-20 s = 2 if k < i else x[i] */
+                "NEGF 0,6,5,0; CONST 0,8,0,0; EQI 0,7,1,8; SEL 0,7,5,6; MOV 0,5,7,0; " /* 21-25 select */
+                "ST 0,0,5,0; END 0,0,0,0");
+    const dvm_node *c0 = &p->nodes[p->tasks[0].code_begin];
+    CHECK(strcmp(p->strings + c0[16].b, "k too big") == 0, "assert message '%s'", p->strings + c0[16].b);
+    CHECK(c0[16].b == 1, "assert messages come first in the string table (offset %u)", c0[16].b);
+    CHECK(p->lines[p->tasks[0].code_begin + 16] == (uint32_t)LINE && p->cols[p->tasks[0].code_begin + 16] == 1,
+          "assert line/col");
     dvm_program_free(p);
 }
 
@@ -576,6 +568,28 @@ static void test_fmafk_forms(void) {
     dvm_program_free(p);
 }
 
+/* A body that writes the loop variable: a hidden counter, var = counter each iteration. */
+static void test_for_writes_var(void) {
+    module();
+    kernel("fw");
+    int n = sym("n");
+    int x = arr("x", DVM_T_I32, 1, -1, 0);
+    int i = addvar("i", DVM_T_I32, IR_PINDEX, -1);
+    int j = addvar("j", DVM_T_I32, IR_LOCAL, -1);
+    ir_top *t = partop(DVM_V_FORWARD, i, V(n));
+    ir_stmt *f = for_(j, V(i), V(n));
+    push(&f->body, assign(j, bin(DVM_OP_MULI, DVM_T_I32, V(j), ki(2))));
+    push(&f->body, store(IR_ATOMIC, DVM_OP_ATOMADDI, x, V(i), V(j)));
+    push(&t->body, f);
+    dvm_program *p = emit_ok("for writes var");
+    if (!p) return;
+    /* r0 i, r1 j, r2 n (loaded; a read-only stop is used in place), r3 constant 2, r4 counter */
+    EXPECT_CODE(p, 0,
+                "LDU 0,2,0,0; CONST 0,3,2,0; MOV 0,4,0,0; JGEI 0,4,2,8; MOV 0,1,4,0; MULI 0,1,1,3; ATOMADDI 0,0,1,0; "
+                "INCLT 0,4,2,4; END 0,0,0,0");
+    dvm_program_free(p);
+}
+
 /* Stacks: constant, default and program sizing; a nested dynamic loop's size program. */
 static void test_stacks(void) {
     module();
@@ -619,6 +633,21 @@ static void test_stacks(void) {
     ir_size *rng = sz(IRS_RANGE, 0, sz(IRS_CONST, 0, NULL, NULL), par);
     rng->body = ld;
     s2->size = sz(IRS_ADD, 0, rng, sz(IRS_CONST, 1, NULL, NULL));
+    /* stack 4: a range at the root whose body is a range: both values copied last */
+    ir_stack *s4 = &a->stacks[4];
+    s4->type = DVM_T_I32;
+    s4->name = "k";
+    ir_size *inner = sz(IRS_RANGE, 0, sz(IRS_CONST, 0, NULL, NULL), sz(IRS_VAR, 0, NULL, NULL));
+    ir_size *v1 = sz(IRS_VAR, 0, NULL, NULL);
+    v1->depth = 1;
+    ir_size *ld2 = sz(IRS_LOAD, 0, v1, NULL);
+    ld2->slot = steps;
+    inner->body = ld2;
+    ir_size *par2 = sz(IRS_PARAM, 0, NULL, NULL);
+    par2->var = n;
+    ir_size *outer = sz(IRS_RANGE, 0, sz(IRS_CONST, 0, NULL, NULL), par2);
+    outer->body = inner;
+    s4->size = outer;
     ir_stack *s3 = &a->stacks[a->nstacks++];
     s3->type = DVM_T_F32;
     s3->name = "w";
@@ -626,6 +655,7 @@ static void test_stacks(void) {
     sh->slot = x;
     sh->axis = 0;
     s3->size = sh;
+    a->nstacks = 5;
     /* the adjoint pushes and pops v on stack 0 */
     ir_top *t = partop(DVM_V_ADJOINT, i, V(n));
     push(&t->body, assign(v, load(x, DVM_T_F32, ki(1), V(i))));
@@ -644,7 +674,7 @@ static void test_stacks(void) {
     dvm_program *p = emit_ok("stacks");
     if (!p) return;
     const dvm_variant_desc *vd = &p->kernels[0].v[DVM_V_ADJOINT];
-    CHECK(vd->present && vd->nstacks == 4 && vd->nslots == 3, "adjoint variant: %u stacks, %u slots", vd->nstacks,
+    CHECK(vd->present && vd->nstacks == 5 && vd->nslots == 3, "adjoint variant: %u stacks, %u slots", vd->nstacks,
           vd->nslots);
     CHECK(p->slots[vd->slot_begin + 2].role == DVM_ROLE_GRAD && p->slots[vd->slot_begin + 2].writes == 1 &&
               p->slots[vd->slot_begin].writes == 0,
@@ -672,6 +702,22 @@ static void test_stacks(void) {
             strcat(got, one);
         }
         CHECK(strcmp(got, want) == 0, "size program\n  expected: %s\n  got:      %s", want, got);
+    }
+    {
+        /* 0 const 0; 1 param n; 2 range [0,1) body to 9; 3 const 0; 4 var 0; 5 range [3,4) body
+         * to 8; 6 var 1; 7 load steps; 8 copy of 5 (body root last); 9 copy of 2 (capacity) */
+        static const char *want =
+            "SZ_CONST 0,0,0,0; SZ_PARAM 0,0,0,0; SZ_RANGE 0,0,1,9; SZ_CONST 0,0,0,0; SZ_VAR 0,0,0,0; "
+            "SZ_RANGE 0,3,4,8; SZ_VAR 0,1,0,0; SZ_LOAD 1,6,0,0; SZ_MAX 0,5,5,0; SZ_MAX 0,2,2,0";
+        char got[768] = "";
+        for (uint32_t q = 0; q < sd[4].size_len && sd[4].sizing == DVM_SZ_PROGRAM; q++) {
+            const dvm_node *d = &p->nodes[sd[4].size_begin + q];
+            char one[64];
+            snprintf(one, sizeof one, "%s%s %u,%u,%u,%u", q ? "; " : "", dvm_op_table[d->op].name, d->x, d->a, d->b,
+                     d->c);
+            strcat(got, one);
+        }
+        CHECK(strcmp(got, want) == 0, "nested size program\n  expected: %s\n  got:      %s", want, got);
     }
     /* adjoint task: x[1, i] checks axis 0 and 1, PUSH/POP stack 0 */
     EXPECT_CODE(p, vd->task_begin,
@@ -747,6 +793,7 @@ int main(void) {
     test_control();
     test_superinstructions();
     test_fmafk_forms();
+    test_for_writes_var();
     test_stacks();
     test_serial();
     test_limits();
