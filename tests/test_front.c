@@ -440,47 +440,28 @@ static void test_semantic_errors(void) {
         "kernel 'k' is too large after unrolling");
 }
 
-/* Compile time of a typical kernel: well under 1 ms. */
-static void test_speed(void) {
+/* A large kernel (60 dynamic loops, 60 inlined helper calls) goes through the front end.
+ * Its compile time is measured by bench/bench_cpu, not here: tests are never timed. */
+static void test_large_kernel(void) {
     char *src = malloc(1 << 16);
     if (!src) abort();
     strcpy(src, "def step(v: f32, rate: f32) -> f32:\n    return v * rate + 0.01\n");
     strcat(src, "kernel big(x: f32[n], steps: i32[n], y: f32[1], rate: f32):\n    for i in range(n):\n        v = x[i]\n");
     for (int i = 0; i < 60; i++) strcat(src, "        for _ in range(steps[i]):\n            v = step(v, rate) + sin(v) * 0.5\n");
     strcat(src, "        y[0] += v\n");
-    /* the best of several batches, so that a busy machine does not fail the test */
-    int reps = 50;
-    double best = 1e9;
-    for (int batch = 0; batch < 5; batch++) {
-    clock_t t0 = clock();
-    for (int r = 0; r < reps; r++) {
-        dvm_arena *a = dvm_arena_create();
-        dvm_diags d;
-        dvm_diags_init(&d, "t.dvk", src, strlen(src));
-        ir_module *m = dvm_front(a, src, strlen(src), "t.dvk", &d);
-        if (!m) {
-            failures++;
-            char *msg = dvm_diags_take(&d);
-            fprintf(stderr, "test_front.c:%d: the speed kernel failed:\n%s\n", __LINE__, msg);
-            free(msg);
-            r = reps;
-        }
-        dvm_diags_free(&d);
-        dvm_arena_destroy(a);
-    }
-    double ms = (double)(clock() - t0) * 1000.0 / CLOCKS_PER_SEC / reps;
-    if (ms < best) best = ms;
-    }
-    double ms = best, limit = 1.0;
-#if defined(__SANITIZE_ADDRESS__) || defined(__OPTIMIZE__) == 0
-    limit = 20.0; /* instrumented or unoptimised builds only check that nothing is quadratic */
-#endif
+    dvm_arena *a = dvm_arena_create();
+    dvm_diags d;
+    dvm_diags_init(&d, "t.dvk", src, strlen(src));
+    ir_module *m = dvm_front(a, src, strlen(src), "t.dvk", &d);
     checks++;
-    printf("test_front: a 125-line kernel with 60 inlined helper calls compiles in %.3f ms\n", ms);
-    if (ms > limit) {
+    if (!m || m->nkernels != 1) {
         failures++;
-        fprintf(stderr, "test_front.c:%d: a 125-line kernel took %.3f ms to compile (expected < %.0f ms)\n", __LINE__, ms, limit);
+        char *msg = dvm_diags_take(&d);
+        fprintf(stderr, "test_front.c:%d: the large kernel failed to compile:\n%s\n", __LINE__, msg);
+        free(msg);
     }
+    dvm_diags_free(&d);
+    dvm_arena_destroy(a);
     free(src);
 }
 
@@ -493,7 +474,7 @@ int main(void) {
     test_parallel_structure();
     test_helpers();
     test_semantic_errors();
-    test_speed();
+    test_large_kernel();
     if (failures) {
         fprintf(stderr, "test_front: %d of %d checks failed\n", failures, checks);
         return 1;
