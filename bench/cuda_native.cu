@@ -68,6 +68,17 @@ __global__ void k_dynloop(const float *x, const int *steps, float *y, float rate
         y[i] = v;
     }
 }
+// hand-written adjoint: the forward, then gx += gy * rate^steps (dv_out/dv_in of the loop)
+__global__ void k_dynloop_adj(const float *x, const int *steps, float *y, const float *gy, float *gx, float rate, long n) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        float v = x[i], g = gy[i];
+        int k = steps[i];
+        for (int s = 0; s < k; s++) v = v * rate + 0.01f;
+        y[i] = v;
+        for (int s = 0; s < k; s++) g *= rate;
+        gx[i] += g;
+    }
+}
 __device__ bool interior(long i, long j, long n, long m) { return i > 0 && i < n - 1 && j > 0 && j < m - 1; }
 __global__ void k_stencil(const float *u, float *v, long n, long m) {
     for (long p = blockIdx.x * (long)blockDim.x + threadIdx.x; p < n * m; p += (long)gridDim.x * blockDim.x) {
@@ -284,7 +295,23 @@ int main(int argc, char **argv) {
         DV(dvm_array_read(ctx, Y, out.data(), ND));
         snprintf(sz, sizeof sz, "2^%d, 0..63 steps", (int)log2((double)ND));
         row("dynloop (v = v*rate + 0.01)", sz, tn, td, te, 0, relerr(out.data(), ref.data(), ND));
+        // its adjoint (dvm: the loop's values on an adstack)
+        CK(cudaMemcpy(d2, gy.data(), ND * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemset(d3, 0, ND * 4));
+        k_dynloop_adj<<<grid_blocks, 256>>>(d0, ds, d1, d2, d3, 0.99f, ND);
+        CK(cudaMemcpy(ref.data(), d3, ND * 4, cudaMemcpyDeviceToHost));
+        double tna = time_it([&] { k_dynloop_adj<<<grid_blocks, 256>>>(d0, ds, d1, d2, d3, 0.99f, ND); });
+        dvm_array *GX = mk(DVM_F32, 1, ND, 0, NULL), *GY = mk(DVM_F32, 1, ND, 0, gy.data());
+        DV(dvm_args_grad(ctx, a, "x", GX)); DV(dvm_args_grad(ctx, a, "y", GY));
+        const dvm_kernel *k; DV(dvm_kernel_find(ctx, mod, "dynloop", &k));
+        dvm_launch_opts o; memset(&o, 0, sizeof o); o.mode = DVM_ADJOINT;
+        DV(dvm_launch(ctx, k, a, &o, NULL));
+        DV(dvm_array_read(ctx, GX, out.data(), ND));
+        double erra = relerr(out.data(), ref.data(), ND);
+        double tda = time_dvm("dynloop", a, DVM_ADJOINT, &te);
+        row("dynloop adjoint (fwd+rev, adstack)", sz, tna, tda, te, 0, erra);
         dvm_args_destroy(a); dvm_array_destroy(X); dvm_array_destroy(S); dvm_array_destroy(Y);
+        dvm_array_destroy(GX); dvm_array_destroy(GY);
         CK(cudaFree(ds));
     }
     // stencil + its adjoint

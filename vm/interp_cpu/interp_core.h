@@ -23,6 +23,7 @@
  *       zero the counts of every stack in heap slot `slot` (call once per thread and task)
  *   int  dvm_run(const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
  *                const int32_t idx[3], int64_t slot, uint32_t *regs)
+ *       (with DVM_LANES > 1: DVM_LANES iterations in lockstep; see "dvm_run" below)
  *       run one iteration (parallel: indices idx; serial: idx ignored) of task t from
  *       t->code_begin until END; regs has DVM_MAX_REGS words. Returns 0, or 1 after
  *       recording a runtime error in e->err (first error wins; see dvm_record_error).
@@ -221,302 +222,6 @@ DVM_FN uint32_t dvm_powi_(uint32_t base, int32_t ex)
     return r;
 }
 
-/* ---- dispatch ----
- * Every handler is a label L_NAME. The table (computed goto) or the switch (CUDA/HIP) is
- * generated from ops.def and names every label, so an opcode with no handler is a build
- * error. */
-#ifdef DVM_USE_SWITCH
-#define vmdispatch() goto dvm_dispatch_
-#else
-#define vmdispatch() goto *dvm_disp_[ip->op]
-#endif
-#define vmcase(name) L_##name:
-#define vmbreak do { ip++; vmdispatch(); } while (0)
-
-/* Register access: 32-bit words, viewed as u32, i32 or f32. */
-#define RU(n) (R[n])
-#define RI(n) ((int32_t)R[n])
-#define RF(n) DVM_U2F(R[n])
-#define SETU(n, v) (R[n] = (uint32_t)(v))
-#define SETI(n, v) (R[n] = (uint32_t)(int32_t)(v))
-#define SETF(n, v) (R[n] = DVM_F2U(v))
-#define KF(n) DVM_U2F(K[n])
-#define NODE_ID() ((uint32_t)(ip - code) + t->code_begin)
-/* A jump: a backward one polls the error word so that other threads stop early. */
-#define JUMP(tgt)                                                                      \
-    do {                                                                               \
-        const dvm_node *nip_ = code + (tgt);                                           \
-        if (nip_ <= ip && DVM_LOAD_ERR(&e->err->code)) return 1;                       \
-        ip = nip_;                                                                     \
-        vmdispatch();                                                                  \
-    } while (0)
-#define FAIL(code_, p0, p1, p2, p3)                                                    \
-    return dvm_record_error(e->err, (code_), task_index, NODE_ID(), (p0), (p1), (p2), (p3))
-/* Flat bounds check of array slot x at index v (i32): one unsigned compare. */
-#define CHECK_FLAT(x_, v_)                                                             \
-    do {                                                                               \
-        if ((uint64_t)(int64_t)(v_) >= (uint64_t)e->arr_len[x_])                       \
-            FAIL(DVM_RT_OOB, (x_), -1, (v_), e->arr_len[x_]);                          \
-    } while (0)
-
-DVM_FN int dvm_run(const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
-                   const int32_t idx[3], int64_t slot, uint32_t *regs)
-{
-    if (DVM_LOAD_ERR(&e->err->code)) return 1;
-#ifndef DVM_USE_SWITCH
-    /* Unlisted numbers go to L__BAD; each ops.def row then overrides its own entry. */
-#if defined(__clang__)
-#pragma clang diagnostic push
-#pragma clang diagnostic ignored "-Winitializer-overrides"
-#else
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Woverride-init"
-#endif
-    static const void *const dvm_disp_[256] = {
-        [0 ... 255] = &&L__BAD,
-#define DVM_OP(name, num, fmt, flags, doc) [num] = &&L_##name,
-#define DVM_DOP DVM_OP
-#include "../../bytecode/ops.def"
-#undef DVM_OP
-#undef DVM_DOP
-    };
-#if defined(__clang__)
-#pragma clang diagnostic pop
-#else
-#pragma GCC diagnostic pop
-#endif
-#endif
-    const dvm_node *const code = e->nodes + t->code_begin;
-    const dvm_node *ip = code;
-    const uint32_t *const K = e->consts;
-    uint32_t *const R = regs;
-    DVM_GLOBAL uint32_t *const hs = e->heap + slot * e->stride; /* this thread's heap slot */
-    DVM_GLOBAL uint32_t *const *const arr = e->arr;
-
-    if (t->kind == DVM_TASK_PARALLEL)
-        for (uint32_t d = 0; d < t->ndim && d < DVM_MAX_PAR_DIMS; d++) R[t->idx_reg[d]] = (uint32_t)idx[d];
-#ifdef DVM_USE_SWITCH
-dvm_dispatch_:
-    switch (ip->op) {
-#define DVM_OP(name, num, fmt, flags, doc) case num: goto L_##name;
-#define DVM_DOP DVM_OP
-#include "../../bytecode/ops.def"
-#undef DVM_OP
-#undef DVM_DOP
-    default: goto L__BAD;
-    }
-#else
-    vmdispatch();
-#endif
-
-    /* ---- constants and moves ---- */
-    vmcase(NOP) vmbreak;
-    vmcase(CONST) SETU(ip->a, (uint32_t)ip->b | ((uint32_t)ip->c << 16)); vmbreak;
-    vmcase(CONSTK) SETU(ip->a, K[ip->b]); vmbreak;
-    vmcase(MOV) SETU(ip->a, RU(ip->b)); vmbreak;
-    vmcase(LDU) SETU(ip->a, e->uni[ip->b]); vmbreak;
-    vmcase(STU) e->uni[ip->a] = RU(ip->b); vmbreak;
-    vmcase(ATOMADDU) DVM_ATOMIC_ADD_F32(&e->uni[ip->a], RF(ip->b)); vmbreak;
-
-    /* ---- f32 ---- */
-    vmcase(ADDF) SETF(ip->a, RF(ip->b) + RF(ip->c)); vmbreak;
-    vmcase(SUBF) SETF(ip->a, RF(ip->b) - RF(ip->c)); vmbreak;
-    vmcase(MULF) SETF(ip->a, RF(ip->b) * RF(ip->c)); vmbreak;
-    vmcase(DIVF) SETF(ip->a, RF(ip->b) / RF(ip->c)); vmbreak;
-    vmcase(MINF) { float x = RF(ip->b), y = RF(ip->c); SETF(ip->a, y < x ? y : x); } vmbreak;
-    vmcase(MAXF) { float x = RF(ip->b), y = RF(ip->c); SETF(ip->a, y > x ? y : x); } vmbreak;
-    vmcase(POWF) SETF(ip->a, DVM_POWF(RF(ip->b), RF(ip->c))); vmbreak;
-    vmcase(ATAN2F) SETF(ip->a, DVM_ATAN2F(RF(ip->b), RF(ip->c))); vmbreak;
-    vmcase(NEGF) SETU(ip->a, RU(ip->b) ^ 0x80000000u); vmbreak;
-    vmcase(ABSF) SETU(ip->a, RU(ip->b) & 0x7FFFFFFFu); vmbreak;
-    vmcase(SIN) SETF(ip->a, DVM_SINF(RF(ip->b))); vmbreak;
-    vmcase(COS) SETF(ip->a, DVM_COSF(RF(ip->b))); vmbreak;
-    vmcase(TAN) SETF(ip->a, DVM_TANF(RF(ip->b))); vmbreak;
-    vmcase(ASIN) SETF(ip->a, DVM_ASINF(RF(ip->b))); vmbreak;
-    vmcase(ACOS) SETF(ip->a, DVM_ACOSF(RF(ip->b))); vmbreak;
-    vmcase(ATAN) SETF(ip->a, DVM_ATANF(RF(ip->b))); vmbreak;
-    vmcase(EXP) SETF(ip->a, DVM_EXPF(RF(ip->b))); vmbreak;
-    vmcase(LOG) SETF(ip->a, DVM_LOGF(RF(ip->b))); vmbreak;
-    vmcase(SQRT) SETF(ip->a, DVM_SQRTF(RF(ip->b))); vmbreak;
-    vmcase(RSQRT) SETF(ip->a, 1.0f / DVM_SQRTF(RF(ip->b))); vmbreak;
-    vmcase(TANH) SETF(ip->a, DVM_TANHF(RF(ip->b))); vmbreak;
-    vmcase(FLOOR) SETF(ip->a, DVM_FLOORF(RF(ip->b))); vmbreak;
-    vmcase(CEIL) SETF(ip->a, DVM_CEILF(RF(ip->b))); vmbreak;
-
-    /* ---- i32 (wrapping: computed on u32) ---- */
-    vmcase(ADDI) SETU(ip->a, RU(ip->b) + RU(ip->c)); vmbreak;
-    vmcase(SUBI) SETU(ip->a, RU(ip->b) - RU(ip->c)); vmbreak;
-    vmcase(MULI) SETU(ip->a, RU(ip->b) * RU(ip->c)); vmbreak;
-    vmcase(DIVI) {
-        int32_t c = RI(ip->c);
-        if (c == 0) FAIL(DVM_RT_DIVZERO, 0, 0, 0, 0);
-        SETI(ip->a, dvm_floordiv_(RI(ip->b), c));
-    } vmbreak;
-    vmcase(MODI) {
-        int32_t c = RI(ip->c);
-        if (c == 0) FAIL(DVM_RT_DIVZERO, 0, 0, 0, 0);
-        SETI(ip->a, dvm_floormod_(RI(ip->b), c));
-    } vmbreak;
-    vmcase(MINI) { int32_t x = RI(ip->b), y = RI(ip->c); SETI(ip->a, y < x ? y : x); } vmbreak;
-    vmcase(MAXI) { int32_t x = RI(ip->b), y = RI(ip->c); SETI(ip->a, y > x ? y : x); } vmbreak;
-    vmcase(NEGI) SETU(ip->a, 0u - RU(ip->b)); vmbreak;
-    vmcase(ABSI) { uint32_t v = RU(ip->b); SETU(ip->a, (v & 0x80000000u) ? 0u - v : v); } vmbreak;
-    vmcase(ADDIK) SETU(ip->a, RU(ip->b) + (uint32_t)(int32_t)(int16_t)ip->c); vmbreak;
-
-    /* ---- conversions ---- */
-    vmcase(I2F) SETF(ip->a, (float)RI(ip->b)); vmbreak;
-    vmcase(F2I) SETI(ip->a, dvm_f2i_(RF(ip->b))); vmbreak;
-    vmcase(FFLOORDIV) SETF(ip->a, DVM_FLOORF(RF(ip->b) / RF(ip->c))); vmbreak;
-    vmcase(FMODF) {
-        float x = RF(ip->b), y = RF(ip->c);
-        float q = DVM_FLOORF(x / y);
-        float m = y * q; /* separate statements: no contraction */
-        SETF(ip->a, x - m);
-    } vmbreak;
-    vmcase(POWI) {
-        int32_t c = RI(ip->c);
-        if (c < 0) FAIL(DVM_RT_NEGPOW, c, 0, 0, 0);
-        SETU(ip->a, dvm_powi_(RU(ip->b), c));
-    } vmbreak;
-
-    /* ---- comparisons and logic ---- */
-    vmcase(LTF) SETU(ip->a, RF(ip->b) < RF(ip->c)); vmbreak;
-    vmcase(LEF) SETU(ip->a, RF(ip->b) <= RF(ip->c)); vmbreak;
-    vmcase(EQF) SETU(ip->a, RF(ip->b) == RF(ip->c)); vmbreak;
-    vmcase(NEF) SETU(ip->a, RF(ip->b) != RF(ip->c)); vmbreak;
-    vmcase(LTI) SETU(ip->a, RI(ip->b) < RI(ip->c)); vmbreak;
-    vmcase(LEI) SETU(ip->a, RI(ip->b) <= RI(ip->c)); vmbreak;
-    vmcase(EQI) SETU(ip->a, RU(ip->b) == RU(ip->c)); vmbreak;
-    vmcase(NEI) SETU(ip->a, RU(ip->b) != RU(ip->c)); vmbreak;
-    vmcase(NOT) SETU(ip->a, RU(ip->b) == 0u); vmbreak;
-    vmcase(SEL) SETU(ip->a, RU(ip->a) ? RU(ip->b) : RU(ip->c)); vmbreak;
-
-    /* ---- control ---- */
-    vmcase(JMP) JUMP(ip->a);
-    vmcase(JZ) if (!RU(ip->a)) JUMP(ip->b); vmbreak;
-    vmcase(JNZ) if (RU(ip->a)) JUMP(ip->b); vmbreak;
-    vmcase(JGEI) if (RI(ip->a) >= RI(ip->b)) JUMP(ip->c); vmbreak;
-    vmcase(INCLT) {
-        int32_t v = (int32_t)(RU(ip->a) + 1u);
-        SETI(ip->a, v);
-        if (v < RI(ip->b)) JUMP(ip->c);
-    } vmbreak;
-    vmcase(END) return 0;
-    vmcase(ASSERT) if (!RU(ip->a)) FAIL(DVM_RT_ASSERT, ip->b, 0, 0, 0); vmbreak;
-
-    /* ---- arrays ---- */
-    vmcase(IDX) {
-        int32_t v = RI(ip->b);
-        int32_t ext = e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK + ip->c];
-        if (v < 0 || v >= ext) FAIL(DVM_RT_OOB, ip->x, ip->c, v, ext);
-        SETI(ip->a, v);
-    } vmbreak;
-    vmcase(IDXM) {
-        int32_t v = RI(ip->b);
-        int32_t ext = e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK + ip->c];
-        if (v < 0 || v >= ext) FAIL(DVM_RT_OOB, ip->x, ip->c, v, ext);
-        SETU(ip->a, RU(ip->a) * (uint32_t)ext + (uint32_t)v);
-    } vmbreak;
-    vmcase(LD) {
-        int32_t v = RI(ip->b);
-        CHECK_FLAT(ip->x, v);
-        SETU(ip->a, arr[ip->x][v]);
-    } vmbreak;
-    vmcase(ST) {
-        int32_t v = RI(ip->a);
-        CHECK_FLAT(ip->x, v);
-        arr[ip->x][v] = RU(ip->b);
-    } vmbreak;
-    vmcase(ATOMADDF) {
-        int32_t v = RI(ip->a);
-        CHECK_FLAT(ip->x, v);
-        DVM_ATOMIC_ADD_F32(&arr[ip->x][v], RF(ip->b));
-    } vmbreak;
-    vmcase(ATOMADDI) {
-        int32_t v = RI(ip->a);
-        CHECK_FLAT(ip->x, v);
-        DVM_ATOMIC_ADD_I32(&arr[ip->x][v], RU(ip->b));
-    } vmbreak;
-    vmcase(ATOMMAXF) {
-        int32_t v = RI(ip->a);
-        CHECK_FLAT(ip->x, v);
-        DVM_ATOMIC_MAX_F32(&arr[ip->x][v], RF(ip->b));
-    } vmbreak;
-    vmcase(ATOMMINF) {
-        int32_t v = RI(ip->a);
-        CHECK_FLAT(ip->x, v);
-        DVM_ATOMIC_MIN_F32(&arr[ip->x][v], RF(ip->b));
-    } vmbreak;
-    vmcase(ATOMMAXI) {
-        int32_t v = RI(ip->a);
-        CHECK_FLAT(ip->x, v);
-        DVM_ATOMIC_MAX_I32(&arr[ip->x][v], RI(ip->b));
-    } vmbreak;
-    vmcase(ATOMMINI) {
-        int32_t v = RI(ip->a);
-        CHECK_FLAT(ip->x, v);
-        DVM_ATOMIC_MIN_I32(&arr[ip->x][v], RI(ip->b));
-    } vmbreak;
-    vmcase(SHAPE) SETI(ip->a, e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK + ip->b]); vmbreak;
-
-    /* ---- adstacks: word 0 of a stack is its count, entries follow ---- */
-    vmcase(PUSH) {
-        DVM_GLOBAL uint32_t *st = hs + e->stack_off[ip->a];
-        int64_t cap = e->stack_cap[ip->a];
-        uint32_t n = st[0];
-        if ((int64_t)n >= cap) FAIL(DVM_RT_ADSTACK_OVERFLOW, ip->a, cap, 0, 0);
-        st[1 + (int64_t)n] = RU(ip->b);
-        st[0] = n + 1u;
-    } vmbreak;
-    vmcase(POP) {
-        DVM_GLOBAL uint32_t *st = hs + e->stack_off[ip->b];
-        uint32_t n = st[0];
-        if (n == 0u) FAIL(DVM_RT_ADSTACK_UNDERFLOW, ip->b, 0, 0, 0);
-        n -= 1u;
-        SETU(ip->a, st[1 + (int64_t)n]);
-        st[0] = n;
-    } vmbreak;
-
-    /* ---- superinstructions ---- */
-    vmcase(ADDFK) SETF(ip->a, RF(ip->b) + KF(ip->c)); vmbreak;
-    vmcase(MULFK) SETF(ip->a, RF(ip->b) * KF(ip->c)); vmbreak;
-    vmcase(KSUBF) SETF(ip->a, KF(ip->c) - RF(ip->b)); vmbreak;
-    vmcase(KDIVF) SETF(ip->a, KF(ip->c) / RF(ip->b)); vmbreak;
-    vmcase(FMAF) SETF(ip->a, DVM_FMAF(RF(ip->b), RF(ip->c), RF(ip->a))); vmbreak;
-    vmcase(FMAFK) SETF(ip->a, DVM_FMAF(RF(ip->a), RF(ip->b), KF(ip->c))); vmbreak;
-    vmcase(LDADDF) {
-        int32_t v = RI(ip->b);
-        CHECK_FLAT(ip->x, v);
-        SETF(ip->a, RF(ip->a) + DVM_U2F(arr[ip->x][v]));
-    } vmbreak;
-
-    /* ---- size opcodes never appear in kernel code (the verifier rejects them) ---- */
-    vmcase(SZ_CONST)
-    vmcase(SZ_ADD)
-    vmcase(SZ_SUB)
-    vmcase(SZ_MUL)
-    vmcase(SZ_MAX)
-    vmcase(SZ_RANGE)
-    vmcase(SZ_VAR)
-    vmcase(SZ_LOAD)
-    vmcase(SZ_SHAPE)
-    vmcase(SZ_PARAM)
-    L__BAD:
-    FAIL(DVM_RT_BAD_OP, ip->op, 0, 0, 0);
-}
-
-#undef RU
-#undef RI
-#undef RF
-#undef SETU
-#undef SETI
-#undef SETF
-#undef KF
-#undef NODE_ID
-#undef JUMP
-#undef FAIL
-#undef CHECK_FLAT
-
 /* ---- size programs ---- */
 
 DVM_FN int64_t dvm_sz_sat_(int64_t v)
@@ -622,7 +327,358 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
     return scratch[end - 1];
 }
 
+#endif /* DVM_INTERP_CORE_H */
+
+/* ---- dvm_run: this part may be included again, once per lane configuration ----
+ * Optional, per inclusion (all default to the plain scalar interpreter):
+ *   DVM_LANES    iterations run in lockstep by one call (GPU: dispatch paid once for all of
+ *                them, their loads in flight together); lane l's register r is
+ *                regs[r * DVM_RSTRIDE + l], its indices idx[3*l .. 3*l+2], its heap slot
+ *                slot * DVM_LANES + l. A conditional branch on which the lanes disagree
+ *                stops the call: it returns 2 with *resume = the branch's node (relative),
+ *                before any effect of that node, so each lane can finish on its own.
+ *   DVM_RSTRIDE  register stride (default DVM_LANES): a scalar run (DVM_LANES 1) over one
+ *                lane of a lane-major register file passes regs + lane and this stride.
+ *   DVM_RUN_NAME, DVM_RUN_AT_NAME  the function names (default dvm_run, dvm_run_at).
+ *   DVM_RUN_AT_NAME(e, task_index, t, idx, slot, regs, start, resume) starts at node
+ *   `start` (relative to the task; the indices are written only when start is 0).
+ * This part is compiled at every inclusion of the header: an includer that wants several
+ * configurations includes it once per configuration, each with its own names. */
+#ifndef DVM_LANES
+#define DVM_LANES 1
+#endif
+#ifndef DVM_RSTRIDE
+#define DVM_RSTRIDE DVM_LANES
+#endif
+#ifndef DVM_RUN_NAME
+#define DVM_RUN_NAME dvm_run
+#endif
+#ifndef DVM_RUN_AT_NAME
+#define DVM_RUN_AT_NAME dvm_run_at
+#endif
+#ifndef DVM_UNROLL
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define DVM_UNROLL _Pragma("unroll")
+#else
+#define DVM_UNROLL
+#endif
+#endif
+
+/* ---- dispatch ----
+ * Every handler is a label L_NAME. The table (computed goto) or the switch (CUDA/HIP) is
+ * generated from ops.def and names every label, so an opcode with no handler is a build
+ * error. */
+#ifdef DVM_USE_SWITCH
+#define vmdispatch() goto dvm_dispatch_
+#else
+#define vmdispatch() goto *dvm_disp_[ip->op]
+#endif
+#define vmcase(name) L_##name:
+#define vmbreak do { ip++; vmdispatch(); } while (0)
+
+/* Every lane runs `body` with l_ its lane number (one lane: a loop the compiler removes). */
+#define LANES(body) do { DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) { body; } } while (0)
+/* Register access: 32-bit words, viewed as u32, i32 or f32; lane l_. */
+#define RU(n) (R[(uint32_t)(n) * DVM_RSTRIDE + l_])
+#define RI(n) ((int32_t)RU(n))
+#define RF(n) DVM_U2F(RU(n))
+#define SETU(n, v) (RU(n) = (uint32_t)(v))
+#define SETI(n, v) (RU(n) = (uint32_t)(int32_t)(v))
+#define SETF(n, v) (RU(n) = DVM_F2U(v))
+#define KF(n) DVM_U2F(K[n])
+#define NODE_ID() ((uint32_t)(ip - code) + t->code_begin)
+/* A jump: a backward one polls the error word so that other threads stop early. */
+#define JUMP(tgt)                                                                      \
+    do {                                                                               \
+        const dvm_node *nip_ = code + (tgt);                                           \
+        if (nip_ <= ip && DVM_LOAD_ERR(&e->err->code)) return 1;                       \
+        ip = nip_;                                                                     \
+        vmdispatch();                                                                  \
+    } while (0)
+/* A conditional jump: cond_ is an expression of lane l_. Lanes that disagree stop the call
+ * (see DVM_LANES) before the node has any effect. */
+#if DVM_LANES > 1
+#define AGREE(c0_, cond_)                                                              \
+    int c0_;                                                                           \
+    do {                                                                               \
+        { const int l_ = 0; c0_ = (cond_) != 0; }                                      \
+        DVM_UNROLL for (int l_ = 1; l_ < DVM_LANES; l_++)                              \
+            if (((cond_) != 0) != c0_) { *resume = (uint32_t)(ip - code); return 2; }   \
+    } while (0)
+#else
+#define AGREE(c0_, cond_) int c0_; do { const int l_ = 0; c0_ = (cond_) != 0; } while (0)
+#endif
+#define FAIL(code_, p0, p1, p2, p3)                                                    \
+    return dvm_record_error(e->err, (code_), task_index, NODE_ID(), (p0), (p1), (p2), (p3))
+/* Flat bounds check of index v (i32) against len_ (the slot's element count, read once per
+ * node): one unsigned compare. */
+#define CHECK_LEN(x_, v_, len_)                                                        \
+    do {                                                                               \
+        if ((uint64_t)(int64_t)(v_) >= (uint64_t)(len_))                               \
+            FAIL(DVM_RT_OOB, (x_), -1, (v_), (len_));                                  \
+    } while (0)
+/* An array node: its base and length read once, before the lanes. */
+#define ARR_NODE DVM_GLOBAL uint32_t *const ab_ = arr[ip->x]; const int64_t al_ = e->arr_len[ip->x]
+/* read-modify-write of element RI(ia) of the node's array, per lane */
+#define ARR_RMW(ia, stmt)                                                              \
+    do {                                                                               \
+        ARR_NODE;                                                                      \
+        LANES(int32_t v = RI(ia); CHECK_LEN(ip->x, v, al_); stmt);                     \
+    } while (0)
+
+DVM_FN int DVM_RUN_AT_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
+                           const int32_t *idx, int64_t slot, uint32_t *regs, uint32_t start,
+                           uint32_t *resume)
+{
+    (void)resume;
+    if (DVM_LOAD_ERR(&e->err->code)) return 1;
+#ifndef DVM_USE_SWITCH
+    /* Unlisted numbers go to L__BAD; each ops.def row then overrides its own entry. */
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Winitializer-overrides"
+#else
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init"
+#endif
+    static const void *const dvm_disp_[256] = {
+        [0 ... 255] = &&L__BAD,
+#define DVM_OP(name, num, fmt, flags, doc) [num] = &&L_##name,
+#define DVM_DOP DVM_OP
+#include "../../bytecode/ops.def"
+#undef DVM_OP
+#undef DVM_DOP
+    };
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#else
+#pragma GCC diagnostic pop
+#endif
+#endif
+    const dvm_node *const code = e->nodes + t->code_begin;
+    const dvm_node *ip = code + start;
+    const uint32_t *const K = e->consts;
+    uint32_t *const R = regs;
+    /* this call's heap slots: lane l owns slot slot * DVM_LANES + l */
+    DVM_GLOBAL uint32_t *const hs = e->heap + slot * DVM_LANES * e->stride;
+    DVM_GLOBAL uint32_t *const *const arr = e->arr;
+
+    if (t->kind == DVM_TASK_PARALLEL && start == 0) {
+        const uint32_t nd = t->ndim;
+        DVM_UNROLL for (uint32_t d = 0; d < DVM_MAX_PAR_DIMS; d++)
+            if (d < nd) {
+                const uint32_t r = t->idx_reg[d];
+                LANES(RU(r) = (uint32_t)idx[3 * l_ + d]);
+            }
+    }
+#ifdef DVM_USE_SWITCH
+dvm_dispatch_:
+    switch (ip->op) {
+#define DVM_OP(name, num, fmt, flags, doc) case num: goto L_##name;
+#define DVM_DOP DVM_OP
+#include "../../bytecode/ops.def"
+#undef DVM_OP
+#undef DVM_DOP
+    default: goto L__BAD;
+    }
+#else
+    vmdispatch();
+#endif
+
+    /* ---- constants and moves ---- */
+    vmcase(NOP) vmbreak;
+    vmcase(CONST) { const uint32_t k_ = (uint32_t)ip->b | ((uint32_t)ip->c << 16); LANES(SETU(ip->a, k_)); } vmbreak;
+    vmcase(CONSTK) { const uint32_t k_ = K[ip->b]; LANES(SETU(ip->a, k_)); } vmbreak;
+    vmcase(MOV) LANES(SETU(ip->a, RU(ip->b))); vmbreak;
+    vmcase(LDU) { const uint32_t k_ = e->uni[ip->b]; LANES(SETU(ip->a, k_)); } vmbreak;
+    vmcase(STU) LANES(e->uni[ip->a] = RU(ip->b)); vmbreak;
+    vmcase(ATOMADDU) LANES(DVM_ATOMIC_ADD_F32(&e->uni[ip->a], RF(ip->b))); vmbreak;
+
+    /* ---- f32 ---- */
+    vmcase(ADDF) LANES(SETF(ip->a, RF(ip->b) + RF(ip->c))); vmbreak;
+    vmcase(SUBF) LANES(SETF(ip->a, RF(ip->b) - RF(ip->c))); vmbreak;
+    vmcase(MULF) LANES(SETF(ip->a, RF(ip->b) * RF(ip->c))); vmbreak;
+    vmcase(DIVF) LANES(SETF(ip->a, RF(ip->b) / RF(ip->c))); vmbreak;
+    vmcase(MINF) LANES(float x = RF(ip->b); float y = RF(ip->c); SETF(ip->a, y < x ? y : x)); vmbreak;
+    vmcase(MAXF) LANES(float x = RF(ip->b); float y = RF(ip->c); SETF(ip->a, y > x ? y : x)); vmbreak;
+    vmcase(POWF) LANES(SETF(ip->a, DVM_POWF(RF(ip->b), RF(ip->c)))); vmbreak;
+    vmcase(ATAN2F) LANES(SETF(ip->a, DVM_ATAN2F(RF(ip->b), RF(ip->c)))); vmbreak;
+    vmcase(NEGF) LANES(SETU(ip->a, RU(ip->b) ^ 0x80000000u)); vmbreak;
+    vmcase(ABSF) LANES(SETU(ip->a, RU(ip->b) & 0x7FFFFFFFu)); vmbreak;
+    vmcase(SIN) LANES(SETF(ip->a, DVM_SINF(RF(ip->b)))); vmbreak;
+    vmcase(COS) LANES(SETF(ip->a, DVM_COSF(RF(ip->b)))); vmbreak;
+    vmcase(TAN) LANES(SETF(ip->a, DVM_TANF(RF(ip->b)))); vmbreak;
+    vmcase(ASIN) LANES(SETF(ip->a, DVM_ASINF(RF(ip->b)))); vmbreak;
+    vmcase(ACOS) LANES(SETF(ip->a, DVM_ACOSF(RF(ip->b)))); vmbreak;
+    vmcase(ATAN) LANES(SETF(ip->a, DVM_ATANF(RF(ip->b)))); vmbreak;
+    vmcase(EXP) LANES(SETF(ip->a, DVM_EXPF(RF(ip->b)))); vmbreak;
+    vmcase(LOG) LANES(SETF(ip->a, DVM_LOGF(RF(ip->b)))); vmbreak;
+    vmcase(SQRT) LANES(SETF(ip->a, DVM_SQRTF(RF(ip->b)))); vmbreak;
+    vmcase(RSQRT) LANES(SETF(ip->a, 1.0f / DVM_SQRTF(RF(ip->b)))); vmbreak;
+    vmcase(TANH) LANES(SETF(ip->a, DVM_TANHF(RF(ip->b)))); vmbreak;
+    vmcase(FLOOR) LANES(SETF(ip->a, DVM_FLOORF(RF(ip->b)))); vmbreak;
+    vmcase(CEIL) LANES(SETF(ip->a, DVM_CEILF(RF(ip->b)))); vmbreak;
+
+    /* ---- i32 (wrapping: computed on u32) ---- */
+    vmcase(ADDI) LANES(SETU(ip->a, RU(ip->b) + RU(ip->c))); vmbreak;
+    vmcase(SUBI) LANES(SETU(ip->a, RU(ip->b) - RU(ip->c))); vmbreak;
+    vmcase(MULI) LANES(SETU(ip->a, RU(ip->b) * RU(ip->c))); vmbreak;
+    vmcase(DIVI) LANES(
+        int32_t c = RI(ip->c);
+        if (c == 0) FAIL(DVM_RT_DIVZERO, 0, 0, 0, 0);
+        SETI(ip->a, dvm_floordiv_(RI(ip->b), c))); vmbreak;
+    vmcase(MODI) LANES(
+        int32_t c = RI(ip->c);
+        if (c == 0) FAIL(DVM_RT_DIVZERO, 0, 0, 0, 0);
+        SETI(ip->a, dvm_floormod_(RI(ip->b), c))); vmbreak;
+    vmcase(MINI) LANES(int32_t x = RI(ip->b); int32_t y = RI(ip->c); SETI(ip->a, y < x ? y : x)); vmbreak;
+    vmcase(MAXI) LANES(int32_t x = RI(ip->b); int32_t y = RI(ip->c); SETI(ip->a, y > x ? y : x)); vmbreak;
+    vmcase(NEGI) LANES(SETU(ip->a, 0u - RU(ip->b))); vmbreak;
+    vmcase(ABSI) LANES(uint32_t v = RU(ip->b); SETU(ip->a, (v & 0x80000000u) ? 0u - v : v)); vmbreak;
+    vmcase(ADDIK) { const uint32_t k_ = (uint32_t)(int32_t)(int16_t)ip->c; LANES(SETU(ip->a, RU(ip->b) + k_)); } vmbreak;
+
+    /* ---- conversions ---- */
+    vmcase(I2F) LANES(SETF(ip->a, (float)RI(ip->b))); vmbreak;
+    vmcase(F2I) LANES(SETI(ip->a, dvm_f2i_(RF(ip->b)))); vmbreak;
+    vmcase(FFLOORDIV) LANES(SETF(ip->a, DVM_FLOORF(RF(ip->b) / RF(ip->c)))); vmbreak;
+    vmcase(FMODF) LANES(
+        float x = RF(ip->b); float y = RF(ip->c);
+        float q = DVM_FLOORF(x / y);
+        float m = y * q; /* separate statements: no contraction */
+        SETF(ip->a, x - m)); vmbreak;
+    vmcase(POWI) LANES(
+        int32_t c = RI(ip->c);
+        if (c < 0) FAIL(DVM_RT_NEGPOW, c, 0, 0, 0);
+        SETU(ip->a, dvm_powi_(RU(ip->b), c))); vmbreak;
+
+    /* ---- comparisons and logic ---- */
+    vmcase(LTF) LANES(SETU(ip->a, RF(ip->b) < RF(ip->c))); vmbreak;
+    vmcase(LEF) LANES(SETU(ip->a, RF(ip->b) <= RF(ip->c))); vmbreak;
+    vmcase(EQF) LANES(SETU(ip->a, RF(ip->b) == RF(ip->c))); vmbreak;
+    vmcase(NEF) LANES(SETU(ip->a, RF(ip->b) != RF(ip->c))); vmbreak;
+    vmcase(LTI) LANES(SETU(ip->a, RI(ip->b) < RI(ip->c))); vmbreak;
+    vmcase(LEI) LANES(SETU(ip->a, RI(ip->b) <= RI(ip->c))); vmbreak;
+    vmcase(EQI) LANES(SETU(ip->a, RU(ip->b) == RU(ip->c))); vmbreak;
+    vmcase(NEI) LANES(SETU(ip->a, RU(ip->b) != RU(ip->c))); vmbreak;
+    vmcase(NOT) LANES(SETU(ip->a, RU(ip->b) == 0u)); vmbreak;
+    vmcase(SEL) LANES(SETU(ip->a, RU(ip->a) ? RU(ip->b) : RU(ip->c))); vmbreak;
+
+    /* ---- control ---- */
+    vmcase(JMP) JUMP(ip->a);
+    vmcase(JZ) { AGREE(c_, RU(ip->a) == 0u); if (c_) JUMP(ip->b); } vmbreak;
+    vmcase(JNZ) { AGREE(c_, RU(ip->a) != 0u); if (c_) JUMP(ip->b); } vmbreak;
+    vmcase(JGEI) { AGREE(c_, RI(ip->a) >= RI(ip->b)); if (c_) JUMP(ip->c); } vmbreak;
+    vmcase(INCLT) {
+        AGREE(c_, (int32_t)(RU(ip->a) + 1u) < RI(ip->b));
+        LANES(SETU(ip->a, RU(ip->a) + 1u));
+        if (c_) JUMP(ip->c);
+    } vmbreak;
+    vmcase(END) return 0;
+    vmcase(ASSERT) LANES(if (!RU(ip->a)) FAIL(DVM_RT_ASSERT, ip->b, 0, 0, 0)); vmbreak;
+
+    /* ---- arrays ---- */
+    vmcase(IDX) {
+        const int32_t ext = e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK + ip->c];
+        LANES(int32_t v = RI(ip->b);
+              if (v < 0 || v >= ext) FAIL(DVM_RT_OOB, ip->x, ip->c, v, ext);
+              SETI(ip->a, v));
+    } vmbreak;
+    vmcase(IDXM) {
+        const int32_t ext = e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK + ip->c];
+        LANES(int32_t v = RI(ip->b);
+              if (v < 0 || v >= ext) FAIL(DVM_RT_OOB, ip->x, ip->c, v, ext);
+              SETU(ip->a, RU(ip->a) * (uint32_t)ext + (uint32_t)v));
+    } vmbreak;
+    vmcase(LD) {
+        /* all lanes' loads first, then the register writes: the loads are in flight together */
+        ARR_NODE;
+        uint32_t ld_[DVM_LANES];
+        LANES(int32_t v = RI(ip->b); CHECK_LEN(ip->x, v, al_); ld_[l_] = ab_[v]);
+        LANES(SETU(ip->a, ld_[l_]));
+    } vmbreak;
+    vmcase(ST) ARR_RMW(ip->a, ab_[v] = RU(ip->b)); vmbreak;
+    vmcase(ATOMADDF) ARR_RMW(ip->a, DVM_ATOMIC_ADD_F32(&ab_[v], RF(ip->b))); vmbreak;
+    vmcase(ATOMADDI) ARR_RMW(ip->a, DVM_ATOMIC_ADD_I32(&ab_[v], RU(ip->b))); vmbreak;
+    vmcase(ATOMMAXF) ARR_RMW(ip->a, DVM_ATOMIC_MAX_F32(&ab_[v], RF(ip->b))); vmbreak;
+    vmcase(ATOMMINF) ARR_RMW(ip->a, DVM_ATOMIC_MIN_F32(&ab_[v], RF(ip->b))); vmbreak;
+    vmcase(ATOMMAXI) ARR_RMW(ip->a, DVM_ATOMIC_MAX_I32(&ab_[v], RI(ip->b))); vmbreak;
+    vmcase(ATOMMINI) ARR_RMW(ip->a, DVM_ATOMIC_MIN_I32(&ab_[v], RI(ip->b))); vmbreak;
+    vmcase(SHAPE) { const int32_t k_ = e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK + ip->b]; LANES(SETI(ip->a, k_)); } vmbreak;
+
+    /* ---- adstacks: word 0 of a stack is its count, entries follow ---- */
+    vmcase(PUSH) {
+        const int64_t off = e->stack_off[ip->a], cap = e->stack_cap[ip->a];
+        LANES(DVM_GLOBAL uint32_t *st = hs + (int64_t)l_ * e->stride + off;
+              uint32_t n = st[0];
+              if ((int64_t)n >= cap) FAIL(DVM_RT_ADSTACK_OVERFLOW, ip->a, cap, 0, 0);
+              st[1 + (int64_t)n] = RU(ip->b);
+              st[0] = n + 1u);
+    } vmbreak;
+    vmcase(POP) {
+        const int64_t off = e->stack_off[ip->b];
+        LANES(DVM_GLOBAL uint32_t *st = hs + (int64_t)l_ * e->stride + off;
+              uint32_t n = st[0];
+              if (n == 0u) FAIL(DVM_RT_ADSTACK_UNDERFLOW, ip->b, 0, 0, 0);
+              n -= 1u;
+              SETU(ip->a, st[1 + (int64_t)n]);
+              st[0] = n);
+    } vmbreak;
+
+    /* ---- superinstructions ---- */
+    vmcase(ADDFK) { const float k_ = KF(ip->c); LANES(SETF(ip->a, RF(ip->b) + k_)); } vmbreak;
+    vmcase(MULFK) { const float k_ = KF(ip->c); LANES(SETF(ip->a, RF(ip->b) * k_)); } vmbreak;
+    vmcase(KSUBF) { const float k_ = KF(ip->c); LANES(SETF(ip->a, k_ - RF(ip->b))); } vmbreak;
+    vmcase(KDIVF) { const float k_ = KF(ip->c); LANES(SETF(ip->a, k_ / RF(ip->b))); } vmbreak;
+    vmcase(FMAF) LANES(SETF(ip->a, DVM_FMAF(RF(ip->b), RF(ip->c), RF(ip->a)))); vmbreak;
+    vmcase(FMAFK) { const float k_ = KF(ip->c); LANES(SETF(ip->a, DVM_FMAF(RF(ip->a), RF(ip->b), k_))); } vmbreak;
+    vmcase(LDADDF) {
+        ARR_NODE;
+        uint32_t ld_[DVM_LANES];
+        LANES(int32_t v = RI(ip->b); CHECK_LEN(ip->x, v, al_); ld_[l_] = ab_[v]);
+        LANES(SETF(ip->a, RF(ip->a) + DVM_U2F(ld_[l_])));
+    } vmbreak;
+
+    /* ---- size opcodes never appear in kernel code (the verifier rejects them) ---- */
+    vmcase(SZ_CONST)
+    vmcase(SZ_ADD)
+    vmcase(SZ_SUB)
+    vmcase(SZ_MUL)
+    vmcase(SZ_MAX)
+    vmcase(SZ_RANGE)
+    vmcase(SZ_VAR)
+    vmcase(SZ_LOAD)
+    vmcase(SZ_SHAPE)
+    vmcase(SZ_PARAM)
+    L__BAD:
+    FAIL(DVM_RT_BAD_OP, ip->op, 0, 0, 0);
+}
+
+DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
+                        const int32_t *idx, int64_t slot, uint32_t *regs)
+{
+    uint32_t resume = 0;
+    return DVM_RUN_AT_NAME(e, task_index, t, idx, slot, regs, 0u, &resume);
+}
+
+#undef LANES
+#undef RU
+#undef RI
+#undef RF
+#undef SETU
+#undef SETI
+#undef SETF
+#undef KF
+#undef NODE_ID
+#undef JUMP
+#undef AGREE
+#undef FAIL
+#undef CHECK_LEN
+#undef ARR_NODE
+#undef ARR_RMW
 #undef vmcase
 #undef vmbreak
 #undef vmdispatch
-#endif
+#undef DVM_LANES
+#undef DVM_RSTRIDE
+#undef DVM_RUN_NAME
+#undef DVM_RUN_AT_NAME

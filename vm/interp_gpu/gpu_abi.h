@@ -11,6 +11,8 @@
 #define DVM_GPU_MAX_RANGES 32
 /* Threads per block of every parallel entry point. */
 #define DVM_GPU_BLOCK 128
+/* Iterations per thread and call of dvm_k_parallel_lanes (each has its own heap slot). */
+#define DVM_GPU_LANES 4
 
 /* exec flags */
 #define DVM_GPU_F_ZERO_SERIAL 1u /* serial task: zero the serial slot's stack counts first */
@@ -34,7 +36,7 @@ typedef struct dvm_gpu_exec_args {
     uint32_t ndim;
     uint32_t start_u;              /* DVM_NO_SLOT or a uniform slot */
     uint32_t ext_u[3];
-    uint32_t ops_hash_lo;          /* unused by the device: keeps the layout 8-byte aligned */
+    uint32_t max_threads;          /* 0, or: only threads below it iterate (a test switch) */
 } dvm_gpu_exec_args;
 
 typedef struct dvm_gpu_size_args {

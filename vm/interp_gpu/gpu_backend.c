@@ -24,15 +24,19 @@ struct dvm_loaded {
 typedef struct gpu_cfg {
     uint32_t flags, nregs_pad, smem;
     uint32_t blocks; /* parallel: grid size */
+    uint32_t lanes;  /* iterations per thread and call: 1 (dvm_k_parallel) or DVM_GPU_LANES */
 } gpu_cfg;
 
 struct dvm_backend {
     const dvm_gpu_driver *drv;
     int ordinal;
     void *ctx, *mod;
-    void *k_serial, *k_parallel, *k_ranges, *k_reduce, *k_final;
+    void *k_serial, *k_parallel, *k_ranges, *k_reduce, *k_final, *k_lanes;
     int sms, cc_major, cc_minor, smem_max; /* smem_max: dynamic shared memory we may use */
     int use_smem_code, use_smem_regs;      /* DVM_GPU_SMEM_CODE / DVM_GPU_SMEM_REGS=0 turn off */
+    int use_lanes;                         /* 0 never, 1 straight-line tasks, 2 all (DVM_GPU_LANES) */
+    uint32_t max_threads;                  /* DVM_GPU_MAX_THREADS=N: only N threads iterate (tests:
+                                              puts small kernels through the lanes' every path) */
     char name[320];
     /* growable scratch on the device and its host staging copy */
     uint64_t tab;
@@ -188,6 +192,10 @@ dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opt
              drv->name, ordinal, nm, be->cc_major, be->cc_minor, be->sms);
     be->use_smem_code = !env_off("DVM_GPU_SMEM_CODE");
     be->use_smem_regs = !env_off("DVM_GPU_SMEM_REGS");
+    /* DVM_GPU_LANES=0: never; =2: every task that fits (branchy ones too: for measuring) */
+    be->use_lanes = env_off("DVM_GPU_LANES") ? 0 : (getenv("DVM_GPU_LANES") && !strcmp(getenv("DVM_GPU_LANES"), "2") ? 2 : 1);
+    const char *mt = getenv("DVM_GPU_MAX_THREADS");
+    be->max_threads = mt && atoi(mt) > 0 ? (uint32_t)atoi(mt) : 0u;
 
     rc = drv->ctx_open(ordinal, &be->ctx);
     if (rc != 0) {
@@ -207,10 +215,10 @@ dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opt
         open_fail(be, 0);
         return NULL;
     }
-    static const char *const names[5] = {"dvm_k_serial", "dvm_k_parallel", "dvm_k_size_ranges",
-                                         "dvm_k_size_reduce", "dvm_k_size_final"};
-    void **fns[5] = {&be->k_serial, &be->k_parallel, &be->k_ranges, &be->k_reduce, &be->k_final};
-    for (int i = 0; i < 5; i++) {
+    static const char *const names[6] = {"dvm_k_serial", "dvm_k_parallel", "dvm_k_size_ranges",
+                                         "dvm_k_size_reduce", "dvm_k_size_final", "dvm_k_parallel_lanes"};
+    void **fns[6] = {&be->k_serial, &be->k_parallel, &be->k_ranges, &be->k_reduce, &be->k_final, &be->k_lanes};
+    for (int i = 0; i < 6; i++) {
         rc = drv->func(be->mod, names[i], fns[i]);
         if (rc != 0) {
             fail(err, errlen, "%s backend: the embedded interpreter lacks %s: %s", drv->name, names[i], drv->errstr(rc));
@@ -237,7 +245,8 @@ dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opt
         return NULL;
     }
     if (be->smem_max > 48 * 1024) {
-        if (drv->set_max_smem(be->k_parallel, be->smem_max) != 0) be->smem_max = 48 * 1024;
+        if (drv->set_max_smem(be->k_parallel, be->smem_max) != 0 || drv->set_max_smem(be->k_lanes, be->smem_max) != 0)
+            be->smem_max = 48 * 1024;
     }
     return be;
 }
@@ -377,7 +386,18 @@ static int stage_tables(dvm_backend *be, const tab_layout *t, uint32_t nuni, con
 }
 
 /* Launch shape of a task: nodes and register files in shared memory when they fit. */
-static gpu_cfg task_cfg(dvm_backend *be, const dvm_task_desc *t, int has_stacks) {
+/* Whether the task has a conditional branch. Lanes that disagree at one finish one by one,
+   and on an H100 every branchy kernel measured (a 2-D bounds test, a data-dependent loop,
+   their adjoints) ran 2-5x slower with lanes than without: lanes are for straight-line tasks. */
+static int has_cond_branch(const dvm_node *nodes, const dvm_task_desc *t) {
+    for (uint32_t i = 0; i < t->code_len; i++) {
+        uint8_t op = nodes[t->code_begin + i].op;
+        if (op == DVM_OP_JZ || op == DVM_OP_JNZ || op == DVM_OP_JGEI || op == DVM_OP_INCLT) return 1;
+    }
+    return 0;
+}
+
+static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_desc *t, int has_stacks) {
     gpu_cfg c;
     memset(&c, 0, sizeof c);
     uint32_t nregs = t->nregs ? t->nregs : 1;
@@ -396,9 +416,23 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_task_desc *t, int has_stacks)
     } else {
         c.smem = code;
     }
+    c.lanes = 1;
     if (t->kind == DVM_TASK_PARALLEL) {
         int nb = 0;
-        if (be->drv->occupancy(&nb, be->k_parallel, DVM_GPU_BLOCK, c.smem) != 0 || nb <= 0) nb = 1;
+        /* Several iterations per thread (dispatch paid once for all, their loads in flight
+           together) when nodes and the wider register files fit in shared memory with at least
+           two blocks per multiprocessor. */
+        uint32_t pad = (nregs * DVM_GPU_LANES) | 1u, smem = t->code_len * 8u + pad * 4u * DVM_GPU_BLOCK;
+        if (be->use_lanes && (c.flags & DVM_GPU_F_SMEM_CODE) && smem <= (uint32_t)be->smem_max &&
+            (be->use_lanes > 1 || !has_cond_branch(nodes, t)) &&
+            be->drv->occupancy(&nb, be->k_lanes, DVM_GPU_BLOCK, smem) == 0 && nb >= 2) {
+            c.lanes = DVM_GPU_LANES;
+            c.nregs_pad = pad;
+            c.smem = smem;
+            c.flags |= DVM_GPU_F_SMEM_REGS;
+        } else if (be->drv->occupancy(&nb, be->k_parallel, DVM_GPU_BLOCK, c.smem) != 0 || nb <= 0) {
+            nb = 1;
+        }
         c.blocks = (uint32_t)nb * (uint32_t)be->sms;
     } else {
         c.blocks = 1;
@@ -413,8 +447,8 @@ int64_t dvm_gpu_slots(dvm_backend *be, const dvm_exec *x) {
     for (uint32_t i = 0; i < x->var->ntasks; i++) {
         const dvm_task_desc *t = &p->tasks[x->var->task_begin + i];
         if (t->kind != DVM_TASK_PARALLEL) continue;
-        gpu_cfg c = task_cfg(be, t, x->nstacks > 0);
-        int64_t n = (int64_t)c.blocks * DVM_GPU_BLOCK;
+        gpu_cfg c = task_cfg(be, p->nodes, t, x->nstacks > 0);
+        int64_t n = (int64_t)c.blocks * DVM_GPU_BLOCK * c.lanes; /* a heap slot per lane */
         if (n > best) best = n;
     }
     return best;
@@ -458,13 +492,14 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
     for (uint32_t i = 0; i < x->var->ntasks; i++) {
         uint32_t ti = x->var->task_begin + i;
         const dvm_task_desc *td = &p->tasks[ti];
-        gpu_cfg c = task_cfg(be, td, x->nstacks > 0);
+        gpu_cfg c = task_cfg(be, p->nodes, td, x->nstacks > 0);
         a.task = l->tasks + (uint64_t)ti * sizeof(dvm_task_desc);
         a.task_index = i;
         a.code_begin = td->code_begin;
         a.code_len = td->code_len;
         a.nregs_pad = c.nregs_pad;
         a.flags = c.flags;
+        a.max_threads = be->max_threads;
         a.ndim = td->ndim;
         a.start_u = td->start_u;
         for (int d = 0; d < 3; d++) a.ext_u[d] = td->ext_u[d];
@@ -477,15 +512,16 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
             }
             if (launch(be, be->k_serial, 1, 1, c.smem, &a, "launching a serial task", err, errlen)) return -1;
         } else {
-            if ((int64_t)c.blocks * DVM_GPU_BLOCK > x->nthread_slots)
-                return fail(err, errlen, "%s backend: %lld heap slots for a grid of %u threads (slots() disagrees with exec)",
-                            be->drv->name, (long long)x->nthread_slots, c.blocks * DVM_GPU_BLOCK);
+            if ((int64_t)c.blocks * DVM_GPU_BLOCK * c.lanes > x->nthread_slots)
+                return fail(err, errlen, "%s backend: %lld heap slots for a grid of %u threads x %u lanes (slots() disagrees with exec)",
+                            be->drv->name, (long long)x->nthread_slots, c.blocks * DVM_GPU_BLOCK, c.lanes);
             if (!(c.flags & DVM_GPU_F_SMEM_REGS)) {
                 if (grow(be, &be->regs, &be->regs_cap, (size_t)c.blocks * DVM_GPU_BLOCK * c.nregs_pad * 4u, err, errlen))
                     return -1;
                 a.regs_global = be->regs;
             }
-            if (launch(be, be->k_parallel, c.blocks, DVM_GPU_BLOCK, c.smem, &a, "launching a parallel task", err, errlen))
+            if (launch(be, c.lanes > 1 ? be->k_lanes : be->k_parallel, c.blocks, DVM_GPU_BLOCK, c.smem, &a,
+                       "launching a parallel task", err, errlen))
                 return -1;
         }
     }

@@ -54,8 +54,20 @@ __device__ static inline void dvm_gpu_atomic_minf(uint32_t *p, float v) {
 #define DVM_ATOMIC_MAX_F32(p, v) dvm_gpu_atomic_maxf((uint32_t *)(p), (v))
 #define DVM_ATOMIC_MIN_F32(p, v) dvm_gpu_atomic_minf((uint32_t *)(p), (v))
 
-#include "../interp_cpu/interp_core.h"
+#include "../interp_cpu/interp_core.h" /* dvm_run, dvm_run_at: one iteration per call */
 #include "gpu_abi.h"
+/* DVM_GPU_LANES iterations per call in lockstep (dvm_k_parallel_lanes), and the scalar run
+   of one lane of that lane-major register file (a tail, or lanes that took different
+   branches). */
+#define DVM_LANES DVM_GPU_LANES
+#define DVM_RUN_NAME dvm_run_lanes
+#define DVM_RUN_AT_NAME dvm_run_lanes_at
+#include "../interp_cpu/interp_core.h"
+#define DVM_LANES 1
+#define DVM_RSTRIDE DVM_GPU_LANES
+#define DVM_RUN_NAME dvm_run_lane
+#define DVM_RUN_AT_NAME dvm_run_lane_at
+#include "../interp_cpu/interp_core.h"
 
 /* ---- the ops-table hash, computed at compile time from the same ops.def rows and in the
    same way as bytecode/ops.c (FNV-1a 64: number, name, format, flags); the host refuses an
@@ -139,39 +151,132 @@ extern "C" __global__ void dvm_k_serial(dvm_gpu_exec_args a) {
     dvm_run(&e, a.task_index, (const dvm_task_desc *)a.task, idx, a.slot, regs);
 }
 
+/* The iteration space of a parallel task, read on the device: a serial task just before may
+   have computed the extents. Row-major (last dimension fastest). */
+struct dvm_gpu_space {
+    int64_t total, start;
+    uint32_t ext1, ext2; /* extents of dimensions 1 and 2 (1 when absent) */
+    int small;           /* total < 2^31: 32-bit index arithmetic */
+};
+__device__ static inline dvm_gpu_space dvm_gpu_space_of(const dvm_gpu_exec_args &a) {
+    const uint32_t *U = (const uint32_t *)a.uni;
+    dvm_gpu_space sp;
+    int64_t ext[3] = {1, 1, 1};
+    sp.start = 0;
+    sp.total = 1;
+#pragma unroll
+    for (uint32_t d = 0; d < 3; d++) {
+        if (d >= a.ndim) break;
+        int64_t x = (int64_t)(int32_t)U[a.ext_u[d]];
+        if (d == 0 && a.start_u != DVM_NO_SLOT) {
+            sp.start = (int64_t)(int32_t)U[a.start_u];
+            x -= sp.start;
+        }
+        ext[d] = x < 0 ? 0 : x;
+        sp.total *= ext[d];
+    }
+    /* extents are i32, so each fits in 32 bits; the total may not */
+    sp.ext1 = (uint32_t)ext[1];
+    sp.ext2 = (uint32_t)ext[2];
+    sp.small = sp.total < ((int64_t)1 << 31);
+    return sp;
+}
+/* indices of linear iteration lin into idx[0..2] (no run-time indexed arrays: registers) */
+__device__ static inline void dvm_gpu_decompose(const dvm_gpu_space &sp, uint32_t ndim, int64_t lin, int32_t *idx) {
+    if (ndim <= 1) {
+        idx[0] = (int32_t)(lin + sp.start);
+        idx[1] = idx[2] = 0;
+    } else if (sp.small) {
+        uint32_t r = (uint32_t)lin;
+        if (ndim == 3) {
+            idx[2] = (int32_t)(r % sp.ext2);
+            r /= sp.ext2;
+        } else {
+            idx[2] = 0;
+        }
+        idx[1] = (int32_t)(r % sp.ext1);
+        idx[0] = (int32_t)(r / sp.ext1);
+    } else {
+        int64_t r = lin;
+        if (ndim == 3) {
+            idx[2] = (int32_t)(r % sp.ext2);
+            r /= sp.ext2;
+        } else {
+            idx[2] = 0;
+        }
+        idx[1] = (int32_t)(r % sp.ext1);
+        idx[0] = (int32_t)(r / sp.ext1);
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(DVM_GPU_BLOCK) dvm_k_parallel(dvm_gpu_exec_args a) {
     uint32_t *smem_regs;
     const dvm_node *nodes = dvm_gpu_stage_code(a, &smem_regs);
     dvm_env e;
     dvm_gpu_env(a, &e, nodes);
-    const uint32_t *U = (const uint32_t *)a.uni;
-    /* The extents are read on the device: a serial task just before may have computed them. */
-    int64_t ext[3] = {1, 1, 1}, start = 0, total = 1;
-    for (uint32_t d = 0; d < a.ndim; d++) {
-        int64_t x = (int64_t)(int32_t)U[a.ext_u[d]];
-        if (d == 0 && a.start_u != DVM_NO_SLOT) {
-            start = (int64_t)(int32_t)U[a.start_u];
-            x -= start;
-        }
-        ext[d] = x < 0 ? 0 : x;
-        total *= ext[d];
-    }
+    const dvm_gpu_space sp = dvm_gpu_space_of(a);
     const uint64_t gtid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const uint64_t nthreads = (uint64_t)gridDim.x * blockDim.x;
-    if ((int64_t)gtid >= total) return;
+    uint64_t nthreads = (uint64_t)gridDim.x * blockDim.x;
+    if (a.max_threads && a.max_threads < nthreads) nthreads = a.max_threads;
+    if ((int64_t)gtid >= sp.total || gtid >= nthreads) return;
     if (a.flags & DVM_GPU_F_STACKS) dvm_thread_begin(&e, (int64_t)gtid);
     uint32_t *regs = dvm_gpu_regs(a, smem_regs, gtid);
     for (uint32_t r = 0; r < a.nregs_pad; r++) regs[r] = 0;
-    const dvm_task_desc *t = (const dvm_task_desc *)a.task;
-    for (int64_t lin = (int64_t)gtid; lin < total; lin += (int64_t)nthreads) {
+    /* the descriptor in registers: no global re-read per iteration */
+    const dvm_task_desc td = *(const dvm_task_desc *)a.task;
+    for (int64_t lin = (int64_t)gtid; lin < sp.total; lin += (int64_t)nthreads) {
         int32_t idx[3];
-        int64_t rest = lin;
-        for (int d = (int)a.ndim - 1; d >= 1; d--) {
-            idx[d] = (int32_t)(rest % ext[d]);
-            rest /= ext[d];
+        dvm_gpu_decompose(sp, a.ndim, lin, idx);
+        if (dvm_run(&e, a.task_index, &td, idx, (int64_t)gtid, regs)) return;
+    }
+}
+
+/* DVM_GPU_LANES iterations per thread and call: lane l of a thread takes iteration
+   base + l * nthreads (each lane's accesses stay coalesced across the warp). The launch
+   needs the task's nodes and the register files in shared memory (the host checks) and
+   DVM_GPU_LANES heap slots per thread. Register r of lane l: regs[r * LANES + l]; a
+   thread's file is a.nregs_pad words (odd: no bank conflicts between threads). */
+extern "C" __global__ void __launch_bounds__(DVM_GPU_BLOCK) dvm_k_parallel_lanes(dvm_gpu_exec_args a) {
+    const dvm_node *gnodes = (const dvm_node *)a.nodes;
+    uint64_t *cdst = dvm_gpu_smem;
+    const uint64_t *csrc = (const uint64_t *)(gnodes + a.code_begin);
+    for (uint32_t i = threadIdx.x; i < a.code_len; i += blockDim.x) cdst[i] = csrc[i];
+    __syncthreads();
+    dvm_env e;
+    dvm_gpu_env(a, &e, (const dvm_node *)cdst - a.code_begin);
+    uint32_t *regs = (uint32_t *)(dvm_gpu_smem + a.code_len) + (size_t)threadIdx.x * a.nregs_pad;
+    const dvm_gpu_space sp = dvm_gpu_space_of(a);
+    const uint64_t gtid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t nthreads = (int64_t)gridDim.x * blockDim.x;
+    if (a.max_threads && a.max_threads < nthreads) nthreads = a.max_threads;
+    if ((int64_t)gtid >= sp.total || (int64_t)gtid >= nthreads) return;
+    if (a.flags & DVM_GPU_F_STACKS)
+        for (int l = 0; l < DVM_GPU_LANES; l++) dvm_thread_begin(&e, (int64_t)gtid * DVM_GPU_LANES + l);
+    for (uint32_t r = 0; r < a.nregs_pad; r++) regs[r] = 0;
+    const dvm_task_desc td = *(const dvm_task_desc *)a.task;
+    const uint32_t ti = a.task_index, ndim = a.ndim;
+    for (int64_t base = (int64_t)gtid; base < sp.total; base += nthreads * DVM_GPU_LANES) {
+        int32_t idx[3 * DVM_GPU_LANES];
+#pragma unroll
+        for (int l = 0; l < DVM_GPU_LANES; l++) dvm_gpu_decompose(sp, ndim, base + l * nthreads, idx + 3 * l);
+        if (base + (DVM_GPU_LANES - 1) * nthreads < sp.total) {
+            uint32_t resume = 0;
+            int rc = dvm_run_lanes_at(&e, ti, &td, idx, (int64_t)gtid, regs, 0u, &resume);
+            if (rc == 1) return;
+            if (rc == 2) /* the lanes disagree at a branch: each finishes alone from there */
+#pragma unroll
+                for (int l = 0; l < DVM_GPU_LANES; l++)
+                    if (dvm_run_lane_at(&e, ti, &td, idx + 3 * l, (int64_t)gtid * DVM_GPU_LANES + l, regs + l,
+                                        resume, &resume))
+                        return;
+        } else { /* the last, partial round */
+            for (int l = 0; l < DVM_GPU_LANES; l++) {
+                if (base + l * nthreads >= sp.total) break;
+                uint32_t resume = 0;
+                if (dvm_run_lane_at(&e, ti, &td, idx + 3 * l, (int64_t)gtid * DVM_GPU_LANES + l, regs + l, 0u, &resume))
+                    return;
+            }
         }
-        idx[0] = (int32_t)(rest + start);
-        if (dvm_run(&e, a.task_index, t, idx, (int64_t)gtid, regs)) return;
     }
 }
 
