@@ -37,7 +37,11 @@ typedef enum dvm_dtype { DVM_F32 = 1, DVM_I32 = 2 } dvm_dtype;
 
 typedef enum dvm_mode {
     DVM_FORWARD = 0, /* the kernel itself */
-    DVM_ADJOINT = 1, /* reverse mode: adds dL/dx into every bound gradient */
+    DVM_ADJOINT = 1, /* reverse mode: runs the kernel (arrays hold its inputs, as for
+                        DVM_FORWARD), then its adjoint, which adds dL/dx into every gradient.
+                        The adjoint reads primal arrays as they were BEFORE this launch (the
+                        host's snapshot), so in-place updates like y[i] = y[i] * y[i] get
+                        exact gradients. */
     DVM_TANGENT = 2  /* forward mode: primal outputs and their tangents */
 } dvm_mode;
 

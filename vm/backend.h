@@ -14,6 +14,10 @@
  *     launch can be undone.
  *  5. be->exec() runs the variant's tasks in order; the first runtime error stops it.
  *  6. on a runtime error: restore the snapshots, format the message from the record.
+ * An ADJOINT launch (dvm_launch with DVM_ADJOINT) is: steps 1-5 for the FORWARD variant
+ * (snapshotting every slot the forward or the adjoint writes, grads included), then steps
+ * 1-5 for the ADJOINT variant with each PRIMAL slot that the forward writes bound to its
+ * snapshot buffer (the pre-launch values); a failure in either restores everything.
  *
  * Return convention of every function that takes `err`: 0 success; -1 failure with a
  * message in err (NUL-terminated, at most errlen bytes). exec and size also return 1 for a

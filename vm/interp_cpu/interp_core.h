@@ -13,6 +13,10 @@
  *   DVM_ATOMIC_MAX_F32, DVM_ATOMIC_MIN_F32 (p: uint32_t *), DVM_ATOMIC_CAS_I32(p, expect, desired)
  *   DVM_ATOMIC_MAX_I64(p, v)  (p: int64_t *) for the max-reducer
  *   DVM_SINF... math functions: see the DVM_MATH block below for the list and defaults.
+ *   Optional (defaults below suit C): DVM_LOAD_ERR(p) a non-cached read of err->code;
+ *   DVM_U2F(u)/DVM_F2U(f) bit casts; DVM_FMAF(a, b, c) = a*b+c (fused or not);
+ *   DVM_USE_SWITCH dispatch by `switch` (set automatically under __CUDACC__/__HIPCC__
+ *   or a compiler without computed goto). DVM_ATOMIC_CAS_I32 returns the old value.
  *
  * API (all DVM_FN):
  *   void dvm_thread_begin(const dvm_env *e, int64_t slot)
@@ -33,13 +37,18 @@
  *       (begin/len the body nodes) with bound[0..nbound) the enclosing bound variables.
  *       Returns the last node's value; on walk-cap overflow records DVM_RT_SIZER_CAP and
  *       returns -1.
+ *       Size-slot (s) and body-end (e) operands are relative to the size program's first
+ *       node, s->prog_begin; scratch and range_* are indexed the same way, so scratch holds
+ *       (begin + len - prog_begin) slots. In BODY mode the slots before the body that it
+ *       reads must hold the values of the RANGES pass (the max-reducer copies them).
  *
  * Heap layout seen by the interpreter: slot s owns words [s*stride, (s+1)*stride); stack i
  * starts at stack_off[i] in it: word 0 = count, then stack_cap[i] entries (32-bit). */
 #ifndef DVM_INTERP_CORE_H
 #define DVM_INTERP_CORE_H
 
-#define DVM_BC_DEVICE_ONLY
+/* The whole of bc.h (plain declarations, fine for nvcc/hipcc): dvm_run takes a
+ * dvm_task_desc, which the DVM_BC_DEVICE_ONLY part does not have. */
 #include "../../bytecode/bc.h"
 
 #ifndef DVM_GLOBAL
@@ -73,9 +82,547 @@ typedef struct dvm_size_env {
     int64_t *range_lo, *range_hi, *range_val; /* indexed by node - begin */
     int64_t walk_cap;
     uint32_t stack; /* the stack being sized, for the error record */
+    uint32_t prog_begin; /* absolute index of the size program's first node */
     dvm_rt_error *err;
 } dvm_size_env;
 
 /* ---- implementation below (owned by the CPU backend) ---- */
 
+#ifndef DVM_FN
+#define DVM_FN static inline
+#endif
+
+/* Dispatch: computed goto where the compiler has it (one indirect jump per handler, the
+ * best a C interpreter gets); a `switch` on CUDA/HIP, where it compiles to a jump table
+ * without divergence when a warp runs the same node. */
+#if !defined(DVM_USE_SWITCH) && (defined(__CUDACC__) || defined(__HIPCC__) || !defined(__GNUC__))
+#define DVM_USE_SWITCH 1
+#endif
+
+/* ---- DVM_MATH: every math function the interpreter calls; an includer may map them to
+ * device intrinsics. Defaults are the C99 float functions (<math.h> in C; built in for
+ * nvcc and hipcc). ---- */
+#ifndef DVM_SINF
+#define DVM_SINF(x) sinf(x)
+#endif
+#ifndef DVM_COSF
+#define DVM_COSF(x) cosf(x)
+#endif
+#ifndef DVM_TANF
+#define DVM_TANF(x) tanf(x)
+#endif
+#ifndef DVM_ASINF
+#define DVM_ASINF(x) asinf(x)
+#endif
+#ifndef DVM_ACOSF
+#define DVM_ACOSF(x) acosf(x)
+#endif
+#ifndef DVM_ATANF
+#define DVM_ATANF(x) atanf(x)
+#endif
+#ifndef DVM_ATAN2F
+#define DVM_ATAN2F(y, x) atan2f(y, x)
+#endif
+#ifndef DVM_EXPF
+#define DVM_EXPF(x) expf(x)
+#endif
+#ifndef DVM_LOGF
+#define DVM_LOGF(x) logf(x)
+#endif
+#ifndef DVM_SQRTF
+#define DVM_SQRTF(x) sqrtf(x)
+#endif
+#ifndef DVM_TANHF
+#define DVM_TANHF(x) tanhf(x)
+#endif
+#ifndef DVM_FLOORF
+#define DVM_FLOORF(x) floorf(x)
+#endif
+#ifndef DVM_CEILF
+#define DVM_CEILF(x) ceilf(x)
+#endif
+#ifndef DVM_POWF
+#define DVM_POWF(x, y) powf(x, y)
+#endif
+#ifndef DVM_FABSF
+#define DVM_FABSF(x) fabsf(x)
+#endif
+#ifndef DVM_FMAF
+#define DVM_FMAF(a, b, c) ((a) * (b) + (c)) /* contraction is allowed here, not required */
+#endif
+
+#ifndef DVM_LOAD_ERR
+#define DVM_LOAD_ERR(p) (*(volatile int32_t *)(p))
+#endif
+
+#ifndef DVM_U2F
+DVM_FN float dvm_u2f_(uint32_t u) { union { uint32_t u; float f; } v; v.u = u; return v.f; }
+DVM_FN uint32_t dvm_f2u_(float f) { union { uint32_t u; float f; } v; v.f = f; return v.u; }
+#define DVM_U2F(u) dvm_u2f_(u)
+#define DVM_F2U(f) dvm_f2u_(f)
+#endif
+
+/* Records a runtime error unless one is already recorded (first error wins). Returns 1 so
+ * that handlers can `return dvm_record_error(...)`. */
+DVM_FN int dvm_record_error(dvm_rt_error *err, int32_t code, uint32_t task, uint32_t node,
+                            int64_t p0, int64_t p1, int64_t p2, int64_t p3)
+{
+    if (DVM_ATOMIC_CAS_I32((uint32_t *)&err->code, 0u, (uint32_t)code) == 0u) {
+        err->task = task;
+        err->node = node;
+        err->p[0] = p0;
+        err->p[1] = p1;
+        err->p[2] = p2;
+        err->p[3] = p3;
+    }
+    return 1;
+}
+
+DVM_FN void dvm_thread_begin(const dvm_env *e, int64_t slot)
+{
+    DVM_GLOBAL uint32_t *base = e->heap + slot * e->stride;
+    for (uint32_t i = 0; i < e->nstacks; i++)
+        base[e->stack_off[i]] = 0;
+}
+
+/* F2I: toward zero, NaN -> 0, saturating (a plain cast is undefined out of range). */
+DVM_FN int32_t dvm_f2i_(float f)
+{
+    if (!(f == f)) return 0;
+    if (f >= 2147483648.0f) return 2147483647;
+    if (f <= -2147483648.0f) return (-2147483647 - 1);
+    return (int32_t)f;
+}
+
+/* Python floor division and modulo on i32; c != 0 (the caller checks). */
+DVM_FN int32_t dvm_floordiv_(int32_t b, int32_t c)
+{
+    if (c == -1) return (int32_t)(0u - (uint32_t)b); /* INT_MIN // -1 wraps to INT_MIN */
+    int32_t q = b / c;
+    if ((b % c != 0) && ((b < 0) != (c < 0))) q -= 1;
+    return q;
+}
+DVM_FN int32_t dvm_floormod_(int32_t b, int32_t c)
+{
+    if (c == -1) return 0;
+    int32_t r = b % c;
+    if (r != 0 && ((r < 0) != (c < 0))) r += c;
+    return r;
+}
+DVM_FN uint32_t dvm_powi_(uint32_t base, int32_t ex)
+{
+    uint32_t r = 1u;
+    uint32_t e2 = (uint32_t)ex;
+    while (e2) {
+        if (e2 & 1u) r *= base;
+        base *= base;
+        e2 >>= 1;
+    }
+    return r;
+}
+
+/* ---- dispatch ----
+ * Every handler is a label L_NAME. The table (computed goto) or the switch (CUDA/HIP) is
+ * generated from ops.def and names every label, so an opcode with no handler is a build
+ * error. */
+#ifdef DVM_USE_SWITCH
+#define vmdispatch() goto dvm_dispatch_
+#else
+#define vmdispatch() goto *dvm_disp_[ip->op]
+#endif
+#define vmcase(name) L_##name:
+#define vmbreak do { ip++; vmdispatch(); } while (0)
+
+/* Register access: 32-bit words, viewed as u32, i32 or f32. */
+#define RU(n) (R[n])
+#define RI(n) ((int32_t)R[n])
+#define RF(n) DVM_U2F(R[n])
+#define SETU(n, v) (R[n] = (uint32_t)(v))
+#define SETI(n, v) (R[n] = (uint32_t)(int32_t)(v))
+#define SETF(n, v) (R[n] = DVM_F2U(v))
+#define KF(n) DVM_U2F(K[n])
+#define NODE_ID() ((uint32_t)(ip - code) + t->code_begin)
+/* A jump: a backward one polls the error word so that other threads stop early. */
+#define JUMP(tgt)                                                                      \
+    do {                                                                               \
+        const dvm_node *nip_ = code + (tgt);                                           \
+        if (nip_ <= ip && DVM_LOAD_ERR(&e->err->code)) return 1;                       \
+        ip = nip_;                                                                     \
+        vmdispatch();                                                                  \
+    } while (0)
+#define FAIL(code_, p0, p1, p2, p3)                                                    \
+    return dvm_record_error(e->err, (code_), task_index, NODE_ID(), (p0), (p1), (p2), (p3))
+/* Flat bounds check of array slot x at index v (i32): one unsigned compare. */
+#define CHECK_FLAT(x_, v_)                                                             \
+    do {                                                                               \
+        if ((uint64_t)(int64_t)(v_) >= (uint64_t)e->arr_len[x_])                       \
+            FAIL(DVM_RT_OOB, (x_), -1, (v_), e->arr_len[x_]);                          \
+    } while (0)
+
+DVM_FN int dvm_run(const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
+                   const int32_t idx[3], int64_t slot, uint32_t *regs)
+{
+    if (DVM_LOAD_ERR(&e->err->code)) return 1;
+#ifndef DVM_USE_SWITCH
+    /* Unlisted numbers go to L__BAD; each ops.def row then overrides its own entry. */
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Winitializer-overrides"
+#else
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init"
+#endif
+    static const void *const dvm_disp_[256] = {
+        [0 ... 255] = &&L__BAD,
+#define DVM_OP(name, num, fmt, flags, doc) [num] = &&L_##name,
+#define DVM_DOP DVM_OP
+#include "../../bytecode/ops.def"
+#undef DVM_OP
+#undef DVM_DOP
+    };
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#else
+#pragma GCC diagnostic pop
+#endif
+#endif
+    const dvm_node *const code = e->nodes + t->code_begin;
+    const dvm_node *ip = code;
+    const uint32_t *const K = e->consts;
+    uint32_t *const R = regs;
+    DVM_GLOBAL uint32_t *const hs = e->heap + slot * e->stride; /* this thread's heap slot */
+    DVM_GLOBAL uint32_t *const *const arr = e->arr;
+
+    if (t->kind == DVM_TASK_PARALLEL)
+        for (uint32_t d = 0; d < t->ndim && d < DVM_MAX_PAR_DIMS; d++) R[t->idx_reg[d]] = (uint32_t)idx[d];
+#ifdef DVM_USE_SWITCH
+dvm_dispatch_:
+    switch (ip->op) {
+#define DVM_OP(name, num, fmt, flags, doc) case num: goto L_##name;
+#define DVM_DOP DVM_OP
+#include "../../bytecode/ops.def"
+#undef DVM_OP
+#undef DVM_DOP
+    default: goto L__BAD;
+    }
+#else
+    vmdispatch();
+#endif
+
+    /* ---- constants and moves ---- */
+    vmcase(NOP) vmbreak;
+    vmcase(CONST) SETU(ip->a, (uint32_t)ip->b | ((uint32_t)ip->c << 16)); vmbreak;
+    vmcase(CONSTK) SETU(ip->a, K[ip->b]); vmbreak;
+    vmcase(MOV) SETU(ip->a, RU(ip->b)); vmbreak;
+    vmcase(LDU) SETU(ip->a, e->uni[ip->b]); vmbreak;
+    vmcase(STU) e->uni[ip->a] = RU(ip->b); vmbreak;
+    vmcase(ATOMADDU) DVM_ATOMIC_ADD_F32(&e->uni[ip->a], RF(ip->b)); vmbreak;
+
+    /* ---- f32 ---- */
+    vmcase(ADDF) SETF(ip->a, RF(ip->b) + RF(ip->c)); vmbreak;
+    vmcase(SUBF) SETF(ip->a, RF(ip->b) - RF(ip->c)); vmbreak;
+    vmcase(MULF) SETF(ip->a, RF(ip->b) * RF(ip->c)); vmbreak;
+    vmcase(DIVF) SETF(ip->a, RF(ip->b) / RF(ip->c)); vmbreak;
+    vmcase(MINF) { float x = RF(ip->b), y = RF(ip->c); SETF(ip->a, y < x ? y : x); } vmbreak;
+    vmcase(MAXF) { float x = RF(ip->b), y = RF(ip->c); SETF(ip->a, y > x ? y : x); } vmbreak;
+    vmcase(POWF) SETF(ip->a, DVM_POWF(RF(ip->b), RF(ip->c))); vmbreak;
+    vmcase(ATAN2F) SETF(ip->a, DVM_ATAN2F(RF(ip->b), RF(ip->c))); vmbreak;
+    vmcase(NEGF) SETU(ip->a, RU(ip->b) ^ 0x80000000u); vmbreak;
+    vmcase(ABSF) SETU(ip->a, RU(ip->b) & 0x7FFFFFFFu); vmbreak;
+    vmcase(SIN) SETF(ip->a, DVM_SINF(RF(ip->b))); vmbreak;
+    vmcase(COS) SETF(ip->a, DVM_COSF(RF(ip->b))); vmbreak;
+    vmcase(TAN) SETF(ip->a, DVM_TANF(RF(ip->b))); vmbreak;
+    vmcase(ASIN) SETF(ip->a, DVM_ASINF(RF(ip->b))); vmbreak;
+    vmcase(ACOS) SETF(ip->a, DVM_ACOSF(RF(ip->b))); vmbreak;
+    vmcase(ATAN) SETF(ip->a, DVM_ATANF(RF(ip->b))); vmbreak;
+    vmcase(EXP) SETF(ip->a, DVM_EXPF(RF(ip->b))); vmbreak;
+    vmcase(LOG) SETF(ip->a, DVM_LOGF(RF(ip->b))); vmbreak;
+    vmcase(SQRT) SETF(ip->a, DVM_SQRTF(RF(ip->b))); vmbreak;
+    vmcase(RSQRT) SETF(ip->a, 1.0f / DVM_SQRTF(RF(ip->b))); vmbreak;
+    vmcase(TANH) SETF(ip->a, DVM_TANHF(RF(ip->b))); vmbreak;
+    vmcase(FLOOR) SETF(ip->a, DVM_FLOORF(RF(ip->b))); vmbreak;
+    vmcase(CEIL) SETF(ip->a, DVM_CEILF(RF(ip->b))); vmbreak;
+
+    /* ---- i32 (wrapping: computed on u32) ---- */
+    vmcase(ADDI) SETU(ip->a, RU(ip->b) + RU(ip->c)); vmbreak;
+    vmcase(SUBI) SETU(ip->a, RU(ip->b) - RU(ip->c)); vmbreak;
+    vmcase(MULI) SETU(ip->a, RU(ip->b) * RU(ip->c)); vmbreak;
+    vmcase(DIVI) {
+        int32_t c = RI(ip->c);
+        if (c == 0) FAIL(DVM_RT_DIVZERO, 0, 0, 0, 0);
+        SETI(ip->a, dvm_floordiv_(RI(ip->b), c));
+    } vmbreak;
+    vmcase(MODI) {
+        int32_t c = RI(ip->c);
+        if (c == 0) FAIL(DVM_RT_DIVZERO, 0, 0, 0, 0);
+        SETI(ip->a, dvm_floormod_(RI(ip->b), c));
+    } vmbreak;
+    vmcase(MINI) { int32_t x = RI(ip->b), y = RI(ip->c); SETI(ip->a, y < x ? y : x); } vmbreak;
+    vmcase(MAXI) { int32_t x = RI(ip->b), y = RI(ip->c); SETI(ip->a, y > x ? y : x); } vmbreak;
+    vmcase(NEGI) SETU(ip->a, 0u - RU(ip->b)); vmbreak;
+    vmcase(ABSI) { uint32_t v = RU(ip->b); SETU(ip->a, (v & 0x80000000u) ? 0u - v : v); } vmbreak;
+    vmcase(ADDIK) SETU(ip->a, RU(ip->b) + (uint32_t)(int32_t)(int16_t)ip->c); vmbreak;
+
+    /* ---- conversions ---- */
+    vmcase(I2F) SETF(ip->a, (float)RI(ip->b)); vmbreak;
+    vmcase(F2I) SETI(ip->a, dvm_f2i_(RF(ip->b))); vmbreak;
+    vmcase(FFLOORDIV) SETF(ip->a, DVM_FLOORF(RF(ip->b) / RF(ip->c))); vmbreak;
+    vmcase(FMODF) {
+        float x = RF(ip->b), y = RF(ip->c);
+        float q = DVM_FLOORF(x / y);
+        float m = y * q; /* separate statements: no contraction */
+        SETF(ip->a, x - m);
+    } vmbreak;
+    vmcase(POWI) {
+        int32_t c = RI(ip->c);
+        if (c < 0) FAIL(DVM_RT_NEGPOW, c, 0, 0, 0);
+        SETU(ip->a, dvm_powi_(RU(ip->b), c));
+    } vmbreak;
+
+    /* ---- comparisons and logic ---- */
+    vmcase(LTF) SETU(ip->a, RF(ip->b) < RF(ip->c)); vmbreak;
+    vmcase(LEF) SETU(ip->a, RF(ip->b) <= RF(ip->c)); vmbreak;
+    vmcase(EQF) SETU(ip->a, RF(ip->b) == RF(ip->c)); vmbreak;
+    vmcase(NEF) SETU(ip->a, RF(ip->b) != RF(ip->c)); vmbreak;
+    vmcase(LTI) SETU(ip->a, RI(ip->b) < RI(ip->c)); vmbreak;
+    vmcase(LEI) SETU(ip->a, RI(ip->b) <= RI(ip->c)); vmbreak;
+    vmcase(EQI) SETU(ip->a, RU(ip->b) == RU(ip->c)); vmbreak;
+    vmcase(NEI) SETU(ip->a, RU(ip->b) != RU(ip->c)); vmbreak;
+    vmcase(NOT) SETU(ip->a, RU(ip->b) == 0u); vmbreak;
+    vmcase(SEL) SETU(ip->a, RU(ip->a) ? RU(ip->b) : RU(ip->c)); vmbreak;
+
+    /* ---- control ---- */
+    vmcase(JMP) JUMP(ip->a);
+    vmcase(JZ) if (!RU(ip->a)) JUMP(ip->b); vmbreak;
+    vmcase(JNZ) if (RU(ip->a)) JUMP(ip->b); vmbreak;
+    vmcase(JGEI) if (RI(ip->a) >= RI(ip->b)) JUMP(ip->c); vmbreak;
+    vmcase(INCLT) {
+        int32_t v = (int32_t)(RU(ip->a) + 1u);
+        SETI(ip->a, v);
+        if (v < RI(ip->b)) JUMP(ip->c);
+    } vmbreak;
+    vmcase(END) return 0;
+    vmcase(ASSERT) if (!RU(ip->a)) FAIL(DVM_RT_ASSERT, ip->b, 0, 0, 0); vmbreak;
+
+    /* ---- arrays ---- */
+    vmcase(IDX) {
+        int32_t v = RI(ip->b);
+        int32_t ext = e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK + ip->c];
+        if (v < 0 || v >= ext) FAIL(DVM_RT_OOB, ip->x, ip->c, v, ext);
+        SETI(ip->a, v);
+    } vmbreak;
+    vmcase(IDXM) {
+        int32_t v = RI(ip->b);
+        int32_t ext = e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK + ip->c];
+        if (v < 0 || v >= ext) FAIL(DVM_RT_OOB, ip->x, ip->c, v, ext);
+        SETU(ip->a, RU(ip->a) * (uint32_t)ext + (uint32_t)v);
+    } vmbreak;
+    vmcase(LD) {
+        int32_t v = RI(ip->b);
+        CHECK_FLAT(ip->x, v);
+        SETU(ip->a, arr[ip->x][v]);
+    } vmbreak;
+    vmcase(ST) {
+        int32_t v = RI(ip->a);
+        CHECK_FLAT(ip->x, v);
+        arr[ip->x][v] = RU(ip->b);
+    } vmbreak;
+    vmcase(ATOMADDF) {
+        int32_t v = RI(ip->a);
+        CHECK_FLAT(ip->x, v);
+        DVM_ATOMIC_ADD_F32(&arr[ip->x][v], RF(ip->b));
+    } vmbreak;
+    vmcase(ATOMADDI) {
+        int32_t v = RI(ip->a);
+        CHECK_FLAT(ip->x, v);
+        DVM_ATOMIC_ADD_I32(&arr[ip->x][v], RU(ip->b));
+    } vmbreak;
+    vmcase(ATOMMAXF) {
+        int32_t v = RI(ip->a);
+        CHECK_FLAT(ip->x, v);
+        DVM_ATOMIC_MAX_F32(&arr[ip->x][v], RF(ip->b));
+    } vmbreak;
+    vmcase(ATOMMINF) {
+        int32_t v = RI(ip->a);
+        CHECK_FLAT(ip->x, v);
+        DVM_ATOMIC_MIN_F32(&arr[ip->x][v], RF(ip->b));
+    } vmbreak;
+    vmcase(ATOMMAXI) {
+        int32_t v = RI(ip->a);
+        CHECK_FLAT(ip->x, v);
+        DVM_ATOMIC_MAX_I32(&arr[ip->x][v], RI(ip->b));
+    } vmbreak;
+    vmcase(ATOMMINI) {
+        int32_t v = RI(ip->a);
+        CHECK_FLAT(ip->x, v);
+        DVM_ATOMIC_MIN_I32(&arr[ip->x][v], RI(ip->b));
+    } vmbreak;
+    vmcase(SHAPE) SETI(ip->a, e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK + ip->b]); vmbreak;
+
+    /* ---- adstacks: word 0 of a stack is its count, entries follow ---- */
+    vmcase(PUSH) {
+        DVM_GLOBAL uint32_t *st = hs + e->stack_off[ip->a];
+        int64_t cap = e->stack_cap[ip->a];
+        uint32_t n = st[0];
+        if ((int64_t)n >= cap) FAIL(DVM_RT_ADSTACK_OVERFLOW, ip->a, cap, 0, 0);
+        st[1 + (int64_t)n] = RU(ip->b);
+        st[0] = n + 1u;
+    } vmbreak;
+    vmcase(POP) {
+        DVM_GLOBAL uint32_t *st = hs + e->stack_off[ip->b];
+        uint32_t n = st[0];
+        if (n == 0u) FAIL(DVM_RT_ADSTACK_UNDERFLOW, ip->b, 0, 0, 0);
+        n -= 1u;
+        SETU(ip->a, st[1 + (int64_t)n]);
+        st[0] = n;
+    } vmbreak;
+
+    /* ---- superinstructions ---- */
+    vmcase(ADDFK) SETF(ip->a, RF(ip->b) + KF(ip->c)); vmbreak;
+    vmcase(MULFK) SETF(ip->a, RF(ip->b) * KF(ip->c)); vmbreak;
+    vmcase(KSUBF) SETF(ip->a, KF(ip->c) - RF(ip->b)); vmbreak;
+    vmcase(KDIVF) SETF(ip->a, KF(ip->c) / RF(ip->b)); vmbreak;
+    vmcase(FMAF) SETF(ip->a, DVM_FMAF(RF(ip->b), RF(ip->c), RF(ip->a))); vmbreak;
+    vmcase(FMAFK) SETF(ip->a, DVM_FMAF(RF(ip->a), RF(ip->b), KF(ip->c))); vmbreak;
+    vmcase(LDADDF) {
+        int32_t v = RI(ip->b);
+        CHECK_FLAT(ip->x, v);
+        SETF(ip->a, RF(ip->a) + DVM_U2F(arr[ip->x][v]));
+    } vmbreak;
+
+    /* ---- size opcodes never appear in kernel code (the verifier rejects them) ---- */
+    vmcase(SZ_CONST)
+    vmcase(SZ_ADD)
+    vmcase(SZ_SUB)
+    vmcase(SZ_MUL)
+    vmcase(SZ_MAX)
+    vmcase(SZ_RANGE)
+    vmcase(SZ_VAR)
+    vmcase(SZ_LOAD)
+    vmcase(SZ_SHAPE)
+    vmcase(SZ_PARAM)
+    L__BAD:
+    FAIL(DVM_RT_BAD_OP, ip->op, 0, 0, 0);
+}
+
+#undef RU
+#undef RI
+#undef RF
+#undef SETU
+#undef SETI
+#undef SETF
+#undef KF
+#undef NODE_ID
+#undef JUMP
+#undef FAIL
+#undef CHECK_FLAT
+
+/* ---- size programs ---- */
+
+DVM_FN int64_t dvm_sz_sat_(int64_t v)
+{
+    return v > DVM_SIZE_SAT ? DVM_SIZE_SAT : (v < -DVM_SIZE_SAT ? -DVM_SIZE_SAT : v);
+}
+/* |a|, |b| <= DVM_SIZE_SAT = 2^40, so only the product can leave int64. */
+DVM_FN int64_t dvm_sz_mul_(int64_t a, int64_t b)
+{
+    if (a == 0 || b == 0) return 0;
+    uint64_t ua = (uint64_t)(a < 0 ? -a : a), ub = (uint64_t)(b < 0 ? -b : b);
+    int neg = (a < 0) != (b < 0);
+    if (ua > (uint64_t)DVM_SIZE_SAT / ub) return neg ? -DVM_SIZE_SAT : DVM_SIZE_SAT;
+    return dvm_sz_sat_(neg ? -(int64_t)(ua * ub) : (int64_t)(ua * ub));
+}
+
+DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len, int mode,
+                             const int64_t *bound, int nbound, int64_t *scratch)
+{
+    /* Nested ranges are walked with an explicit stack of frames (no recursion). */
+    struct { uint32_t node, end; int64_t v, hi, acc; } fr[DVM_MAX_SIZE_DEPTH];
+    int64_t var[DVM_MAX_SIZE_DEPTH];
+    int nf = 0;
+    int depth = nbound < 0 ? 0 : (nbound > DVM_MAX_SIZE_DEPTH ? DVM_MAX_SIZE_DEPTH : nbound);
+    for (int d = 0; d < depth; d++) var[d] = bound[d];
+    const dvm_node *P = s->nodes + s->prog_begin;
+    uint32_t k = begin - s->prog_begin, end = k + len;
+    int64_t steps = 0;
+    if (len == 0) return 0;
+    while (k < end) {
+        const dvm_node n = P[k];
+        int64_t v = 0;
+        if (++steps > s->walk_cap) {
+            dvm_record_error(s->err, DVM_RT_SIZER_CAP, 0, s->prog_begin + k, s->stack, s->walk_cap, 0, 0);
+            return -1;
+        }
+        if (DVM_LOAD_ERR(&s->err->code)) return -1;
+        switch (n.op) {
+        case DVM_OP_SZ_CONST: v = (int64_t)((uint32_t)n.a | ((uint32_t)n.b << 16)); break;
+        case DVM_OP_SZ_ADD: v = dvm_sz_sat_(scratch[n.a] + scratch[n.b]); break;
+        case DVM_OP_SZ_SUB: v = scratch[n.a] - scratch[n.b]; v = v < 0 ? 0 : dvm_sz_sat_(v); break;
+        case DVM_OP_SZ_MUL: v = dvm_sz_mul_(scratch[n.a], scratch[n.b]); break;
+        case DVM_OP_SZ_MAX: v = scratch[n.a] > scratch[n.b] ? scratch[n.a] : scratch[n.b]; break;
+        case DVM_OP_SZ_VAR: v = n.a < depth ? var[n.a] : 0; break;
+        case DVM_OP_SZ_LOAD: {
+            int64_t i = scratch[n.a];
+            v = (i >= 0 && i < s->arr_len[n.x]) ? (int64_t)(int32_t)s->arr[n.x][i] : 0;
+        } break;
+        case DVM_OP_SZ_SHAPE: v = s->arr_shape[(uint32_t)n.x * DVM_MAX_RANK + n.a]; break;
+        case DVM_OP_SZ_PARAM: v = (int64_t)(int32_t)s->uni[n.a]; break;
+        case DVM_OP_SZ_RANGE: {
+            int64_t lo = scratch[n.a], hi = scratch[n.b];
+            uint32_t bend = n.c;
+            if (nf == 0 && depth == 0 && mode == DVM_SZ_PASS_RANGES) {
+                s->range_lo[k] = lo;
+                s->range_hi[k] = hi;
+                scratch[k] = 0;
+                k = bend;
+                goto close_frames;
+            }
+            if (nf == 0 && depth == 0 && mode == DVM_SZ_PASS_FINAL) {
+                scratch[k] = s->range_val[k];
+                k = bend;
+                goto close_frames;
+            }
+            if (lo >= hi || bend <= k + 1 || depth >= DVM_MAX_SIZE_DEPTH || nf >= DVM_MAX_SIZE_DEPTH) {
+                scratch[k] = 0;
+                k = bend > k ? bend : k + 1;
+                goto close_frames;
+            }
+            fr[nf].node = k;
+            fr[nf].end = bend;
+            fr[nf].v = lo;
+            fr[nf].hi = hi;
+            fr[nf].acc = -DVM_SIZE_SAT - 1; /* below every value: values saturate at +-SAT */
+            nf++;
+            var[depth++] = lo;
+            k = k + 1;
+            continue;
+        }
+        default:
+            dvm_record_error(s->err, DVM_RT_BAD_OP, 0, s->prog_begin + k, n.op, 0, 0, 0);
+            return -1;
+        }
+        scratch[k] = v;
+        k++;
+    close_frames:
+        /* Finished the body of the innermost range: fold its root, step its variable. */
+        while (nf > 0 && k >= fr[nf - 1].end) {
+            int64_t r = scratch[fr[nf - 1].end - 1];
+            if (r > fr[nf - 1].acc) fr[nf - 1].acc = r;
+            if (++fr[nf - 1].v < fr[nf - 1].hi) {
+                var[depth - 1] = fr[nf - 1].v;
+                k = fr[nf - 1].node + 1;
+                break;
+            }
+            scratch[fr[nf - 1].node] = fr[nf - 1].acc;
+            k = fr[nf - 1].end;
+            nf--;
+            depth--;
+        }
+    }
+    return scratch[end - 1];
+}
+
+#undef vmcase
+#undef vmbreak
+#undef vmdispatch
 #endif

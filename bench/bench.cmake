@@ -1,0 +1,6 @@
+# CPU benchmark: dvm against native C (gcc -O2) in the same run. Not a test: run
+#   build/bench_cpu            (full sizes; bench/RESULTS.md records its output)
+#   build/bench_cpu --quick    (small sizes, a smoke run)
+add_executable(bench_cpu bench/bench_cpu.c)
+target_link_libraries(bench_cpu PRIVATE dvm OpenMP::OpenMP_C m)
+target_compile_options(bench_cpu PRIVATE -O2)

@@ -1,0 +1,496 @@
+/* verify.c: the structural verifier. It is what makes a blob safe to run: after it accepts
+ * a program, every index an interpreter follows (registers, constants, array slots, axes,
+ * uniforms, stacks, jump targets, strings, size-program slots) lies inside its buffer.
+ * Data-dependent accesses (array elements, stack depth) are checked at run time instead.
+ * docs/bytecode.md lists the rules; each failure says where and what was expected. */
+#include "blob.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const variant_name[DVM_V_COUNT] = {"forward", "adjoint", "tangent"};
+
+typedef struct vctx {
+    const dvm_program *p;
+    char *err;
+    size_t errlen;
+    char where[256]; /* "kernel 'k' (adjoint) task 2": prefix of the next message */
+} vctx;
+
+static int vfail(vctx *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static int vfail(vctx *c, const char *fmt, ...) {
+    if (c->err && c->errlen) {
+        int n = snprintf(c->err, c->errlen, "%s%s", c->where, c->where[0] ? ": " : "");
+        if (n < 0) n = 0;
+        if ((size_t)n < c->errlen) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return -1;
+}
+
+/* Only valid after the string table has been checked: every offset below nstrings_bytes
+ * then starts a NUL-terminated string. */
+static const char *vstr(const dvm_program *p, uint32_t off) {
+    return off < p->nstrings_bytes ? p->strings + off : "?";
+}
+
+static int range_ok(uint32_t begin, uint32_t n, uint32_t total) {
+    return (uint64_t)begin + n <= total;
+}
+
+/* What the operand checks need to know about the code being checked. */
+/* "node 3 (LD)" in a task, "size node 3 (SZ_LOAD)" in a size program. */
+#define NODE_FMT "%snode %u (%s)"
+#define NODE_ARGS(o, name) (o)->t ? "" : "size ", (o)->node, (name)
+
+typedef struct opctx {
+    const dvm_kernel_desc *k;
+    const dvm_variant_desc *v;
+    const dvm_task_desc *t; /* NULL in a size program */
+    uint32_t node;          /* index within the task or size program */
+    uint32_t len;           /* length of the task or size program */
+} opctx;
+
+static const dvm_param_desc *slot_param(const dvm_program *p, const dvm_kernel_desc *k,
+                                        const dvm_variant_desc *v, uint32_t slot) {
+    return &p->params[k->param_begin + p->slots[v->slot_begin + slot].param];
+}
+
+static const char operand_name[4] = {'x', 'a', 'b', 'c'};
+
+/* Checks the operands that both tasks and size programs share (not J, s, e, d). Returns 1
+ * if the letter was handled here, 0 if the caller handles it, -1 on failure. */
+static int check_common(vctx *c, const opctx *o, const dvm_node *n, int i, char letter,
+                        uint32_t val, int aslot) {
+    const dvm_program *p = c->p;
+    const char *opname = dvm_op_table[n->op].name;
+    char on = operand_name[i];
+    switch (letter) {
+    case '-':
+        if (val != 0)
+            return vfail(c, NODE_FMT ": unused operand %c must be 0, got %u", NODE_ARGS(o, opname), on, val);
+        return 1;
+    case 'i':
+        return 1;
+    case 'A':
+        if (val >= o->v->nslots)
+            return vfail(c, NODE_FMT ": operand %c: array slot %u is not < the variant's %u slots",
+                         NODE_ARGS(o, opname), on, val, o->v->nslots);
+        return 1;
+    case 'X': {
+        if (aslot < 0 || (uint32_t)aslot >= o->v->nslots)
+            return vfail(c, NODE_FMT ": operand %c: axis without a valid array slot", NODE_ARGS(o, opname), on);
+        const dvm_param_desc *pa = slot_param(p, o->k, o->v, (uint32_t)aslot);
+        if (val >= pa->rank)
+            return vfail(c, NODE_FMT ": operand %c: axis %u is not < rank %u of '%s'", NODE_ARGS(o, opname), on, val, pa->rank, vstr(p, pa->name));
+        return 1;
+    }
+    case 'U':
+    case 'T':
+    case 'V':
+        if (val >= o->v->nuniforms)
+            return vfail(c, NODE_FMT ": operand %c: uniform slot %u is not < the variant's %u uniforms",
+                         NODE_ARGS(o, opname), on, val, o->v->nuniforms);
+        if (letter == 'V' && (!o->t || o->t->kind != DVM_TASK_SERIAL))
+            return vfail(c, NODE_FMT ": writes uniform %u outside a serial task", NODE_ARGS(o, opname), val);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int is_slot_write(uint8_t op) {
+    switch (op) {
+    case DVM_OP_ST: case DVM_OP_ATOMADDF: case DVM_OP_ATOMADDI: case DVM_OP_ATOMMAXF:
+    case DVM_OP_ATOMMINF: case DVM_OP_ATOMMAXI: case DVM_OP_ATOMMINI:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Element type an op needs from its array (0: any). Not a memory-safety rule, but a wrong
+ * type here means the emitter is broken, so catch it before it runs. */
+static int slot_type_needed(uint8_t op) {
+    switch (op) {
+    case DVM_OP_ATOMADDF: case DVM_OP_ATOMMAXF: case DVM_OP_ATOMMINF: case DVM_OP_LDADDF:
+        return DVM_T_F32;
+    case DVM_OP_ATOMADDI: case DVM_OP_ATOMMAXI: case DVM_OP_ATOMMINI:
+        return DVM_T_I32;
+    default:
+        return 0;
+    }
+}
+
+static int find_aslot(const dvm_node *n, const char *fmt) {
+    uint32_t v[4] = {n->x, n->a, n->b, n->c};
+    for (int i = 0; i < 4; i++)
+        if (fmt[i] == 'A') return (int)v[i];
+    return -1;
+}
+
+static int check_task_node(vctx *c, const opctx *o, const dvm_node *n) {
+    const dvm_program *p = c->p;
+    const dvm_op_info *info = &dvm_op_table[n->op];
+    if (!info->name) return vfail(c, "node %u: unknown opcode %u", o->node, n->op);
+    if (info->flags & DVM_F_SIZE)
+        return vfail(c, "node %u (%s): a size-program opcode inside a task", o->node, info->name);
+    uint32_t v[4] = {n->x, n->a, n->b, n->c};
+    int aslot = find_aslot(n, info->fmt);
+    for (int i = 0; i < 4; i++) {
+        char l = info->fmt[i];
+        int r = check_common(c, o, n, i, l, v[i], aslot);
+        if (r < 0) return -1;
+        if (r) continue;
+        switch (l) {
+        case 'w': case 'r': case 'm':
+            if (v[i] >= o->t->nregs)
+                return vfail(c, "node %u (%s): operand %c: register %u is not < nregs %u", o->node,
+                             info->name, operand_name[i], v[i], o->t->nregs);
+            break;
+        case 'k':
+            if (v[i] >= p->nconsts)
+                return vfail(c, "node %u (%s): operand %c: constant %u is not < nconsts %u", o->node,
+                             info->name, operand_name[i], v[i], p->nconsts);
+            break;
+        case 'S':
+            if (v[i] >= o->v->nstacks)
+                return vfail(c, "node %u (%s): operand %c: stack %u is not < the variant's %u stacks",
+                             o->node, info->name, operand_name[i], v[i], o->v->nstacks);
+            break;
+        case 'J':
+            if (v[i] >= o->len)
+                return vfail(c, "node %u (%s): operand %c: jump target %u is not < the task's %u nodes",
+                             o->node, info->name, operand_name[i], v[i], o->len);
+            break;
+        case 'E':
+            if (v[i] >= p->nstrings_bytes)
+                return vfail(c, "node %u (%s): operand %c: string offset %u is not < %u", o->node,
+                             info->name, operand_name[i], v[i], p->nstrings_bytes);
+            break;
+        default:
+            return vfail(c, "node %u (%s): operand letter '%c' is not allowed in a task", o->node,
+                         info->name, l);
+        }
+    }
+    if (aslot >= 0) {
+        const dvm_slot_desc *s = &p->slots[o->v->slot_begin + (uint32_t)aslot];
+        const dvm_param_desc *pa = slot_param(p, o->k, o->v, (uint32_t)aslot);
+        if (is_slot_write(n->op) && s->writes != 1)
+            return vfail(c, "node %u (%s): writes array slot %u ('%s') whose writes flag is 0", o->node,
+                         info->name, (unsigned)aslot, vstr(p, pa->name));
+        int need = slot_type_needed(n->op);
+        if (need && pa->type != need)
+            return vfail(c, "node %u (%s): array slot %u ('%s') has element type %s, expected %s", o->node,
+                         info->name, (unsigned)aslot, vstr(p, pa->name), pa->type == DVM_T_F32 ? "f32" : "i32",
+                         need == DVM_T_F32 ? "f32" : "i32");
+    }
+    return 0;
+}
+
+static int check_task(vctx *c, const dvm_kernel_desc *k, const dvm_variant_desc *v, const dvm_task_desc *t) {
+    const dvm_program *p = c->p;
+    if (t->kind != DVM_TASK_SERIAL && t->kind != DVM_TASK_PARALLEL)
+        return vfail(c, "kind %u is neither serial (0) nor parallel (1)", t->kind);
+    if (t->nregs < 1 || t->nregs > DVM_MAX_REGS)
+        return vfail(c, "nregs %u is not in 1..%d", t->nregs, DVM_MAX_REGS);
+    if (t->kind == DVM_TASK_PARALLEL) {
+        if (t->ndim < 1 || t->ndim > DVM_MAX_PAR_DIMS)
+            return vfail(c, "ndim %u is not in 1..%d", t->ndim, DVM_MAX_PAR_DIMS);
+        for (uint32_t d = 0; d < t->ndim; d++) {
+            if (t->ext_u[d] >= v->nuniforms)
+                return vfail(c, "ext_u[%u] = %u is not < the variant's %u uniforms", d, t->ext_u[d], v->nuniforms);
+            if (t->idx_reg[d] >= t->nregs)
+                return vfail(c, "idx_reg[%u] = %u is not < nregs %u", d, t->idx_reg[d], t->nregs);
+        }
+        if (t->start_u != DVM_NO_SLOT) {
+            if (t->ndim != 1) return vfail(c, "start_u is set on a %u-D task (1-D only)", t->ndim);
+            if (t->start_u >= v->nuniforms)
+                return vfail(c, "start_u = %u is not < the variant's %u uniforms", t->start_u, v->nuniforms);
+        }
+    }
+    if (t->code_len < 1 || t->code_len > DVM_MAX_TASK_NODES)
+        return vfail(c, "code_len %u is not in 1..%d", t->code_len, DVM_MAX_TASK_NODES);
+    if (!range_ok(t->code_begin, t->code_len, p->nnodes))
+        return vfail(c, "code nodes %u..%u are outside the %u nodes", t->code_begin,
+                     t->code_begin + t->code_len - 1, p->nnodes);
+    opctx o = {k, v, t, 0, t->code_len};
+    for (uint32_t j = 0; j < t->code_len; j++) {
+        o.node = j;
+        if (check_task_node(c, &o, &p->nodes[t->code_begin + j])) return -1;
+    }
+    uint8_t last = p->nodes[t->code_begin + t->code_len - 1].op;
+    if (last != DVM_OP_END && last != DVM_OP_JMP)
+        return vfail(c, "the last node %u is %s, expected END or JMP (execution must not run off the end)",
+                     t->code_len - 1, dvm_op_table[last].name);
+    return 0;
+}
+
+/* A size program is a post-order tree: an `s` operand names a node of the same scope (the
+ * top level, or the innermost SZ_RANGE body being read) that comes earlier. A body never
+ * reads outside itself, so the sizer can evaluate it alone (DVM_SZ_PASS_BODY). */
+static int check_size_program(vctx *c, const dvm_kernel_desc *k, const dvm_variant_desc *v,
+                              uint32_t begin, uint32_t len) {
+    const dvm_program *p = c->p;
+    if (len < 1 || len > DVM_MAX_TASK_NODES)
+        return vfail(c, "size program length %u is not in 1..%d", len, DVM_MAX_TASK_NODES);
+    if (!range_ok(begin, len, p->nnodes))
+        return vfail(c, "size program nodes %u..%u are outside the %u nodes", begin, begin + len - 1, p->nnodes);
+    /* scope[j]: the range node whose body directly holds node j, or UINT32_MAX at top level. */
+    uint32_t *scope = malloc((size_t)len * sizeof *scope);
+    if (!scope) return vfail(c, "out of memory");
+    uint32_t open_node[DVM_MAX_SIZE_DEPTH], open_end[DVM_MAX_SIZE_DEPTH];
+    int depth = 0, rc = -1;
+    opctx o = {k, v, NULL, 0, len};
+    for (uint32_t j = 0; j < len; j++) {
+        o.node = j;
+        while (depth > 0 && open_end[depth - 1] == j) { /* close the bodies that end here */
+            if (scope[j - 1] != open_node[depth - 1]) {
+                vfail(c, "size node %u (SZ_RANGE): the body's last node %u (its value) lies in a nested body",
+                      open_node[depth - 1], j - 1);
+                goto done;
+            }
+            depth--;
+        }
+        uint32_t cur = depth ? open_node[depth - 1] : UINT32_MAX;
+        uint32_t scope_end = depth ? open_end[depth - 1] : len;
+        scope[j] = cur;
+        const dvm_node *n = &p->nodes[begin + j];
+        const dvm_op_info *info = &dvm_op_table[n->op];
+        if (!info->name) { vfail(c, "size node %u: unknown opcode %u", j, n->op); goto done; }
+        if (!(info->flags & DVM_F_SIZE)) {
+            vfail(c, "size node %u (%s): not a size-program opcode", j, info->name);
+            goto done;
+        }
+        uint32_t val[4] = {n->x, n->a, n->b, n->c};
+        int aslot = find_aslot(n, info->fmt);
+        for (int i = 0; i < 4; i++) {
+            char l = info->fmt[i];
+            int r = check_common(c, &o, n, i, l, val[i], aslot);
+            if (r < 0) goto done;
+            if (r) continue;
+            switch (l) {
+            case 's':
+                if (val[i] >= j) {
+                    vfail(c, "size node %u (%s): operand %c: slot %u is not < the node's own index", j,
+                          info->name, operand_name[i], val[i]);
+                    goto done;
+                }
+                if (scope[val[i]] != cur) {
+                    vfail(c, "size node %u (%s): operand %c: slot %u lies outside the node's scope "
+                             "(inside a finished range body, or outside the current body)",
+                          j, info->name, operand_name[i], val[i]);
+                    goto done;
+                }
+                break;
+            case 'e':
+                if (val[i] < j + 2 || val[i] > scope_end) {
+                    vfail(c, "size node %u (%s): operand %c: range end %u must be in %u..%u (a non-empty "
+                             "body inside the enclosing one)", j, info->name, operand_name[i], val[i], j + 2, scope_end);
+                    goto done;
+                }
+                break;
+            case 'd':
+                if (val[i] >= (uint32_t)depth) {
+                    vfail(c, "size node %u (%s): operand %c: bound-variable depth %u is not < the nesting %d",
+                          j, info->name, operand_name[i], val[i], depth);
+                    goto done;
+                }
+                break;
+            default:
+                vfail(c, "size node %u (%s): operand letter '%c' is not allowed in a size program", j,
+                      info->name, l);
+                goto done;
+            }
+        }
+        if (aslot >= 0 && p->slots[v->slot_begin + (uint32_t)aslot].role != DVM_ROLE_PRIMAL) {
+            vfail(c, "size node %u (%s): array slot %d is not a primal slot", j, info->name, aslot);
+            goto done;
+        }
+        if (n->op == DVM_OP_SZ_RANGE) {
+            if (depth >= DVM_MAX_SIZE_DEPTH) {
+                vfail(c, "size node %u (SZ_RANGE): nesting deeper than %d", j, DVM_MAX_SIZE_DEPTH);
+                goto done;
+            }
+            open_node[depth] = j;
+            open_end[depth] = n->c;
+            depth++;
+        }
+    }
+    if (scope[len - 1] != UINT32_MAX) {
+        vfail(c, "size program: the last node %u is inside a range body (it must be at depth 0)", len - 1);
+        goto done;
+    }
+    rc = 0;
+done:
+    free(scope);
+    return rc;
+}
+
+static int check_param(vctx *c, const dvm_kernel_desc *k, const dvm_param_desc *pa) {
+    const dvm_program *p = c->p;
+    if (pa->name >= p->nstrings_bytes || !p->strings[pa->name])
+        return vfail(c, "name offset %u is not a non-empty string", pa->name);
+    if (pa->is_array > 1) return vfail(c, "is_array %u is not 0 or 1", pa->is_array);
+    if (pa->type != DVM_T_F32 && pa->type != DVM_T_I32)
+        return vfail(c, "type %u is neither f32 (%d) nor i32 (%d)", pa->type, DVM_T_F32, DVM_T_I32);
+    if (pa->is_array) {
+        if (pa->rank < 1 || pa->rank > DVM_MAX_RANK)
+            return vfail(c, "rank %u is not in 1..%d", pa->rank, DVM_MAX_RANK);
+        for (uint32_t d = 0; d < pa->rank; d++) {
+            int32_t dim = pa->dim[d];
+            if (dim < 0 && (uint64_t)(-(int64_t)dim - 1) >= k->nsyms)
+                return vfail(c, "dim[%u] = %d names shape symbol %lld, not < the kernel's %u symbols", d, dim,
+                             (long long)(-(int64_t)dim - 1), k->nsyms);
+        }
+    }
+    return 0;
+}
+
+static int check_variant(vctx *c, const dvm_kernel_desc *k, int vi) {
+    const dvm_program *p = c->p;
+    const dvm_variant_desc *v = &k->v[vi];
+    size_t base = strlen(c->where);
+    if (!range_ok(v->task_begin, v->ntasks, p->ntasks))
+        return vfail(c, "tasks %u..+%u are outside the %u tasks", v->task_begin, v->ntasks, p->ntasks);
+    if (!range_ok(v->stack_begin, v->nstacks, p->nstacks))
+        return vfail(c, "stacks %u..+%u are outside the %u stacks", v->stack_begin, v->nstacks, p->nstacks);
+    if (!range_ok(v->slot_begin, v->nslots, p->nslots))
+        return vfail(c, "slots %u..+%u are outside the %u slots", v->slot_begin, v->nslots, p->nslots);
+    if (v->nuniforms > DVM_MAX_UNIFORMS)
+        return vfail(c, "nuniforms %u exceeds %d", v->nuniforms, DVM_MAX_UNIFORMS);
+    if (v->nslots > DVM_MAX_ARRAY_SLOTS)
+        return vfail(c, "nslots %u exceeds %d", v->nslots, DVM_MAX_ARRAY_SLOTS);
+    if (v->nstacks > DVM_MAX_STACKS)
+        return vfail(c, "nstacks %u exceeds %d", v->nstacks, DVM_MAX_STACKS);
+    for (uint32_t i = 0; i < k->nparams; i++) {
+        const dvm_param_desc *pa = &p->params[k->param_begin + i];
+        if (!pa->is_array && pa->uslot >= v->nuniforms)
+            return vfail(c, "scalar parameter '%s' has uniform slot %u, not < the variant's %u uniforms",
+                         vstr(p, pa->name), pa->uslot, v->nuniforms);
+    }
+    for (uint32_t i = 0; i < k->nsyms; i++) {
+        const dvm_sym_desc *s = &p->syms[k->sym_begin + i];
+        if (s->uslot >= v->nuniforms)
+            return vfail(c, "shape symbol '%s' has uniform slot %u, not < the variant's %u uniforms",
+                         vstr(p, s->name), s->uslot, v->nuniforms);
+    }
+    for (uint32_t i = 0; i < v->nslots; i++) {
+        const dvm_slot_desc *s = &p->slots[v->slot_begin + i];
+        if (s->param >= k->nparams)
+            return vfail(c, "slot %u: parameter %u is not < the kernel's %u parameters", i, s->param, k->nparams);
+        const dvm_param_desc *pa = &p->params[k->param_begin + s->param];
+        if (!pa->is_array) return vfail(c, "slot %u: parameter '%s' is not an array", i, vstr(p, pa->name));
+        if (s->role > DVM_ROLE_DUAL) return vfail(c, "slot %u: role %u is not primal, grad or dual", i, s->role);
+        if (s->role == DVM_ROLE_GRAD && vi != DVM_V_ADJOINT)
+            return vfail(c, "slot %u: a grad slot outside the adjoint variant", i);
+        if (s->role == DVM_ROLE_DUAL && vi != DVM_V_TANGENT)
+            return vfail(c, "slot %u: a dual slot outside the tangent variant", i);
+        if (s->role != DVM_ROLE_PRIMAL && pa->type != DVM_T_F32)
+            return vfail(c, "slot %u: a %s slot of the non-f32 parameter '%s'", i,
+                         s->role == DVM_ROLE_GRAD ? "grad" : "dual", vstr(p, pa->name));
+        if (s->writes > 1) return vfail(c, "slot %u: writes flag %u is not 0 or 1", i, s->writes);
+    }
+    for (uint32_t i = 0; i < v->nstacks; i++) {
+        const dvm_stack_desc *s = &p->stacks[v->stack_begin + i];
+        snprintf(c->where + base, sizeof c->where - base, " stack %u", i);
+        if (s->type != DVM_T_F32 && s->type != DVM_T_I32 && s->type != DVM_T_BOOL)
+            return vfail(c, "type %u is not f32, i32 or bool", s->type);
+        if (s->serial > 1) return vfail(c, "serial flag %u is not 0 or 1", s->serial);
+        if (s->name >= p->nstrings_bytes) return vfail(c, "name offset %u is not < %u", s->name, p->nstrings_bytes);
+        if (s->sizing > DVM_SZ_DEFAULT) return vfail(c, "sizing %u is not constant, program or default", s->sizing);
+        if (s->sizing == DVM_SZ_PROGRAM && check_size_program(c, k, v, s->size_begin, s->size_len)) return -1;
+    }
+    for (uint32_t i = 0; i < v->ntasks; i++) {
+        snprintf(c->where + base, sizeof c->where - base, " task %u", i);
+        if (check_task(c, k, v, &p->tasks[v->task_begin + i])) return -1;
+    }
+    c->where[base] = 0;
+    return 0;
+}
+
+static int check_kernel(vctx *c, uint32_t ki) {
+    const dvm_program *p = c->p;
+    const dvm_kernel_desc *k = &p->kernels[ki];
+    snprintf(c->where, sizeof c->where, "kernel %u", ki);
+    if (k->name >= p->nstrings_bytes || !p->strings[k->name])
+        return vfail(c, "name offset %u is not a non-empty string", k->name);
+    snprintf(c->where, sizeof c->where, "kernel '%.100s'", vstr(p, k->name));
+    if (!range_ok(k->param_begin, k->nparams, p->nparams))
+        return vfail(c, "parameters %u..+%u are outside the %u parameters", k->param_begin, k->nparams, p->nparams);
+    if (!range_ok(k->sym_begin, k->nsyms, p->nsyms))
+        return vfail(c, "shape symbols %u..+%u are outside the %u symbols", k->sym_begin, k->nsyms, p->nsyms);
+    size_t base = strlen(c->where);
+    for (uint32_t i = 0; i < k->nparams; i++) {
+        snprintf(c->where + base, sizeof c->where - base, " parameter %u", i);
+        if (check_param(c, k, &p->params[k->param_begin + i])) return -1;
+    }
+    for (uint32_t i = 0; i < k->nsyms; i++) {
+        snprintf(c->where + base, sizeof c->where - base, " shape symbol %u", i);
+        const dvm_sym_desc *s = &p->syms[k->sym_begin + i];
+        if (s->name >= p->nstrings_bytes || !p->strings[s->name])
+            return vfail(c, "name offset %u is not a non-empty string", s->name);
+    }
+    c->where[base] = 0;
+    if (k->v[DVM_V_FORWARD].present != 1) return vfail(c, "the forward variant is absent");
+    for (int vi = 0; vi < DVM_V_COUNT; vi++) {
+        snprintf(c->where + base, sizeof c->where - base, " (%s)", variant_name[vi]);
+        if (k->v[vi].present > 1) return vfail(c, "present flag %u is not 0 or 1", k->v[vi].present);
+        if (k->v[vi].present && check_variant(c, k, vi)) return -1;
+    }
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int dvm_verify(const dvm_program *p, char *err, size_t errlen) {
+    vctx c = {p, err, errlen, ""};
+    if (err && errlen) err[0] = 0;
+    if (!p) return vfail(&c, "no program");
+    struct { const char *name; uint32_t n; const void *ptr; } arrays[] = {
+        {"kernels", p->nkernels, p->kernels}, {"params", p->nparams, p->params},
+        {"syms", p->nsyms, p->syms},          {"slots", p->nslots, p->slots},
+        {"tasks", p->ntasks, p->tasks},       {"stacks", p->nstacks, p->stacks},
+        {"nodes", p->nnodes, p->nodes},       {"lines", p->nnodes, p->lines},
+        {"cols", p->nnodes, p->cols},         {"consts", p->nconsts, p->consts},
+        {"strings", p->nstrings_bytes, p->strings},
+    };
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+        if (arrays[i].n && !arrays[i].ptr) return vfail(&c, "%s: %u entries but no array", arrays[i].name, arrays[i].n);
+    if (p->nstrings_bytes < 1 || p->strings[0] != 0)
+        return vfail(&c, "strings: the table must start with the empty string (offset 0)");
+    if (p->strings[p->nstrings_bytes - 1] != 0)
+        return vfail(&c, "strings: the table (%u bytes) does not end with a NUL", p->nstrings_bytes);
+    if (p->source_name >= p->nstrings_bytes)
+        return vfail(&c, "source_name offset %u is not < %u", p->source_name, p->nstrings_bytes);
+    for (uint32_t ki = 0; ki < p->nkernels; ki++)
+        if (check_kernel(&c, ki)) return -1;
+    /* Kernel names are how the host finds a kernel: two with one name is an emitter bug.
+     * Sorted, so a blob with many kernels costs n log n, not n^2. */
+    if (p->nkernels > 1) {
+        const char **names = malloc((size_t)p->nkernels * sizeof *names);
+        if (!names) return vfail(&c, "out of memory");
+        for (uint32_t i = 0; i < p->nkernels; i++) names[i] = vstr(p, p->kernels[i].name);
+        qsort(names, p->nkernels, sizeof *names, cmp_str);
+        for (uint32_t i = 1; i < p->nkernels; i++)
+            if (!strcmp(names[i - 1], names[i])) {
+                vfail(&c, "kernels: two kernels are named '%.100s'", names[i]);
+                free(names);
+                return -1;
+            }
+        free(names);
+    }
+    return 0;
+}

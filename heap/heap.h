@@ -1,0 +1,52 @@
+/* heap.h: the one adstack heap layout, and its growth. Host side, shared by all backends.
+ *
+ * Layout (32-bit words). The heap holds nslots = nthread_slots + 1 slots: one per thread
+ * the backend dispatches (be->slots()), then the serial slot. Slot s owns words
+ * [s * stride, (s + 1) * stride). Within a slot, stack i starts at off[i]:
+ *     word off[i]          its count (entries in use)
+ *     words off[i]+1 ..    cap[i] entries, one primal value each (f32, i32 or bool)
+ * Stacks follow each other in id order: off[0] = 0, off[i+1] = off[i] + 1 + cap[i].
+ * The stride is that sum rounded up to DVM_HEAP_ALIGN_WORDS (a 64-byte cache line), so
+ * no two CPU threads' slots share a line. All arithmetic in 64 bits; a layout that would
+ * not fit in int64 or in size_t bytes is an error, never a wrap.
+ *
+ * Growth: a dvm_heap keeps one buffer per backend, reused across launches. When a launch
+ * needs more, the buffer is replaced by one of max(needed, 2 * current) bytes (amortised
+ * doubling; falls back to exactly `needed` if the doubled allocation fails); it never
+ * shrinks. Contents are not preserved: every launch zeroes the counts it uses. */
+#ifndef DVM_HEAP_H
+#define DVM_HEAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../vm/backend.h"
+
+#define DVM_HEAP_ALIGN_WORDS 16
+
+typedef struct dvm_heap_layout {
+    int64_t stride;      /* words per slot */
+    int64_t nslots;      /* nthread_slots + 1 */
+    int64_t total_words; /* nslots * stride */
+    int64_t min_words;   /* nslots * sum(1 + cap[i]): the layout without alignment padding */
+} dvm_heap_layout;
+
+/* Fills off[0..nstacks) and *out for caps[0..nstacks) and nthread_slots (>= 1).
+ * Returns 0, or -1 with a message (negative capacity, overflow). */
+int dvm_heap_layout_compute(const int64_t *caps, uint32_t nstacks, int64_t nthread_slots, int64_t *off,
+                            dvm_heap_layout *out, char *err, size_t errlen);
+
+typedef struct dvm_heap {
+    dvm_buffer *buf; /* NULL until the first launch that needs stacks */
+    size_t bytes;    /* size of buf */
+    size_t peak_need; /* the largest layout requested so far, in bytes */
+} dvm_heap;
+
+/* Makes h->buf at least `bytes` long (see Growth above). Returns 0, or -1 with a message.
+ * bytes == 0 needs no buffer and leaves h unchanged. */
+int dvm_heap_reserve(dvm_heap *h, const dvm_backend_vtbl *vt, dvm_backend *be, size_t bytes, char *err,
+                     size_t errlen);
+
+/* Frees the buffer; h is empty afterwards (reusable). */
+void dvm_heap_release(dvm_heap *h, const dvm_backend_vtbl *vt, dvm_backend *be);
+
+#endif

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run). Installs what is missing, then:
+#  1. a Release build with every backend whose toolchain is present (CPU, Vulkan, CUDA, HIP),
+#     its ctest suite (CPU kernels and gradients, Vulkan on lavapipe, GPU build checks;
+#     tests that need a missing GPU are skipped and say so);
+#  2. an ASan+UBSan build of the library, the command and the CPU/Vulkan tests;
+#  3. the libFuzzer harnesses (blob reader/verifier, compiler front end), about a minute each.
+# Prints one closing line "summary: N passed, N failed, N skipped".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh || { echo "setup failed"; exit 1; }
+export PATH="$PATH:/usr/local/cuda/bin"
+jobs=$(nproc)
+fuzz_seconds=${DVM_FUZZ_SECONDS:-60}
+passed=0; failed=0; skipped=0; status=0
+
+# Runs ctest in a build folder and adds its counts to the totals.
+run_ctest() {
+  local dir=$1; shift
+  local log; log=$(mktemp)
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs" "$@" 2>&1 | tee "$log"
+  local total fail skip
+  total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)
+  fail=$(sed -n 's/.*, \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -1)
+  skip=$(grep -c '(Skipped)' "$log" || true)
+  total=${total:-0}; fail=${fail:-0}
+  if [ "$total" = 0 ]; then echo "test.sh: no tests ran in $dir"; status=1; fi
+  [ "$fail" != 0 ] && status=1
+  passed=$((passed + total - fail - skip)); failed=$((failed + fail)); skipped=$((skipped + skip))
+  rm -f "$log"
+}
+
+build() { # dir, cmake args...
+  local dir=$1; shift
+  echo "== configure $dir $*"
+  local log; log=$(mktemp)
+  cmake -S . -B "$dir" "$@" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; return 1; }
+  grep -E '^-- dvm' "$log" || true; rm -f "$log"
+  echo "== build $dir"
+  cmake --build "$dir" -j"$jobs" 2>&1 | grep -E 'error|warning|Error' ; return "${PIPESTATUS[0]}"
+}
+
+if build build -DCMAKE_BUILD_TYPE=Release; then
+  run_ctest build
+else
+  echo "test.sh: the Release build failed"; status=1; failed=$((failed + 1))
+fi
+
+if build build-asan -DCMAKE_BUILD_TYPE=Debug -DDVM_SANITIZE=ON -DDVM_CUDA=OFF -DDVM_HIP=OFF; then
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_ctest build-asan -LE nosan
+else
+  echo "test.sh: the sanitizer build failed"; status=1; failed=$((failed + 1))
+fi
+
+if [ -x tests/fuzz/run_fuzz.sh ]; then
+  echo "== fuzz ($fuzz_seconds s per harness)"
+  if tests/fuzz/run_fuzz.sh "$fuzz_seconds"; then passed=$((passed + 1)); else failed=$((failed + 1)); status=1; fi
+fi
+
+echo "summary: $passed passed, $failed failed, $skipped skipped"
+exit $status

@@ -1,0 +1,491 @@
+/* interp_cpu.c: the CPU backend. Buffers are host memory, the program is used in place,
+ * and parallel tasks run the shared interpreter core (interp_core.h) on OpenMP threads.
+ * The sizer runs on the calling thread; top-level max-over-range nodes go to an OpenMP
+ * max reduction (the CPU's max-reducer). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+
+#include "../backend.h"
+
+/* ---- the core's atomics, on GCC/Clang __atomic builtins ---- */
+static inline float dvm_cpu_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t dvm_cpu_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+static inline void dvm_cpu_atomic_add_f32(uint32_t *p, float v)
+{
+    uint32_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(p, &old, dvm_cpu_f2u(dvm_cpu_u2f(old) + v), 1,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+/* max/min with the interpreter's rule: the stored (first) operand wins when equal or
+ * unordered, so nothing is written unless v is strictly better. */
+static inline void dvm_cpu_atomic_max_f32(uint32_t *p, float v)
+{
+    uint32_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v > dvm_cpu_u2f(old) &&
+           !__atomic_compare_exchange_n(p, &old, dvm_cpu_f2u(v), 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+static inline void dvm_cpu_atomic_min_f32(uint32_t *p, float v)
+{
+    uint32_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v < dvm_cpu_u2f(old) &&
+           !__atomic_compare_exchange_n(p, &old, dvm_cpu_f2u(v), 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+static inline void dvm_cpu_atomic_max_i32(uint32_t *p, int32_t v)
+{
+    uint32_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v > (int32_t)old &&
+           !__atomic_compare_exchange_n(p, &old, (uint32_t)v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+static inline void dvm_cpu_atomic_min_i32(uint32_t *p, int32_t v)
+{
+    uint32_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v < (int32_t)old &&
+           !__atomic_compare_exchange_n(p, &old, (uint32_t)v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+static inline uint32_t dvm_cpu_cas_u32(uint32_t *p, uint32_t expect, uint32_t desired)
+{
+    __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    return expect; /* the old value: equals the expected one exactly when it succeeded */
+}
+static inline void dvm_cpu_atomic_max_i64(int64_t *p, int64_t v)
+{
+    int64_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v > old && !__atomic_compare_exchange_n(p, &old, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+#define DVM_FN static inline
+#define DVM_ATOMIC_ADD_F32(p, v) dvm_cpu_atomic_add_f32((p), (v))
+#define DVM_ATOMIC_ADD_I32(p, v) ((void)__atomic_fetch_add((p), (uint32_t)(v), __ATOMIC_RELAXED))
+#define DVM_ATOMIC_MAX_I32(p, v) dvm_cpu_atomic_max_i32((p), (v))
+#define DVM_ATOMIC_MIN_I32(p, v) dvm_cpu_atomic_min_i32((p), (v))
+#define DVM_ATOMIC_MAX_F32(p, v) dvm_cpu_atomic_max_f32((p), (v))
+#define DVM_ATOMIC_MIN_F32(p, v) dvm_cpu_atomic_min_f32((p), (v))
+#define DVM_ATOMIC_CAS_I32(p, e, d) dvm_cpu_cas_u32((p), (e), (d))
+#define DVM_ATOMIC_MAX_I64(p, v) dvm_cpu_atomic_max_i64((p), (v))
+#define DVM_LOAD_ERR(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#include "interp_core.h"
+
+struct dvm_backend {
+    int threads;
+    char name[192];
+};
+struct dvm_buffer {
+    size_t bytes;
+    unsigned char *p;
+};
+struct dvm_loaded {
+    const dvm_program *prog; /* borrowed: the caller keeps it alive until unload */
+};
+
+static void cpu_msg(char *err, size_t errlen, const char *fmt, const char *a)
+{
+    if (err && errlen) snprintf(err, errlen, fmt, a);
+}
+
+/* Model name from /proc/cpuinfo, or "unknown CPU". */
+static void cpu_model(char *out, size_t n)
+{
+    snprintf(out, n, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *c = strchr(line, ':');
+            if (c) {
+                c++;
+                while (*c == ' ' || *c == '\t') c++;
+                size_t l = strlen(c);
+                while (l && (c[l - 1] == '\n' || c[l - 1] == ' ')) c[--l] = 0;
+                snprintf(out, n, "%s", c);
+            }
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static dvm_backend *cpu_open(const dvm_backend_opts *opts, char *err, size_t errlen)
+{
+    dvm_backend *be = calloc(1, sizeof *be);
+    if (!be) {
+        cpu_msg(err, errlen, "cpu backend: out of memory%s", "");
+        return NULL;
+    }
+    be->threads = (opts && opts->threads > 0) ? opts->threads : omp_get_max_threads();
+    if (be->threads < 1) be->threads = 1;
+    char model[128];
+    cpu_model(model, sizeof model);
+    snprintf(be->name, sizeof be->name, "cpu: %s, %d threads (OpenMP)", model, be->threads);
+    return be;
+}
+
+static void cpu_close(dvm_backend *be) { free(be); }
+
+static int cpu_probe(char *out, size_t outlen)
+{
+    char model[128];
+    cpu_model(model, sizeof model);
+    size_t used = out ? strlen(out) : 0;
+    if (out && used < outlen)
+        snprintf(out + used, outlen - used, "cpu: %s, %d threads (OpenMP)\n", model, omp_get_max_threads());
+    return 1;
+}
+
+static const char *cpu_device_name(dvm_backend *be) { return be->name; }
+
+static int cpu_alloc(dvm_backend *be, size_t bytes, dvm_buffer **out, char *err, size_t errlen)
+{
+    (void)be;
+    dvm_buffer *b = calloc(1, sizeof *b);
+    /* Round up to whole words so that a word-addressed interpreter never reads past it. */
+    size_t n = bytes ? (bytes + 7u) & ~(size_t)7u : 8u;
+    if (b && n >= bytes) b->p = calloc(1, n);
+    if (!b || !b->p) {
+        free(b);
+        if (err && errlen) snprintf(err, errlen, "cpu backend: cannot allocate %zu bytes", bytes);
+        return -1;
+    }
+    b->bytes = bytes;
+    *out = b;
+    return 0;
+}
+
+static void cpu_free(dvm_backend *be, dvm_buffer *b)
+{
+    (void)be;
+    if (b) free(b->p);
+    free(b);
+}
+
+static int cpu_range_ok(const dvm_buffer *b, size_t off, size_t n, const char *what, char *err, size_t errlen)
+{
+    if (!b || off > b->bytes || n > b->bytes - off) {
+        if (err && errlen)
+            snprintf(err, errlen, "cpu backend: %s of %zu bytes at %zu is outside a buffer of %zu bytes", what,
+                     n, off, b ? b->bytes : (size_t)0);
+        return 0;
+    }
+    return 1;
+}
+
+static int cpu_write(dvm_backend *be, dvm_buffer *b, size_t off, const void *src, size_t n, char *err, size_t errlen)
+{
+    (void)be;
+    if (!cpu_range_ok(b, off, n, "write", err, errlen)) return -1;
+    if (n) memcpy(b->p + off, src, n);
+    return 0;
+}
+
+static int cpu_read(dvm_backend *be, dvm_buffer *b, size_t off, void *dst, size_t n, char *err, size_t errlen)
+{
+    (void)be;
+    if (!cpu_range_ok(b, off, n, "read", err, errlen)) return -1;
+    if (n) memcpy(dst, b->p + off, n);
+    return 0;
+}
+
+static int cpu_copy(dvm_backend *be, dvm_buffer *dst, dvm_buffer *src, size_t n, char *err, size_t errlen)
+{
+    (void)be;
+    if (!cpu_range_ok(dst, 0, n, "copy", err, errlen) || !cpu_range_ok(src, 0, n, "copy", err, errlen)) return -1;
+    if (n) memmove(dst->p, src->p, n);
+    return 0;
+}
+
+static int cpu_load(dvm_backend *be, const dvm_program *prog, dvm_loaded **out, char *err, size_t errlen)
+{
+    (void)be;
+    dvm_loaded *l = calloc(1, sizeof *l);
+    if (!l) {
+        cpu_msg(err, errlen, "cpu backend: out of memory%s", "");
+        return -1;
+    }
+    l->prog = prog;
+    *out = l;
+    return 0;
+}
+
+static void cpu_unload(dvm_backend *be, dvm_loaded *l)
+{
+    (void)be;
+    free(l);
+}
+
+static int64_t cpu_slots(dvm_backend *be, const dvm_exec *x)
+{
+    (void)x;
+    return be->threads;
+}
+
+/* Array base pointers of a job; NULL buffers (empty arrays) give NULL (never read: every
+ * access is checked against arr_len first). */
+static int cpu_arrays(uint32_t nslots, dvm_buffer *const *arrays, const int64_t *arr_len, uint32_t **out,
+                      char *err, size_t errlen)
+{
+    for (uint32_t i = 0; i < nslots; i++) {
+        out[i] = arrays[i] ? (uint32_t *)arrays[i]->p : NULL;
+        size_t have = arrays[i] ? arrays[i]->bytes : 0;
+        if (arr_len[i] < 0 || (uint64_t)arr_len[i] > have / 4u) {
+            if (err && errlen)
+                snprintf(err, errlen, "cpu backend: array slot %u holds %zu bytes, fewer than its %lld elements",
+                         i, have, (long long)arr_len[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Iterations between two polls of the error word in a parallel loop. */
+#define CPU_CHUNK_MIN 64
+
+static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err, size_t errlen)
+{
+    const dvm_program *p = x->prog;
+    dvm_rt_error rec;
+    memset(&rec, 0, sizeof rec);
+    memset(rt, 0, sizeof *rt);
+    uint32_t *arrp[DVM_MAX_ARRAY_SLOTS + 1];
+    if (x->nslots > DVM_MAX_ARRAY_SLOTS) {
+        cpu_msg(err, errlen, "cpu backend: too many array slots%s", "");
+        return -1;
+    }
+    if (cpu_arrays(x->nslots, x->arrays, x->arr_len, arrp, err, errlen)) return -1;
+    int64_t nts = x->nthread_slots;
+    if (nts < 1) {
+        cpu_msg(err, errlen, "cpu backend: exec needs at least one thread slot%s", "");
+        return -1;
+    }
+    uint32_t *heap = NULL;
+    if (x->nstacks > 0) {
+        /* The layout must fit the buffer: (nthread_slots + 1) slots of stride words. */
+        size_t need_words = 0;
+        if (!x->heap || x->stride < 0 || nts > INT64_MAX / 2 ||
+            (x->stride > 0 && (nts + 1) > INT64_MAX / 4 / x->stride)) {
+            cpu_msg(err, errlen, "cpu backend: no adstack heap or a bad heap layout%s", "");
+            return -1;
+        }
+        need_words = (size_t)((nts + 1) * x->stride);
+        if (need_words > x->heap->bytes / 4u) {
+            cpu_msg(err, errlen, "cpu backend: adstack heap smaller than its layout%s", "");
+            return -1;
+        }
+        for (uint32_t i = 0; i < x->nstacks; i++)
+            if (x->stack_off[i] < 0 || x->stack_cap[i] < 0 || x->stack_off[i] + 1 + x->stack_cap[i] > x->stride) {
+                cpu_msg(err, errlen, "cpu backend: adstack layout does not fit its stride%s", "");
+                return -1;
+            }
+        heap = (uint32_t *)x->heap->p;
+    }
+    dvm_env env;
+    env.nodes = p->nodes;
+    env.consts = p->consts;
+    env.arr = arrp;
+    env.arr_len = x->arr_len;
+    env.arr_shape = x->arr_shape;
+    env.uni = x->uniforms;
+    env.heap = heap;
+    env.stride = x->stride;
+    env.stack_off = x->stack_off;
+    env.stack_cap = x->stack_cap;
+    env.nstacks = heap ? x->nstacks : 0;
+    env.err = &rec;
+    if (heap) dvm_thread_begin(&env, nts); /* the serial slot, once per launch */
+
+    int nthreads = be->threads < nts ? be->threads : (int)nts;
+    const dvm_variant_desc *var = x->var;
+    for (uint32_t ti = 0; ti < var->ntasks; ti++) {
+        uint32_t task_index = ti; /* task index within the variant (the error record's unit) */
+        const dvm_task_desc *t = &p->tasks[var->task_begin + ti];
+        if (t->kind == DVM_TASK_SERIAL) {
+            uint32_t regs[DVM_MAX_REGS];
+            memset(regs, 0, sizeof(uint32_t) * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));
+            int32_t idx[3] = {0, 0, 0};
+            dvm_run(&env, task_index, t, idx, nts, regs);
+        } else {
+            int64_t ext[DVM_MAX_PAR_DIMS] = {1, 1, 1}, lo = 0, total = 1;
+            int nd = t->ndim < 1 ? 1 : (t->ndim > DVM_MAX_PAR_DIMS ? DVM_MAX_PAR_DIMS : t->ndim);
+            for (int d = 0; d < nd; d++) {
+                int64_t v = (int32_t)x->uniforms[t->ext_u[d]];
+                if (d == 0 && nd == 1 && t->start_u != DVM_NO_SLOT) {
+                    lo = (int32_t)x->uniforms[t->start_u];
+                    v = v - lo;
+                }
+                ext[d] = v > 0 ? v : 0;
+            }
+            /* 64-bit product: 1-D extents are < 2^32, 2-D/3-D ones < 2^31 each, so only
+               three dimensions can pass 2^63. */
+            for (int d = 0; d < nd; d++) {
+                if (ext[d] && total > INT64_MAX / ext[d]) {
+                    cpu_msg(err, errlen, "cpu backend: parallel iteration space exceeds 2^63%s", "");
+                    return -1;
+                }
+                total *= ext[d];
+            }
+            if (total > 0) {
+                /* Dynamic chunks: loops with data-dependent trip counts stay balanced, and a
+                   thread polls the error word once per chunk. */
+                int64_t chunk = total / ((int64_t)nthreads * 16);
+                if (chunk < CPU_CHUNK_MIN) chunk = CPU_CHUNK_MIN;
+                int64_t nchunks = (total + chunk - 1) / chunk;
+#pragma omp parallel num_threads(nthreads)
+                {
+                    int tid = omp_get_thread_num();
+                    uint32_t regs[DVM_MAX_REGS];
+                    memset(regs, 0, sizeof(uint32_t) * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));
+                    if (heap) dvm_thread_begin(&env, tid);
+#pragma omp for schedule(dynamic, 1)
+                    for (int64_t c = 0; c < nchunks; c++) {
+                        if (DVM_LOAD_ERR(&rec.code)) continue;
+                        int64_t b = c * chunk, e = b + chunk < total ? b + chunk : total;
+                        int32_t idx[3];
+                        /* row-major: last dimension fastest */
+                        int64_t r = b;
+                        for (int d = nd - 1; d >= 0; d--) {
+                            idx[d] = (int32_t)(r % ext[d]);
+                            r /= ext[d];
+                        }
+                        idx[0] = (int32_t)(idx[0] + lo);
+                        for (int64_t it = b; it < e; it++) {
+                            if (dvm_run(&env, task_index, t, idx, tid, regs)) break;
+                            for (int d = nd - 1; d >= 0; d--) {
+                                if (++idx[d] < (d == 0 ? ext[0] + lo : ext[d])) break;
+                                if (d > 0) idx[d] = 0;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if (rec.code != 0) {
+            *rt = rec;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* ---- sizer and max-reducer ---- */
+
+static int cpu_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_rt_error *rt, char *err,
+                    size_t errlen)
+{
+    const dvm_program *p = job->prog;
+    const dvm_variant_desc *var = job->var;
+    uint32_t *arrp[DVM_MAX_ARRAY_SLOTS + 1];
+    memset(rt, 0, sizeof *rt);
+    if (job->nslots > DVM_MAX_ARRAY_SLOTS) {
+        cpu_msg(err, errlen, "cpu backend: too many array slots%s", "");
+        return -1;
+    }
+    if (cpu_arrays(job->nslots, job->arrays, job->arr_len, arrp, err, errlen)) return -1;
+    dvm_rt_error rec;
+    memset(&rec, 0, sizeof rec);
+    int64_t walk_cap = job->walk_cap > 0 ? job->walk_cap : INT64_MAX;
+    for (uint32_t si = 0; si < var->nstacks; si++) {
+        const dvm_stack_desc *sd = &p->stacks[var->stack_begin + si];
+        if (sd->sizing != DVM_SZ_PROGRAM) continue;
+        uint32_t len = sd->size_len;
+        if (len == 0) {
+            caps[si] = 0;
+            continue;
+        }
+        int64_t *buf = calloc((size_t)len * 4u, sizeof(int64_t));
+        if (!buf) {
+            cpu_msg(err, errlen, "cpu backend: out of memory in the sizer%s", "");
+            return -1;
+        }
+        int64_t *scratch = buf, *rlo = buf + len, *rhi = buf + 2 * (size_t)len, *rval = buf + 3 * (size_t)len;
+        dvm_size_env s;
+        s.nodes = p->nodes;
+        s.consts = p->consts;
+        s.arr = arrp;
+        s.arr_len = job->arr_len;
+        s.arr_shape = job->arr_shape;
+        s.uni = job->uniforms;
+        s.range_lo = rlo;
+        s.range_hi = rhi;
+        s.range_val = rval;
+        s.walk_cap = walk_cap;
+        s.stack = si;
+        s.prog_begin = sd->size_begin;
+        s.err = &rec;
+        dvm_size_eval(&s, sd->size_begin, len, DVM_SZ_PASS_RANGES, NULL, 0, scratch);
+        /* Each top-level range: a parallel max over its bound variable. */
+        for (uint32_t k = 0; k < len && !rec.code;) {
+            const dvm_node *n = &p->nodes[sd->size_begin + k];
+            if (n->op != DVM_OP_SZ_RANGE) {
+                k++;
+                continue;
+            }
+            int64_t lo = rlo[k], hi = rhi[k], best = -DVM_SIZE_SAT - 1;
+            uint32_t bend = n->c;
+            if (lo >= hi || bend <= k + 1 || bend > len) {
+                rval[k] = 0;
+                k = bend > k ? bend : k + 1;
+                continue;
+            }
+            int nthreads = be->threads;
+            if (hi - lo < 4096) nthreads = 1; /* not worth waking the team */
+            /* Per-thread scratch starts as the RANGES pass left it: the body may read
+               slots computed before its range. */
+            int64_t *tsall = malloc(sizeof(int64_t) * bend * (size_t)nthreads);
+            if (!tsall) {
+                free(buf);
+                cpu_msg(err, errlen, "cpu backend: out of memory in the max-reducer%s", "");
+                return -1;
+            }
+#pragma omp parallel num_threads(nthreads) reduction(max : best)
+            {
+                int64_t *ts = tsall + (size_t)omp_get_thread_num() * bend;
+                memcpy(ts, scratch, sizeof(int64_t) * bend);
+#pragma omp for schedule(static)
+                for (int64_t v = lo; v < hi; v++) {
+                    if (DVM_LOAD_ERR(&rec.code)) continue;
+                    int64_t r = dvm_size_eval(&s, sd->size_begin + k + 1, bend - k - 1, DVM_SZ_PASS_BODY, &v, 1, ts);
+                    if (r > best) best = r;
+                }
+            }
+            free(tsall);
+            rval[k] = best;
+            k = bend;
+        }
+        int64_t cap = 0;
+        if (!rec.code) cap = dvm_size_eval(&s, sd->size_begin, len, DVM_SZ_PASS_FINAL, NULL, 0, scratch);
+        free(buf);
+        if (rec.code) {
+            *rt = rec;
+            return 1;
+        }
+        caps[si] = cap > 0 ? cap : 0;
+    }
+    return 0;
+}
+
+const dvm_backend_vtbl dvm_backend_cpu = {
+    .name = "cpu",
+    .open = cpu_open,
+    .close = cpu_close,
+    .probe = cpu_probe,
+    .device_name = cpu_device_name,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .write = cpu_write,
+    .read = cpu_read,
+    .copy = cpu_copy,
+    .load = cpu_load,
+    .unload = cpu_unload,
+    .size = cpu_size,
+    .slots = cpu_slots,
+    .exec = cpu_exec,
+};
