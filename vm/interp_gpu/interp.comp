@@ -6,16 +6,17 @@
  * descriptor limits (maxStorageBufferRange, maxPerStageDescriptorStorageBuffers).
  *
  * Built four ways (vm/interp_gpu/vulkan.cmake):
- *   DVM_INT64   1: 64-bit heap offsets, iteration counts and size values (shaderInt64 and
- *                  shaderBufferInt64Atomics); 0: 32-bit, with every overflow detected and
- *                  reported through a backend error code (never a wrong result).
+ *   DVM_INT64   1: 64-bit heap offsets, iteration counts and size values (shaderInt64);
+ *               0: 32-bit, with every overflow detected and reported through a backend
+ *                  error (never a wrong result).
+ * No 64-bit atomics are needed: the max-reducer reduces in shared memory per workgroup and
+ * the final serial pass folds the workgroups' results.
  *   DVM_FATOMIC 1: f32 atomic add (VK_EXT_shader_atomic_float); 0: compare-and-swap loops. */
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference_uvec2 : require
 #extension GL_GOOGLE_include_directive : require
 #if DVM_INT64
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
-#extension GL_EXT_shader_atomic_int64 : require
 #endif
 #if DVM_FATOMIC
 #extension GL_EXT_shader_atomic_float : require
@@ -23,15 +24,13 @@
 
 #include "dvm_ops.glsl"
 
-layout(local_size_x_id = 0) in;
+layout(local_size_x = 64) in; /* WG_SIZE in vulkan_backend.c */
+const uint WG = 64u;
 
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer W { uint v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer WI { int v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer WF { float v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer WC { uint v; };
-#if DVM_INT64
-layout(buffer_reference, std430, buffer_reference_align = 8) buffer W64 { int64_t v; };
-#endif
 
 /* Per-dispatch parameters (the host's struct vk_push in vulkan_backend.c mirrors this). */
 layout(push_constant) uniform PC {
@@ -55,6 +54,11 @@ const int RT_OOB = 1, RT_ASSERT = 2, RT_OVERFLOW = 3, RT_DIVZERO = 4, RT_UNDERFL
           RT_SIZER_CAP = 6, RT_BAD_OP = 7, RT_NEGPOW = 8;
 /* Backend-private codes: the host turns them into a backend error with a message. */
 const int RT_VK_RANGE32 = 1000; /* a count or offset exceeds what the 32-bit path handles */
+
+/* llvmpipe (lavapipe) silently leaves any one loop after 65535 iterations; every loop that
+   may run longer is written as two nested ones (up to 65535^2 iterations, then an error). */
+#define LONG_LOOP(cond) for (uint lo_ = 0u; lo_ < 65535u && (cond); lo_++) for (uint li_ = 0u; li_ < 65535u && (cond); li_++)
+const int RT_VK_STEPS = 1001; /* a loop ran 65535^2 iterations: the driver-limit guard */
 
 const uint MAX_REGS = 1024u;   /* DVM_MAX_REGS */
 const uint MAX_DEPTH = 8u;     /* DVM_MAX_SIZE_DEPTH */
@@ -115,6 +119,9 @@ int iv(uint r) { return int(R[r]); }
 void seti(uint r, int v) { R[r] = uint(v); }
 float K(uint k) { return uintBitsToFloat(ldw(pc.consts, k)); }
 
+/* NaN in, NaN out (some drivers return 0 for atan(NaN) and the like). */
+float nanp(float x, float r) { return isnan(x) ? x : r; }
+
 /* ---- f32 helpers with the C library's special cases (GLSL leaves them undefined) ---- */
 float c_pow(float x, float y) {
     if (y == 0.0) return 1.0;
@@ -131,12 +138,16 @@ float c_pow(float x, float y) {
         if (ax == 1.0) return 1.0;
         return ((ax > 1.0) == (y > 0.0)) ? uintBitsToFloat(0x7F800000u) : 0.0;
     }
+    if (isinf(x)) {
+        bool neg = x < 0.0 && yodd;
+        float r = y > 0.0 ? uintBitsToFloat(0x7F800000u) : 0.0;
+        return neg ? -r : r;
+    }
     if (x < 0.0) {
         if (!yint) return uintBitsToFloat(0x7FC00000u);
         precise float r = exp2(y * log2(-x));
         return yodd ? -r : r;
     }
-    if (isinf(x)) return y > 0.0 ? x : 0.0;
     precise float r = exp2(y * log2(x));
     return r;
 }
@@ -160,6 +171,18 @@ float c_tanh(float x) {
     precise float t = exp(-2.0 * ax);
     precise float r = (1.0 - t) / (1.0 + t);
     return x < 0.0 ? -r : r;
+}
+/* asin/acos through atan2 of the exact-ish complement: GLSL's asin/acos may be far looser
+   (lavapipe's are off by 2e-4). */
+float c_asin(float x) {
+    if (!(abs(x) <= 1.0)) return uintBitsToFloat(0x7FC00000u);
+    precise float s = sqrt((1.0 - x) * (1.0 + x));
+    return atan(x, s);
+}
+float c_acos(float x) {
+    if (!(abs(x) <= 1.0)) return uintBitsToFloat(0x7FC00000u);
+    precise float s = sqrt((1.0 - x) * (1.0 + x));
+    return atan(s, x);
 }
 int c_f2i(float v) {
     if (isnan(v)) return 0;
@@ -229,7 +252,7 @@ ivec2 floordivmod(int a, int b) {
    Returns 0 at END, 1 after a runtime error (or when another thread recorded one). */
 int run(uint cb, uint slot) {
     uint ip = 0u;
-    for (;;) {
+    LONG_LOOP(true) {
         uint n = cb + ip;
         uint w0 = ldw(pc.nodes, n * 2u), w1 = ldw(pc.nodes, n * 2u + 1u);
         uint op = w0 & 0xFFu, x = (w0 >> 8) & 0xFFu, a = w0 >> 16, b = w1 & 0xFFFFu, c = w1 >> 16;
@@ -251,21 +274,21 @@ int run(uint cb, uint slot) {
         case OP_MAXF: { float p = f(b), q = f(c); setf(a, q > p ? q : p); break; }
         case OP_POWF: setf(a, c_pow(f(b), f(c))); break;
         case OP_ATAN2F: setf(a, c_atan2(f(b), f(c))); break;
-        case OP_NEGF: setf(a, -f(b)); break;
-        case OP_ABSF: setf(a, abs(f(b))); break;
-        case OP_SIN: setf(a, sin(f(b))); break;
-        case OP_COS: setf(a, cos(f(b))); break;
-        case OP_TAN: setf(a, tan(f(b))); break;
-        case OP_ASIN: setf(a, asin(f(b))); break;
-        case OP_ACOS: setf(a, acos(f(b))); break;
-        case OP_ATAN: setf(a, atan(f(b))); break;
-        case OP_EXP: setf(a, exp(f(b))); break;
+        case OP_NEGF: R[a] = R[b] ^ 0x80000000u; break;
+        case OP_ABSF: R[a] = R[b] & 0x7FFFFFFFu; break;
+        case OP_SIN: setf(a, nanp(f(b), sin(f(b)))); break;
+        case OP_COS: setf(a, nanp(f(b), cos(f(b)))); break;
+        case OP_TAN: setf(a, nanp(f(b), tan(f(b)))); break;
+        case OP_ASIN: setf(a, c_asin(f(b))); break;
+        case OP_ACOS: setf(a, c_acos(f(b))); break;
+        case OP_ATAN: setf(a, nanp(f(b), atan(f(b)))); break;
+        case OP_EXP: setf(a, nanp(f(b), exp(f(b)))); break;
         case OP_LOG: {
             float v = f(b);
             setf(a, v < 0.0 ? uintBitsToFloat(0x7FC00000u) : (v == 0.0 ? uintBitsToFloat(0xFF800000u) : log(v)));
             break;
         }
-        case OP_SQRT: setf(a, sqrt(f(b))); break;
+        case OP_SQRT: setf(a, nanp(f(b), sqrt(f(b)))); break;
         case OP_RSQRT: { precise float t = 1.0 / sqrt(f(b)); setf(a, t); break; }
         case OP_TANH: setf(a, c_tanh(f(b))); break;
         case OP_FLOOR: setf(a, floor(f(b))); break;
@@ -382,7 +405,8 @@ int run(uint cb, uint slot) {
         if (next <= ip && failed()) return 1;
         ip = next;
     }
-    return 0;
+    rec_err(RT_VK_STEPS, cb + ip, P0, P0, P0, P0);
+    return 1;
 }
 
 /* ---- task descriptors: dvm_task_desc, 8 words (bytecode/bc.h) ---- */
@@ -418,7 +442,8 @@ void parallel_task() {
     for (uint i = 0u; i < nregs; i++) R[i] = 0u;
 #if DVM_INT64
     uint64_t total = uint64_t(e[0]) * uint64_t(e[1]) * uint64_t(e[2]);
-    for (uint64_t t = g; t < total; t += pc.nthreads) {
+    uint64_t t = g;
+    LONG_LOOP(t < total) {
         uint64_t q = t;
         for (int d = int(ndim) - 1; d >= 1; d--) {
             R[idx_reg[d]] = uint(q % uint64_t(e[d]));
@@ -426,7 +451,9 @@ void parallel_task() {
         }
         R[idx_reg[0]] = uint(int(q) + start);
         if (run(cb, g) != 0) return;
+        t += pc.nthreads;
     }
+    if (t < total) rec_err(RT_VK_STEPS, cb, P0, P0, P0, P0);
 #else
     uint hi, total;
     umulExtended(uint(e[0]), uint(e[1]), hi, total);
@@ -437,7 +464,8 @@ void parallel_task() {
         return;
     }
     total = lo2;
-    for (uint t = g; t < total; t += pc.nthreads) {
+    uint t = g;
+    LONG_LOOP(t < total) {
         uint q = t;
         for (int d = int(ndim) - 1; d >= 1; d--) {
             R[idx_reg[d]] = q % uint(e[d]);
@@ -445,7 +473,9 @@ void parallel_task() {
         }
         R[idx_reg[0]] = uint(int(q) + start);
         if (run(cb, g) != 0) return;
+        t += pc.nthreads;
     }
+    if (t < total) rec_err(RT_VK_STEPS, cb, P0, P0, P0, P0);
 #endif
 }
 
@@ -498,117 +528,127 @@ const SZ SZ_MIN = int(0x80000000u);
 uint jw(uint j, uint k) { return ldw(pc.aux, j * 8u + k); }
 uvec2 range_ad(uint njobs, uint r) { return addw(pc.aux, njobs * 8u + r * 10u); }
 
-/* Evaluates nodes [pb + rb, pb + rb + len) of the size program starting at absolute node pb.
- * Slot k (program-relative) lives at slotbase + 2*(k - rb). mode: MODE_SZ_RANGES,
- * MODE_SZ_FINAL (top-level SZ_RANGE nodes handled through the range table from entry r0),
- * or MODE_SZ_BODY (bound0 is the outermost bound variable). Nested ranges are walked
- * serially, at most walk_cap body evaluations. Returns the last node's value. */
-SZ sz_eval(uint pb, uint rb, uint len, uint mode, uvec2 slotbase, uint njobs, uint r0,
-           SZ bound0, uint stack_id, inout bool ovf, out bool bad) {
+/* Slot k (program-relative) of the evaluation in progress: in the serial passes all slots
+   live at g_ser; a reducer body reads slots before its range (g_rb) from the serial pass's
+   slots and keeps its own from g_thr, as the CPU backend's per-thread copy does. */
+uvec2 g_ser, g_thr;
+uint g_rb;
+uvec2 slot_ad(uint k) { return k < g_rb ? addw(g_ser, 2u * k) : addw(g_thr, 2u * (k - g_rb)); }
+SZ sl(uint k) { return sz_ld(slot_ad(k)); }
+
+/* dvm_size_eval of interp_core.h, step for step: evaluates program-relative nodes
+ * [begin, begin + len) of the size program at absolute node pb. mode: MODE_SZ_RANGES,
+ * MODE_SZ_FINAL (top-level SZ_RANGE nodes through the range table from entry r0) or
+ * MODE_SZ_BODY (nbound = 1, bound0 the outermost bound variable). At most walk cap nodes. */
+SZ sz_eval(uint pb, uint begin, uint len, uint mode, uint njobs, uint r0, SZ bound0,
+           uint stack_id, inout bool ovf, out bool bad) {
     bad = false;
-    uint fk[MAX_DEPTH], fend[MAX_DEPTH];
-    SZ fv[MAX_DEPTH], fhi[MAX_DEPTH], fmax[MAX_DEPTH];
-    uint depth = 0u;            /* open nested frames */
-    uint base_depth = mode == MODE_SZ_BODY ? 1u : 0u;
+    uint fnode[MAX_DEPTH], fend[MAX_DEPTH];
+    SZ fv[MAX_DEPTH], fhi[MAX_DEPTH], facc[MAX_DEPTH], var[MAX_DEPTH];
+    uint nf = 0u, depth = 0u;
+    if (mode == MODE_SZ_BODY) { var[0] = bound0; depth = 1u; }
 #if DVM_INT64
-    uint64_t walk = 0ul, cap = packUint2x32(uvec2(pc.walk_lo, pc.walk_hi));
+    uint64_t steps = 0ul, cap = packUint2x32(uvec2(pc.walk_lo, pc.walk_hi));
 #else
-    uint walk = 0u, cap = pc.walk_hi != 0u ? 0xFFFFFFFFu : pc.walk_lo;
+    uint steps = 0u, cap = pc.walk_hi != 0u ? 0xFFFFFFFFu : pc.walk_lo;
 #endif
     uint r = r0;
-    SZ last = 0;
-    uint k = rb;
-    uint end = rb + len;
-    while (k < end || depth > 0u) {
-        if (depth > 0u && k == fend[depth - 1u]) {
-            /* end of a nested body: fold its root, next iteration or close */
-            uint d = depth - 1u;
-            SZ v = sz_ld(addw(slotbase, 2u * (k - 1u - rb)));
-            fmax[d] = max(fmax[d], v);
-            walk++;
-            if (walk > cap) {
-                rec_err(RT_SIZER_CAP, pb + fk[d], uvec2(stack_id, 0u), uvec2(pc.walk_lo, pc.walk_hi), P0, P0);
-                bad = true;
-                return -1;
-            }
-            fv[d] = fv[d] + 1;
-            if (fv[d] < fhi[d]) { k = fk[d] + 1u; continue; }
-            sz_st(addw(slotbase, 2u * (fk[d] - rb)), fmax[d]);
-            last = fmax[d];
-            depth--;
-            continue;
-        }
+    uint k = begin, end = begin + len;
+    if (len == 0u) return SZ(0);
+    LONG_LOOP(k < end) {
         uint nn = pb + k;
         uint w0 = ldw(pc.nodes, nn * 2u), w1 = ldw(pc.nodes, nn * 2u + 1u);
         uint op = w0 & 0xFFu, x = (w0 >> 8) & 0xFFu, a = w0 >> 16, b = w1 & 0xFFFFu, c = w1 >> 16;
-        /* operand slots must lie inside what this evaluation holds */
-        SZ v = 0;
-        uint next = k + 1u;
+        steps++;
+        if (steps > cap) {
+            rec_err(RT_SIZER_CAP, nn, uvec2(stack_id, 0u), uvec2(pc.walk_lo, pc.walk_hi), P0, P0);
+            bad = true;
+            return SZ(-1);
+        }
+        if (failed()) { bad = true; return SZ(-1); }
+        SZ v = SZ(0);
+        bool store = true, opened = false;
         switch (op) {
-        case OP_SZ_CONST: v = sz_of_u32(a | (b << 16));
+        case OP_SZ_CONST:
+            v = sz_of_u32(a | (b << 16));
 #if !DVM_INT64
             if (v < 0) ovf = true;
 #endif
             break;
-        case OP_SZ_ADD:
-        case OP_SZ_SUB:
-        case OP_SZ_MUL:
-        case OP_SZ_MAX: {
-            if (a < rb || b < rb) { bad = true; rec_err(RT_BAD_OP, nn, uvec2(op, 0u), P0, P0, P0); return -1; }
-            SZ p = sz_ld(addw(slotbase, 2u * (a - rb))), q = sz_ld(addw(slotbase, 2u * (b - rb)));
-            if (op == OP_SZ_ADD) v = sz_add(p, q, ovf);
-            else if (op == OP_SZ_SUB) { v = p > q ? sz_add(p, -q, ovf) : 0; }
-            else if (op == OP_SZ_MUL) v = sz_mul(p, q, ovf);
-            else v = max(p, q);
-            break;
-        }
-        case OP_SZ_RANGE: {
-            if (a < rb || b < rb) { bad = true; rec_err(RT_BAD_OP, nn, uvec2(op, 0u), P0, P0, P0); return -1; }
-            SZ lo = sz_ld(addw(slotbase, 2u * (a - rb))), hi = sz_ld(addw(slotbase, 2u * (b - rb)));
-            if (depth == 0u && mode != MODE_SZ_BODY) {
-                /* top level: the max-reducer evaluates its body */
-                uvec2 re = range_ad(njobs, r);
-                r++;
-                if (mode == MODE_SZ_RANGES) {
-                    sz_st(addw(re, 2u), lo);
-                    sz_st(addw(re, 4u), hi);
-                } else {
-                    v = lo < hi ? sz_ld(addw(re, 6u)) : 0;
-                    if (W(addw(re, 8u)).v != 0u) ovf = true; /* the reducer's overflow flag */
-                }
-                next = c;
-                break;
-            }
-            if (lo >= hi) { v = 0; next = c; break; }
-            if (base_depth + depth >= MAX_DEPTH) { bad = true; rec_err(RT_BAD_OP, nn, uvec2(op, 0u), P0, P0, P0); return -1; }
-            fk[depth] = k; fend[depth] = c; fv[depth] = lo; fhi[depth] = hi; fmax[depth] = SZ_MIN;
-            depth++;
-            k = k + 1u;
-            continue;
-        }
-        case OP_SZ_VAR: {
-            uint dd = a;
-            if (mode == MODE_SZ_BODY && dd == 0u) v = bound0;
-            else if (dd >= base_depth && dd - base_depth < depth) v = fv[dd - base_depth];
-            else { bad = true; rec_err(RT_BAD_OP, nn, uvec2(op, 0u), P0, P0, P0); return -1; }
-            break;
-        }
+        case OP_SZ_ADD: v = sz_add(sl(a), sl(b), ovf); break;
+        case OP_SZ_SUB: { SZ p = sl(a), q = sl(b); v = p > q ? sz_add(p, -q, ovf) : SZ(0); break; }
+        case OP_SZ_MUL: v = sz_mul(sl(a), sl(b), ovf); break;
+        case OP_SZ_MAX: v = max(sl(a), sl(b)); break;
+        case OP_SZ_VAR: v = a < depth ? var[a] : SZ(0); break;
         case OP_SZ_LOAD: {
-            if (a < rb) { bad = true; rec_err(RT_BAD_OP, nn, uvec2(op, 0u), P0, P0, P0); return -1; }
-            SZ i = sz_ld(addw(slotbase, 2u * (a - rb)));
-            int len_x = arr_len(x);
-            v = (i >= 0 && i < SZ(len_x)) ? sz_of_i32(int(ldw(arr_base(x), uint(i)))) : 0;
+            SZ i = sl(a);
+            uint lo = ldw(pc.slots, x * 8u + 2u), hi = ldw(pc.slots, x * 8u + 3u);
+#if DVM_INT64
+            bool inb = i >= 0l && uint64_t(i) < packUint2x32(uvec2(lo, hi));
+#else
+            bool inb = i >= 0 && (hi != 0u || uint(i) < lo);
+#endif
+            v = inb ? sz_of_i32(int(ldw(arr_base(x), uint(i)))) : SZ(0);
             break;
         }
         case OP_SZ_SHAPE: v = sz_of_i32(arr_dim(x, a)); break;
         case OP_SZ_PARAM: v = sz_of_i32(int(ldw(pc.uni, a))); break;
-        default: bad = true; rec_err(RT_BAD_OP, nn, uvec2(op, 0u), P0, P0, P0); return -1;
+        case OP_SZ_RANGE: {
+            SZ lo = sl(a), hi = sl(b);
+            store = false;
+            if (nf == 0u && depth == 0u && mode == MODE_SZ_RANGES) {
+                uvec2 re = range_ad(njobs, r++);
+                sz_st(addw(re, 2u), lo);
+                sz_st(addw(re, 4u), hi);
+                sz_st(slot_ad(k), SZ(0));
+                k = c;
+                break;
+            }
+            if (nf == 0u && depth == 0u && mode == MODE_SZ_FINAL) {
+                uvec2 re = range_ad(njobs, r++);
+                bool nonempty = sz_ld(addw(re, 2u)) < sz_ld(addw(re, 4u)) && c > k + 1u;
+                SZ best = SZ_MIN;
+                for (uint gi = 0u; gi < pc.stride_hi; gi++)
+                    best = max(best, sz_ld(addw(pc.heap, pc.stride_lo + 2u * ((r - 1u) * pc.stride_hi + gi))));
+                sz_st(slot_ad(k), nonempty ? best : SZ(0));
+                if (W(addw(re, 8u)).v != 0u) ovf = true; /* the reducer's overflow flag */
+                k = c;
+                break;
+            }
+            if (lo >= hi || c <= k + 1u || depth >= MAX_DEPTH || nf >= MAX_DEPTH) {
+                sz_st(slot_ad(k), SZ(0));
+                k = c > k ? c : k + 1u;
+                break;
+            }
+            fnode[nf] = k; fend[nf] = c; fv[nf] = lo; fhi[nf] = hi; facc[nf] = SZ_MIN;
+            nf++;
+            var[depth++] = lo;
+            k = k + 1u;
+            opened = true; /* no `continue` inside a switch: some drivers mishandle it */
+            break;
         }
-        sz_st(addw(slotbase, 2u * (k - rb)), v);
-        last = v;
-        k = next;
+        default:
+            rec_err(RT_BAD_OP, nn, uvec2(op, 0u), P0, P0, P0);
+            bad = true;
+            return SZ(-1);
+        }
+        if (opened) continue;
+        if (store) { sz_st(slot_ad(k), v); k++; }
+        /* finished the body of the innermost range: fold its root, step its variable */
+        while (nf > 0u && k >= fend[nf - 1u]) {
+            uint d = nf - 1u;
+            SZ rv = sl(fend[d] - 1u);
+            if (rv > facc[d]) facc[d] = rv;
+            fv[d] = fv[d] + SZ(1);
+            if (fv[d] < fhi[d]) { var[depth - 1u] = fv[d]; k = fnode[d] + 1u; break; }
+            sz_st(slot_ad(fnode[d]), facc[d]);
+            k = fend[d];
+            nf--;
+            depth--;
+        }
     }
-    return last;
+    if (k < end) { rec_err(RT_VK_STEPS, pb + k, P0, P0, P0, P0); bad = true; return SZ(-1); }
+    return sl(end - 1u);
 }
 
 void sizer_serial() {
@@ -616,52 +656,65 @@ void sizer_serial() {
     uint njobs = pc.naux;
     for (uint j = 0u; j < njobs; j++) {
         bool ovf = false, bad;
-        uvec2 sb = addw(pc.heap, jw(j, 4u)); /* serial slots live in the scratch (pc.heap) */
-        SZ v = sz_eval(jw(j, 1u), 0u, jw(j, 2u), pc.mode, sb, njobs, jw(j, 3u), 0, jw(j, 0u), ovf, bad);
+        g_ser = addw(pc.heap, jw(j, 4u)); /* serial slots live in the scratch (pc.heap) */
+        g_thr = g_ser;
+        g_rb = 0u;
+        SZ v = sz_eval(jw(j, 1u), 0u, jw(j, 2u), pc.mode, njobs, jw(j, 3u), SZ(0), jw(j, 0u), ovf, bad);
         if (bad) return;
         if (pc.mode == MODE_SZ_FINAL) {
             uvec2 res = addw(pc.aux, jw(j, 5u));
-            sz_st(res, max(v, 0));
+            sz_st(res, max(v, SZ(0)));
             W(addw(res, 2u)).v = ovf ? 1u : 0u;
         }
     }
 }
 
 /* The max-reducer: thread g evaluates the bodies of every top-level range for bound values
-   lo+g, lo+g+nthreads, ...; one atomic max per thread and range. */
+   lo+g, lo+g+nthreads, ...; each workgroup reduces in shared memory and writes one value per
+   range at pc.stride_lo + 2*(r*ngroups + group) in the scratch (ngroups = pc.stride_hi), which
+   the final pass folds. Barriers stay in uniform control flow: no thread returns early. */
+shared SZ red[WG];
 void sizer_body() {
-    uint g = gl_GlobalInvocationID.x;
-    if (g >= pc.nthreads || failed()) return;
+    uint g = gl_GlobalInvocationID.x, li = gl_LocalInvocationID.x;
+    bool live = g < pc.nthreads && !failed();
     uint nr = pc.naux, njobs = pc.flags;
     for (uint r = 0u; r < nr; r++) {
         uvec2 re = range_ad(njobs, r);
-        uint j = W(re).v;
-        uint k = W(addw(re, 1u)).v;
-        uint pb = jw(j, 1u);
-        uint w1 = ldw(pc.nodes, (pb + k) * 2u + 1u);
-        uint c = w1 >> 16;
-        uint blen = c - k - 1u;
-        SZ lo = sz_ld(addw(re, 2u)), hi = sz_ld(addw(re, 4u));
-        /* per-thread slots in the scratch: from word jw(j, 6u), jw(j, 7u) words per thread */
-        uvec2 tb = addw(pc.heap, jw(j, 6u) + g * jw(j, 7u));
         SZ best = SZ_MIN;
-        bool ovf = false, bad, any = false;
-        for (SZ v = lo + SZ(g); v < hi; v += SZ(pc.nthreads)) {
-            SZ val = sz_eval(pb, k + 1u, blen, MODE_SZ_BODY, tb, njobs, 0u, v, jw(j, 0u), ovf, bad);
-            if (bad) return;
-            best = max(best, val);
-            any = true;
+        bool ovf = false;
+        if (live) {
+            uint j = W(re).v;
+            uint k = W(addw(re, 1u)).v;
+            uint pb = jw(j, 1u);
+            uint c = ldw(pc.nodes, (pb + k) * 2u + 1u) >> 16;
+            uint blen = c - k - 1u;
+            SZ lo = sz_ld(addw(re, 2u)), hi = sz_ld(addw(re, 4u));
+            g_ser = addw(pc.heap, jw(j, 4u));
+            g_thr = addw(pc.heap, jw(j, 6u) + g * jw(j, 7u));
+            g_rb = k + 1u;
+            SZ v = lo + SZ(g);
+            bool stop = false;
+            LONG_LOOP(v < hi && !stop) {
+                bool bad;
+                SZ val = sz_eval(pb, k + 1u, blen, MODE_SZ_BODY, njobs, 0u, v, jw(j, 0u), ovf, bad);
+                if (bad) { live = false; stop = true; continue; }
+                best = max(best, val);
 #if !DVM_INT64
-            if (v > 0x7FFFFFFF - int(pc.nthreads)) break;
+                if (v > 0x7FFFFFFF - int(pc.nthreads)) { stop = true; continue; }
 #endif
+                v += SZ(pc.nthreads);
+            }
+            if (v < hi && !stop && live) { rec_err(RT_VK_STEPS, pb + k, P0, P0, P0, P0); live = false; }
+            if (ovf) atomicOr(W(addw(re, 8u)).v, 1u);
         }
-        if (!any) continue;
-#if DVM_INT64
-        atomicMax(W64(addw(re, 6u)).v, best);
-#else
-        atomicMax(WI(addw(re, 6u)).v, best);
-#endif
-        if (ovf) atomicOr(W(addw(re, 8u)).v, 1u);
+        red[li] = best;
+        barrier();
+        for (uint h = WG / 2u; h > 0u; h >>= 1) {
+            if (li < h) red[li] = max(red[li], red[li + h]);
+            barrier();
+        }
+        if (li == 0u) sz_st(addw(pc.heap, pc.stride_lo + 2u * (r * pc.stride_hi + gl_WorkGroupID.x)), red[0]);
+        barrier();
     }
 }
 

@@ -40,9 +40,9 @@ typedef struct vk_push {
 _Static_assert(sizeof(vk_push) <= 128, "push constants: 128 bytes is the guaranteed minimum");
 enum { MODE_SERIAL = 0, MODE_PARALLEL = 1, MODE_SZ_RANGES = 2, MODE_SZ_FINAL = 3, MODE_SZ_BODY = 4 };
 enum { FLAG_ZERO_SERIAL = 1 };
-enum { RT_VK_RANGE32 = 1000 }; /* interp.comp's backend-private error code */
+enum { RT_VK_RANGE32 = 1000, RT_VK_STEPS = 1001 }; /* interp.comp's backend-private error codes */
 enum { ERR_WORDS = 16 };      /* the error record (12 words), padded */
-#define WG_SIZE 64u
+#define WG_SIZE 64u /* local_size_x of interp.comp */
 
 /* ---- the loader ---- */
 #define VK_GLOBAL_FNS(X) X(vkCreateInstance) X(vkEnumerateInstanceVersion)
@@ -445,8 +445,8 @@ static int cache_path(dvm_backend *be, const uint32_t *spv, size_t spv_bytes, ch
 }
 
 static void mkdir_p(const char *path) {
-    char tmp[512];
-    snprintf(tmp, sizeof tmp, "%s", path);
+    char tmp[640];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s", path) >= sizeof tmp) return;
     char *slash = strrchr(tmp, '/');
     if (!slash) return;
     *slash = 0;
@@ -487,8 +487,8 @@ static void cache_write(dvm_backend *be, VkPipelineCache pc, const char *path) {
     if (!data) return;
     if (D.vkGetPipelineCacheData(be->dev, pc, &n, data) == VK_SUCCESS) {
         mkdir_p(path);
-        char tmp[600];
-        snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+        char tmp[640];
+        if ((size_t)snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= sizeof tmp) { free(data); return; }
         FILE *f = fopen(tmp, "wb");
         if (f) {
             int ok = fwrite(data, 1, n, f) == n;
@@ -532,13 +532,10 @@ static int make_pipeline(dvm_backend *be, char *err, size_t errlen) {
     free(cdata);
     be->cache_hit = clen > 0;
 
-    uint32_t wg = WG_SIZE;
-    VkSpecializationMapEntry me = {.constantID = 0, .offset = 0, .size = 4};
-    VkSpecializationInfo spi = {.mapEntryCount = 1, .pMapEntries = &me, .dataSize = 4, .pData = &wg};
     VkComputePipelineCreateInfo pi = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-                  .module = be->shader, .pName = "main", .pSpecializationInfo = &spi},
+                  .module = be->shader, .pName = "main"},
         .layout = be->layout};
     double t0 = now_ms();
     r = D.vkCreateComputePipelines(be->dev, pc, 1, &pi, NULL, &be->pipe);
@@ -588,7 +585,7 @@ static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errl
         goto fail;
     }
     if (!be->caps.bda) { fmt(err, errlen, "vulkan: device %d (%s) lacks bufferDeviceAddress, which dvm needs", want, dn); goto fail; }
-    be->use_int64 = be->caps.int64 && be->caps.int64_atomics && !env_on("DVM_VK_NO_INT64");
+    be->use_int64 = be->caps.int64 && !env_on("DVM_VK_NO_INT64");
     be->use_fatomic = be->caps.fatomic_add && !env_on("DVM_VK_NO_FLOAT_ATOMICS");
 
     uint32_t nq = 0;
@@ -608,8 +605,7 @@ static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errl
                                                        .shaderBufferFloat32AtomicAdd = VK_TRUE};
     VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
                                             .pNext = be->use_fatomic ? &af : NULL,
-                                            .bufferDeviceAddress = VK_TRUE,
-                                            .shaderBufferInt64Atomics = be->use_int64 ? VK_TRUE : VK_FALSE};
+                                            .bufferDeviceAddress = VK_TRUE};
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
     f2.features.shaderInt64 = be->use_int64 ? VK_TRUE : VK_FALSE;
     const char *exts[1] = {VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME};
@@ -735,6 +731,7 @@ static int host_filled(const dvm_program *p, const dvm_kernel_desc *k, uint32_t 
 
 static int64_t vk_slots(dvm_backend *be, const dvm_exec *x) {
     const dvm_program *p = x->prog;
+    if (!p->kernels || x->kernel >= p->nkernels) return be->thread_cap;
     const dvm_kernel_desc *k = &p->kernels[x->kernel];
     int64_t want = 0;
     for (uint32_t t = 0; t < x->var->ntasks; t++) {
@@ -795,7 +792,12 @@ static int take_error(const uint32_t *e, dvm_rt_error *rt, char *err, size_t err
     if (e[0] == 0) return 0;
     if (e[0] == RT_VK_RANGE32) {
         fmt(err, errlen, "vulkan: a parallel task iterates over 2^32 or more indices, which needs the 64-bit path "
-                         "(this device lacks shaderInt64 or shaderBufferInt64Atomics, or DVM_VK_NO_INT64 is set)");
+                         "(this device lacks shaderInt64, or DVM_VK_NO_INT64 is set)");
+        return -1;
+    }
+    if (e[0] == RT_VK_STEPS) {
+        fmt(err, errlen, "vulkan: a loop of the interpreter ran 65535^2 iterations (node %u), the guard against "
+                         "llvmpipe's loop limit; the launch was stopped", e[2]);
         return -1;
     }
     memset(rt, 0, sizeof *rt);
@@ -819,7 +821,7 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
         if ((uint64_t)words * 4 > x->heap->size) { fmt(err, errlen, "vulkan: the heap (%llu bytes) is smaller than its layout (%lld words)", (unsigned long long)x->heap->size, (long long)words); return -1; }
         if (!be->use_int64 && words >= ((int64_t)1 << 32)) {
             fmt(err, errlen, "vulkan: the adstack heap needs %lld words, beyond the 32-bit path of this device "
-                             "(no shaderInt64/shaderBufferInt64Atomics, or DVM_VK_NO_INT64 set); lower --ad-stack-size", (long long)words);
+                             "(no shaderInt64, or DVM_VK_NO_INT64 set); lower --ad-stack-size", (long long)words);
             return -1;
         }
     }
@@ -902,6 +904,8 @@ static int vk_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_
     size_t o_res = o_aux + 8 * (size_t)njobs + 10 * (size_t)nranges;
     size_t words = o_res + 3 * (size_t)njobs;
     uint32_t rthreads = be->thread_cap < 16384 ? be->thread_cap : 16384;
+    rthreads = (rthreads + WG_SIZE - 1) / WG_SIZE * WG_SIZE;
+    uint32_t ngroups = rthreads / WG_SIZE;
     size_t serial_words = 0;
     uint32_t *h = calloc(words, 4);
     if (!h) { fmt(err, errlen, "vulkan: out of host memory"); return -1; }
@@ -928,8 +932,6 @@ static int vk_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_
             if (nd->op == DVM_OP_SZ_RANGE && nd->c > k) {
                 uint32_t *re = h + o_aux + 8 * njobs + 10 * r;
                 re[0] = j; re[1] = k;
-                if (be->use_int64) { re[6] = 0; re[7] = 0x80000000u; } /* INT64_MIN */
-                else { re[6] = 0x80000000u; re[7] = 0xFFFFFFFFu; }   /* INT32_MIN */
                 r++;
                 k = nd->c;
             } else k++;
@@ -941,26 +943,40 @@ static int vk_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_
         h[o_aux + 8 * j + 6] = (uint32_t)serial_words;
         h[o_aux + 8 * j + 7] = (uint32_t)body_words;
     }
-    size_t scratch_bytes = 4 * (serial_words + body_words * rthreads);
+    size_t o_grp = serial_words + body_words * rthreads; /* per range, per workgroup: its max */
+    size_t scratch_bytes = 4 * (o_grp + 2 * (size_t)nranges * ngroups);
     if (scratch_bytes >= ((size_t)1 << 32) ||
         buf_reserve(be, &be->scratch, scratch_bytes, 0, err, errlen)) {
         if (scratch_bytes >= ((size_t)1 << 32)) fmt(err, errlen, "vulkan: the sizer needs %zu bytes of scratch", scratch_bytes);
         free(h);
         return -1;
     }
-    if (stage_params(be, h, words, err, errlen)) { free(h); return -1; }
+    dvm_loaded *tmp = NULL; /* a job without a loaded program gets one for this call */
+    const dvm_loaded *ld = job->loaded;
+    if (!ld) {
+        if (vk_load(be, p, &tmp, err, errlen)) { free(h); return -1; }
+        ld = tmp;
+    }
+    if (stage_params(be, h, words, err, errlen)) { vk_unload(be, tmp); free(h); return -1; }
+    /* slots not yet written read as 0, as the CPU backend's calloc'd scratch and its
+       per-thread copies of it do */
+    D.vkCmdFillBuffer(be->cmd, be->scratch->buf, 0, (scratch_bytes + 3) / 4 * 4, 0);
+    barrier(be);
+    int64_t walk = job->walk_cap > 0 ? job->walk_cap : INT64_MAX;
     uint64_t pa = be->params->addr;
-    vk_push pc = {.nodes = job->loaded->nodes->addr, .consts = job->loaded->consts->addr, .uni = pa + o_uni * 4,
+    vk_push pc = {.nodes = ld->nodes->addr, .consts = ld->consts->addr, .uni = pa + o_uni * 4,
                   .heap = be->scratch->addr, .err = pa, .slots = pa + o_slots * 4, .stacks = be->dummy->addr,
-                  .tasks = job->loaded->tasks->addr, .aux = pa + o_aux * 4, .task_rel = 0,
-                  .walk_lo = (uint32_t)job->walk_cap, .walk_hi = (uint32_t)((uint64_t)job->walk_cap >> 32)};
+                  .tasks = ld->tasks->addr, .aux = pa + o_aux * 4, .task_rel = 0,
+                  .walk_lo = (uint32_t)walk, .walk_hi = (uint32_t)((uint64_t)walk >> 32)};
     pc.mode = MODE_SZ_RANGES; pc.naux = njobs;
     dispatch(be, &pc, 1);
     if (nranges) {
         pc.mode = MODE_SZ_BODY; pc.naux = nranges; pc.flags = njobs; pc.nthreads = rthreads;
+        pc.stride_lo = (uint32_t)o_grp; pc.stride_hi = ngroups;
         dispatch(be, &pc, rthreads);
     }
     pc.mode = MODE_SZ_FINAL; pc.naux = njobs; pc.flags = 0;
+    pc.stride_lo = (uint32_t)o_grp; pc.stride_hi = nranges ? ngroups : 0;
     dispatch(be, &pc, 1);
     int rc = finish_params(be, words, err, errlen);
     if (rc == 0) {
@@ -972,7 +988,7 @@ static int vk_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_
             const uint32_t *res = back + o_res + 3 * j;
             if (res[2]) {
                 fmt(err, errlen, "vulkan: the size of adstack '%s' (line %u) overflows the 32-bit path of this device "
-                                 "(no shaderInt64/shaderBufferInt64Atomics, or DVM_VK_NO_INT64 set)",
+                                 "(no shaderInt64, or DVM_VK_NO_INT64 set)",
                     p->strings + sd->name, sd->line);
                 rc = -1;
                 break;
@@ -981,6 +997,7 @@ static int vk_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_
             j++;
         }
     }
+    vk_unload(be, tmp);
     free(h);
     return rc;
 }
