@@ -116,12 +116,13 @@ static double run_interp(int which, uint32_t **data, int64_t *len, int32_t *shap
 
 int main(int argc, char **argv)
 {
-    int n = 1 << 16, threads = argc > 1 ? atoi(argv[1]) : 1;
+    /* argv: [threads] [skew]; skew puts most of the work in the first eighth of the range */
+    int n = 1 << 16, threads = argc > 1 ? atoi(argv[1]) : 1, skew = argc > 2 && strcmp(argv[2], "skew") == 0;
     float *xv = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n), *yn = malloc(sizeof(float) * n);
     int32_t *steps = malloc(sizeof(int32_t) * n);
     for (int i = 0; i < n; i++) {
         xv[i] = (float)(i % 97) * 0.01f;
-        steps[i] = 100 + (i * 7919) % 200;
+        steps[i] = skew ? (i < n / 8 ? 1600 : 0) : 100 + (i * 7919) % 200;
     }
     float rate = 0.999f;
     uint32_t *data[3] = {(uint32_t *)xv, (uint32_t *)steps, (uint32_t *)y};

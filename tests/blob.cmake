@@ -16,3 +16,5 @@ if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/compiler/parse.c AND EXISTS ${CMAKE_CURREN
   target_compile_definitions(test_blob PRIVATE DVM_TEST_HAVE_COMPILER)
 endif()
 add_test(NAME blob COMMAND test_blob)
+# Real kernels through the compiler: verify, round trip, corrupt.
+add_test(NAME blob_compiled COMMAND test_blob --compiled)

@@ -411,8 +411,9 @@ def _cast(d):
 case('casts', '''
 kernel k(x: f32[n], k: i32[n], t: i32[n], y: f32[n]):
     for i in range(n):
-        t[i] = i32(x[i])
-        y[i] = f32(t[i]) * 0.5 + f32(k[i])
+        ti = i32(x[i])
+        t[i] = ti
+        y[i] = f32(ti) * 0.5 + f32(k[i])
 ''', 'k', {'x': F(20, lo=-10, hi=10), 'k': I(20, lo=-5, hi=5), 't': I(20), 'y': F(20)}, _cast)
 
 

@@ -1,0 +1,933 @@
+/* autodiff.c: derives the adjoint variant (reverse mode) of every kernel from its forward
+ * variant, and calls ad_tangent.c for the tangent variant. docs/autodiff.md explains the
+ * method: break/continue become flags, then each parallel body (and the serial code) runs a
+ * forward sweep that pushes every overwritten value the reverse sweep needs, then a reverse
+ * sweep that pops them back ("restore on pop") while it accumulates adjoints. */
+#include "ad_internal.h"
+#include <string.h>
+
+/* ---------------------------------------------------------------- building IR */
+void *ad_alloc(ad_ctx *c, size_t n) {
+    void *p = dvm_arena_alloc(c->A, n);
+    if (!p) {
+        /* out of memory: keep going on scratch so no caller needs a check; the pass fails */
+        static _Alignas(16) unsigned char scratch[4096];
+        c->oom = 1;
+        memset(scratch, 0, sizeof scratch);
+        return n <= sizeof scratch ? scratch : NULL;
+    }
+    return p;
+}
+
+int ad_newvar(ad_ctx *c, const char *name, int type, int storage, int line, int primal) {
+    int id = ir_var_new(c->A, c->k, name, type, storage, line, 0);
+    if (id < 0) {
+        c->oom = 1;
+        return 0;
+    }
+    c->k->vars[id].primal = primal;
+    return id;
+}
+
+ir_expr *ad_ex(ad_ctx *c, int kind, int type, int line, int col) {
+    ir_expr *e = ad_alloc(c, sizeof *e);
+    e->kind = (uint8_t)kind;
+    e->type = (uint8_t)type;
+    e->line = line;
+    e->col = col;
+    return e;
+}
+ir_expr *ad_kf(ad_ctx *c, float f) {
+    ir_expr *e = ad_ex(c, IR_CONST, DVM_T_F32, 0, 0);
+    e->k.f = f;
+    return e;
+}
+ir_expr *ad_ki(ad_ctx *c, int32_t i) {
+    ir_expr *e = ad_ex(c, IR_CONST, DVM_T_I32, 0, 0);
+    e->k.i = i;
+    return e;
+}
+ir_expr *ad_kb(ad_ctx *c, int b) {
+    ir_expr *e = ad_ex(c, IR_CONST, DVM_T_BOOL, 0, 0);
+    e->k.i = b != 0;
+    return e;
+}
+ir_expr *ad_var(ad_ctx *c, int var) {
+    ir_expr *e = ad_ex(c, IR_VAR, c->k->vars[var].type, 0, 0);
+    e->var = var;
+    return e;
+}
+int ad_op_type(int op) {
+    switch (op) {
+    case DVM_OP_LTF: case DVM_OP_LEF: case DVM_OP_EQF: case DVM_OP_NEF: case DVM_OP_LTI: case DVM_OP_LEI:
+    case DVM_OP_EQI: case DVM_OP_NEI: case DVM_OP_NOT:
+        return DVM_T_BOOL;
+    case DVM_OP_ADDI: case DVM_OP_SUBI: case DVM_OP_MULI: case DVM_OP_DIVI: case DVM_OP_MODI: case DVM_OP_MINI:
+    case DVM_OP_MAXI: case DVM_OP_NEGI: case DVM_OP_ABSI: case DVM_OP_F2I: case DVM_OP_POWI:
+        return DVM_T_I32;
+    default:
+        return DVM_T_F32;
+    }
+}
+ir_expr *ad_un(ad_ctx *c, int op, ir_expr *a) {
+    ir_expr *e = ad_ex(c, IR_UN, ad_op_type(op), a->line, a->col);
+    e->op = (uint16_t)op;
+    e->a = a;
+    return e;
+}
+ir_expr *ad_bin(ad_ctx *c, int op, ir_expr *a, ir_expr *b) {
+    ir_expr *e = ad_ex(c, IR_BIN, ad_op_type(op), a->line, a->col);
+    e->op = (uint16_t)op;
+    e->a = a;
+    e->b = b;
+    return e;
+}
+ir_expr *ad_sel(ad_ctx *c, ir_expr *cond, ir_expr *a, ir_expr *b) {
+    ir_expr *e = ad_ex(c, IR_SELECT, a->type, a->line, a->col);
+    e->a = cond;
+    e->b = a;
+    e->c = b;
+    return e;
+}
+/* a load of `slot` at the same indices as ld (the index trees are shared) */
+ir_expr *ad_load_like(ad_ctx *c, const ir_expr *ld, int slot) {
+    ir_expr *e = ad_ex(c, IR_LOAD, DVM_T_F32, ld->line, ld->col);
+    e->slot = slot;
+    e->nidx = ld->nidx;
+    for (int i = 0; i < ld->nidx; i++) e->idx[i] = ld->idx[i];
+    return e;
+}
+ir_stmt *ad_st(ad_ctx *c, int kind, int line, int col) {
+    ir_stmt *s = ad_alloc(c, sizeof *s);
+    s->kind = (uint8_t)kind;
+    s->line = line;
+    s->col = col;
+    return s;
+}
+ir_stmt *ad_assign(ad_ctx *c, int var, ir_expr *e) {
+    ir_stmt *s = ad_st(c, IR_ASSIGN, e->line, e->col);
+    s->var = var;
+    s->e = e;
+    return s;
+}
+void ad_push_stmt(ad_ctx *c, ir_block *b, ir_stmt *s) {
+    if (b->n == b->cap) {
+        int cap = b->cap ? 2 * b->cap : 8;
+        ir_stmt **n = dvm_arena_grow(c->A, b->s, sizeof(ir_stmt *) * (size_t)b->cap, sizeof(ir_stmt *) * (size_t)cap);
+        if (!n) {
+            c->oom = 1;
+            return;
+        }
+        b->s = n;
+        b->cap = cap;
+    }
+    b->s[b->n++] = s;
+}
+void ad_append(ad_ctx *c, ir_block *dst, const ir_block *src) {
+    for (int i = 0; i < src->n; i++) ad_push_stmt(c, dst, src->s[i]);
+}
+static ir_stmt *st_push(ad_ctx *c, int stack, ir_expr *e, int line) {
+    ir_stmt *s = ad_st(c, IR_PUSH, line, 0);
+    s->stack = stack;
+    s->e = e;
+    return s;
+}
+static ir_stmt *st_pop(ad_ctx *c, int stack, int var, int line) {
+    ir_stmt *s = ad_st(c, IR_POP, line, 0);
+    s->stack = stack;
+    s->var = var;
+    return s;
+}
+static ir_stmt *st_for(ad_ctx *c, int var, ir_expr *start, ir_expr *stop, int line, int col) {
+    ir_stmt *s = ad_st(c, IR_FOR, line, col);
+    s->var = var;
+    s->e = start;
+    s->e2 = stop;
+    return s;
+}
+
+static int new_stack(ad_ctx *c, int type, int var, const char *name, int line) {
+    if (c->nstacks == c->capstacks) {
+        int cap = c->capstacks ? 2 * c->capstacks : 16;
+        ir_stack *s = dvm_arena_grow(c->A, c->stacks, sizeof(ir_stack) * (size_t)c->capstacks, sizeof(ir_stack) * (size_t)cap);
+        int *o = dvm_arena_grow(c->A, c->stack_top, sizeof(int) * (size_t)c->capstacks, sizeof(int) * (size_t)cap);
+        if (!s || !o) {
+            c->oom = 1;
+            return 0;
+        }
+        c->stacks = s;
+        c->stack_top = o;
+        c->capstacks = cap;
+    }
+    ir_stack *s = &c->stacks[c->nstacks];
+    memset(s, 0, sizeof *s);
+    s->type = (uint8_t)type;
+    s->var = var;
+    s->name = name;
+    s->line = line;
+    s->serial = !c->par;
+    c->stack_top[c->nstacks] = c->par ? c->cur_top : -1;
+    return c->nstacks++;
+}
+
+static int hidden(ad_ctx *c, const char *name, int type, int line) {
+    return ad_newvar(c, name, type, c->par ? IR_LOCAL : IR_GLOBAL, line, -1);
+}
+
+static void reg_loop(ad_ctx *c, ad_loop **arr, int *n, int *cap, const ir_stmt *s, int isfor, int var,
+                     const ir_expr *start, const ir_expr *stop) {
+    if (*n == *cap) {
+        int nc = *cap ? 2 * *cap : 16;
+        ad_loop *a = dvm_arena_grow(c->A, *arr, sizeof(ad_loop) * (size_t)*cap, sizeof(ad_loop) * (size_t)nc);
+        if (!a) {
+            c->oom = 1;
+            return;
+        }
+        *arr = a;
+        *cap = nc;
+    }
+    (*arr)[(*n)++] = (ad_loop){s, isfor, var, start, stop};
+}
+
+/* ---------------------------------------------------------------- rejection of reads after stores */
+typedef struct rchk {
+    ad_ctx *c;
+    const ir_stmt **stored; /* per forward slot: the first plain store seen, in program order */
+    unsigned char *reported;
+} rchk;
+
+static void rchk_expr(rchk *r, const ir_expr *e) {
+    if (!e) return;
+    if (e->kind == IR_LOAD) {
+        for (int i = 0; i < e->nidx; i++) rchk_expr(r, e->idx[i]);
+        const ir_stmt *st = e->slot >= 0 && e->slot < r->c->nfslots ? r->stored[e->slot] : NULL;
+        if (st && !r->reported[e->slot]) {
+            r->reported[e->slot] = 1;
+            const ir_kernel *k = r->c->k;
+            dvm_diag(r->c->d, e->line, e->col,
+                     "kernel '%s': '%s' is read after a plain store to it at %d:%d; the adjoint cannot restore "
+                     "overwritten array values (use a local or +=)",
+                     k->name, k->params[k->v[DVM_V_FORWARD].slots[e->slot].param].name, st->line, st->col);
+        }
+        return;
+    }
+    rchk_expr(r, e->a);
+    rchk_expr(r, e->b);
+    rchk_expr(r, e->c);
+}
+static void rchk_block(rchk *r, const ir_block *b);
+static void rchk_stmt(rchk *r, const ir_stmt *s) {
+    for (int i = 0; i < s->nidx; i++) rchk_expr(r, s->idx[i]);
+    rchk_expr(r, s->e);
+    rchk_expr(r, s->e2);
+    switch (s->kind) {
+    case IR_STORE:
+        if (s->slot >= 0 && s->slot < r->c->nfslots && !r->stored[s->slot]) r->stored[s->slot] = s;
+        break;
+    case IR_IF:
+        rchk_block(r, &s->body);
+        rchk_block(r, &s->orelse);
+        break;
+    case IR_WHILE:
+    case IR_FOR:
+        /* twice: a read in a later iteration follows the stores of an earlier one */
+        rchk_block(r, &s->body);
+        rchk_block(r, &s->body);
+        break;
+    default:
+        break;
+    }
+}
+static void rchk_block(rchk *r, const ir_block *b) {
+    for (int i = 0; i < b->n; i++) rchk_stmt(r, b->s[i]);
+}
+static void reject_reads_after_stores(ad_ctx *c) {
+    const ir_variant *f = &c->k->v[DVM_V_FORWARD];
+    rchk r = {c, ad_alloc(c, sizeof(ir_stmt *) * (size_t)(f->nslots + 1)), ad_alloc(c, (size_t)f->nslots + 1)};
+    if (c->oom) return;
+    for (int t = 0; t < f->ntops; t++) {
+        const ir_top *tp = &f->tops[t];
+        if (tp->parallel) {
+            for (int d = 0; d < tp->ndim; d++) rchk_expr(&r, tp->stop[d]);
+            rchk_expr(&r, tp->start);
+            rchk_block(&r, &tp->body);
+        } else if (tp->stmt) {
+            rchk_stmt(&r, tp->stmt);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- break/continue elimination */
+/* Does s contain a break (what=IR_BREAK) or continue of the loop being processed? Nested
+ * loops own theirs. */
+static int has_jump(const ir_stmt *s, int what) {
+    if (s->kind == what) return 1;
+    if (s->kind != IR_IF) return 0;
+    for (int i = 0; i < s->body.n; i++)
+        if (has_jump(s->body.s[i], what)) return 1;
+    for (int i = 0; i < s->orelse.n; i++)
+        if (has_jump(s->orelse.s[i], what)) return 1;
+    return 0;
+}
+static int block_has_jump(const ir_block *b, int what) {
+    for (int i = 0; i < b->n; i++)
+        if (has_jump(b->s[i], what)) return 1;
+    return 0;
+}
+
+static ir_stmt *pre_stmt(ad_ctx *c, const ir_stmt *s, int brk, int cont);
+/* The statements of b from `from` on. After a statement that may break or continue, the rest
+ * runs only while neither flag is set. */
+static void pre_block(ad_ctx *c, const ir_block *b, int from, ir_block *out, int brk, int cont) {
+    for (int i = from; i < b->n; i++) {
+        const ir_stmt *s = b->s[i];
+        ad_push_stmt(c, out, pre_stmt(c, s, brk, cont));
+        int jumps = (brk >= 0 && has_jump(s, IR_BREAK)) || (cont >= 0 && has_jump(s, IR_CONTINUE));
+        if (jumps && i + 1 < b->n) {
+            ir_expr *go = NULL;
+            if (brk >= 0) go = ad_un(c, DVM_OP_NOT, ad_var(c, brk));
+            if (cont >= 0) {
+                ir_expr *nc = ad_un(c, DVM_OP_NOT, ad_var(c, cont));
+                if (go) {
+                    ir_expr *a = ad_ex(c, IR_AND, DVM_T_BOOL, s->line, s->col);
+                    a->a = go;
+                    a->b = nc;
+                    go = a;
+                } else {
+                    go = nc;
+                }
+            }
+            ir_stmt *g = ad_st(c, IR_IF, b->s[i + 1]->line, b->s[i + 1]->col);
+            g->e = go;
+            pre_block(c, b, i + 1, &g->body, brk, cont);
+            ad_push_stmt(c, out, g);
+            return;
+        }
+    }
+}
+
+static ir_stmt *pre_loop(ad_ctx *c, const ir_stmt *s) {
+    int hb = block_has_jump(&s->body, IR_BREAK), hc = block_has_jump(&s->body, IR_CONTINUE);
+    ir_stmt *n = ad_st(c, s->kind, s->line, s->col);
+    *n = *s;
+    memset(&n->body, 0, sizeof n->body);
+    if (!hb && !hc) {
+        pre_block(c, &s->body, 0, &n->body, -1, -1);
+        return n;
+    }
+    int brk = hb ? hidden(c, dvm_arena_printf(c->A, "break flag of the loop at line %d", s->line), DVM_T_BOOL, s->line) : -1;
+    int cont = hc ? hidden(c, dvm_arena_printf(c->A, "continue flag of the loop at line %d", s->line), DVM_T_BOOL, s->line) : -1;
+    ir_block body = {0};
+    if (cont >= 0) ad_push_stmt(c, &body, ad_assign(c, cont, ad_kb(c, 0)));
+    if (s->kind == IR_FOR && hb) {
+        /* for with break -> c = start; e = stop; while not brk and c < e: v = c; body; c += 1 */
+        ir_stmt *out = ad_st(c, IR_IF, s->line, s->col); /* a block holder: if True */
+        out->e = ad_kb(c, 1);
+        int cv = hidden(c, dvm_arena_printf(c->A, "counter of the loop at line %d", s->line), DVM_T_I32, s->line);
+        int ev = hidden(c, dvm_arena_printf(c->A, "stop of the loop at line %d", s->line), DVM_T_I32, s->line);
+        ad_push_stmt(c, &out->body, ad_assign(c, cv, s->e ? s->e : ad_ki(c, 0)));
+        ad_push_stmt(c, &out->body, ad_assign(c, ev, s->e2));
+        ad_push_stmt(c, &out->body, ad_assign(c, brk, ad_kb(c, 0)));
+        ir_stmt *w = ad_st(c, IR_WHILE, s->line, s->col);
+        ir_expr *a = ad_ex(c, IR_AND, DVM_T_BOOL, s->line, s->col);
+        a->a = ad_un(c, DVM_OP_NOT, ad_var(c, brk));
+        a->b = ad_bin(c, DVM_OP_LTI, ad_var(c, cv), ad_var(c, ev));
+        w->e = a;
+        ad_push_stmt(c, &w->body, ad_assign(c, s->var, ad_var(c, cv)));
+        ad_append(c, &w->body, &body);
+        pre_block(c, &s->body, 0, &w->body, brk, cont);
+        ad_push_stmt(c, &w->body, ad_assign(c, cv, ad_bin(c, DVM_OP_ADDI, ad_var(c, cv), ad_ki(c, 1))));
+        ad_push_stmt(c, &out->body, w);
+        reg_loop(c, &c->conv, &c->nconv, &c->capconv, w, 1, s->var, s->e, s->e2);
+        return out;
+    }
+    if (s->kind == IR_WHILE && hb) {
+        ir_stmt *out = ad_st(c, IR_IF, s->line, s->col);
+        out->e = ad_kb(c, 1);
+        ad_push_stmt(c, &out->body, ad_assign(c, brk, ad_kb(c, 0)));
+        ir_expr *a = ad_ex(c, IR_AND, DVM_T_BOOL, s->line, s->col); /* the flag first: no read after break */
+        a->a = ad_un(c, DVM_OP_NOT, ad_var(c, brk));
+        a->b = s->e;
+        n->e = a;
+        ad_append(c, &n->body, &body);
+        pre_block(c, &s->body, 0, &n->body, brk, cont);
+        ad_push_stmt(c, &out->body, n);
+        return out;
+    }
+    ad_append(c, &n->body, &body); /* continue only */
+    pre_block(c, &s->body, 0, &n->body, brk, cont);
+    return n;
+}
+
+static ir_stmt *pre_stmt(ad_ctx *c, const ir_stmt *s, int brk, int cont) {
+    switch (s->kind) {
+    case IR_BREAK:
+    case IR_CONTINUE: {
+        int f = s->kind == IR_BREAK ? brk : cont;
+        if (f < 0) { /* the checker lets no jump outside a loop through; keep the IR sane anyway */
+            dvm_diag(c->d, s->line, s->col, "kernel '%s': %s outside a loop", c->k->name,
+                     s->kind == IR_BREAK ? "break" : "continue");
+            f = hidden(c, "stray jump", DVM_T_BOOL, s->line);
+        }
+        ir_stmt *a = ad_assign(c, f, ad_kb(c, 1));
+        a->line = s->line;
+        a->col = s->col;
+        return a;
+    }
+    case IR_IF: {
+        ir_stmt *n = ad_st(c, IR_IF, s->line, s->col);
+        *n = *s;
+        memset(&n->body, 0, sizeof n->body);
+        memset(&n->orelse, 0, sizeof n->orelse);
+        pre_block(c, &s->body, 0, &n->body, brk, cont);
+        pre_block(c, &s->orelse, 0, &n->orelse, brk, cont);
+        return n;
+    }
+    case IR_WHILE:
+    case IR_FOR:
+        return pre_loop(c, s);
+    default:
+        return (ir_stmt *)s; /* leaves are shared, never mutated */
+    }
+}
+
+/* ---------------------------------------------------------------- analysis */
+static int adjointable(const ad_ctx *c, int var) {
+    const ir_var *v = &c->k->vars[var];
+    return v->type == DVM_T_F32 && (v->storage == IR_LOCAL || v->storage == IR_GLOBAL);
+}
+
+int ad_active(const ad_ctx *c, const ir_expr *e) {
+    if (!e || e->type != DVM_T_F32) return 0;
+    switch (e->kind) {
+    case IR_VAR: return adjointable(c, e->var);
+    case IR_LOAD: return e->slot >= 0 && e->slot < c->nfslots && c->dslot[e->slot] >= 0;
+    case IR_CONST: case IR_SHAPE: return 0;
+    case IR_SELECT: case IR_COND: return ad_active(c, e->b) || ad_active(c, e->c);
+    default: return ad_active(c, e->a) || ad_active(c, e->b);
+    }
+}
+
+static void mark_reads(ad_ctx *c, const ir_expr *e) {
+    if (!e) return;
+    if (e->kind == IR_VAR && e->var >= 0 && e->var < c->nv1) c->rread[e->var] = 1;
+    for (int i = 0; i < e->nidx && e->kind == IR_LOAD; i++) mark_reads(c, e->idx[i]);
+    mark_reads(c, e->a);
+    mark_reads(c, e->b);
+    mark_reads(c, e->c);
+}
+static int is_f32_slot(const ad_ctx *c, int slot) { return slot >= 0 && slot < c->nfslots && c->dslot[slot] >= 0; }
+
+static void analyse_block(ad_ctx *c, const ir_block *b, int loop, int par);
+static void site(ad_ctx *c, int var, int loop, const ir_expr *e, const ir_stmt *s) {
+    if (var < 0 || var >= c->nv1) return;
+    if (!c->nsites[var] && !loop) c->first[var] = s;
+    c->nsites[var]++;
+    if (loop) c->inloop[var] = 1;
+    c->def[var] = c->nsites[var] == 1 && !loop ? e : NULL;
+}
+static void analyse_stmt(ad_ctx *c, const ir_stmt *s, int loop, int par) {
+    switch (s->kind) {
+    case IR_ASSIGN:
+        site(c, s->var, loop, s->e, s);
+        if (adjointable(c, s->var) && ad_active(c, s->e)) mark_reads(c, s->e);
+        break;
+    case IR_STORE:
+    case IR_ATOMIC:
+        if (is_f32_slot(c, s->slot) && (s->kind == IR_STORE || s->op == DVM_OP_ATOMADDF)) {
+            for (int i = 0; i < s->nidx; i++) mark_reads(c, s->idx[i]);
+            if (ad_active(c, s->e)) mark_reads(c, s->e);
+        }
+        break;
+    case IR_IF:
+        analyse_block(c, &s->body, loop, par);
+        analyse_block(c, &s->orelse, loop, par);
+        break;
+    case IR_FOR:
+        site(c, s->var, loop, NULL, s);
+        analyse_block(c, &s->body, 1, par);
+        break;
+    case IR_WHILE:
+        analyse_block(c, &s->body, 1, par);
+        break;
+    default:
+        break;
+    }
+}
+static void analyse_block(ad_ctx *c, const ir_block *b, int loop, int par) {
+    for (int i = 0; i < b->n; i++) analyse_stmt(c, b->s[i], loop, par);
+}
+/* globals read by a parallel body must hold, when that body is reversed, the value they had
+ * when it ran forward */
+static void mark_global_reads(ad_ctx *c, const ir_expr *e) {
+    if (!e) return;
+    if (e->kind == IR_VAR && e->var >= 0 && e->var < c->nv1 && c->k->vars[e->var].storage == IR_GLOBAL) c->rread[e->var] = 1;
+    for (int i = 0; i < e->nidx && e->kind == IR_LOAD; i++) mark_global_reads(c, e->idx[i]);
+    mark_global_reads(c, e->a);
+    mark_global_reads(c, e->b);
+    mark_global_reads(c, e->c);
+}
+static void mark_global_reads_block(ad_ctx *c, const ir_block *b) {
+    for (int i = 0; i < b->n; i++) {
+        const ir_stmt *s = b->s[i];
+        for (int j = 0; j < s->nidx; j++) mark_global_reads(c, s->idx[j]);
+        mark_global_reads(c, s->e);
+        mark_global_reads(c, s->e2);
+        mark_global_reads_block(c, &s->body);
+        mark_global_reads_block(c, &s->orelse);
+    }
+}
+
+/* the reverse sweep reads v after an assignment that may overwrite a value it still needs */
+static int needs_stack(const ad_ctx *c, int var) {
+    if (var < 0 || var >= c->nv1 || !c->rread[var]) return 0;
+    int st = c->k->vars[var].storage;
+    if (st != IR_LOCAL && st != IR_GLOBAL) return 0;
+    return c->nsites[var] > 1 || c->inloop[var];
+}
+static int var_stack(ad_ctx *c, int var) {
+    if (c->stk[var] < 0) {
+        const ir_var *v = &c->k->vars[var];
+        c->stk[var] = new_stack(c, v->type, var, v->name, v->line);
+    }
+    return c->stk[var];
+}
+static int adj_of(ad_ctx *c, int var) {
+    if (c->deriv[var] < 0) {
+        const ir_var *v = &c->k->vars[var];
+        const char *name = dvm_arena_printf(c->A, "%s.grad", v->name ? v->name : "?");
+        c->deriv[var] = ad_newvar(c, name, DVM_T_F32, v->storage, v->line, var);
+    }
+    return c->deriv[var];
+}
+
+/* ---------------------------------------------------------------- reverse sweep */
+static ir_expr *hold(ad_ctx *c, ir_block *out, ir_expr *g, int force) {
+    if (!force && (g->kind == IR_VAR || g->kind == IR_CONST)) return g;
+    int p = c->par ? 1 : 0;
+    if (c->tmptop == c->ntmps[p]) {
+        if (c->ntmps[p] == c->captmps[p]) {
+            int cap = c->captmps[p] ? 2 * c->captmps[p] : 16;
+            int *t = dvm_arena_grow(c->A, c->tmps[p], sizeof(int) * (size_t)c->captmps[p], sizeof(int) * (size_t)cap);
+            if (!t) {
+                c->oom = 1;
+                return g;
+            }
+            c->tmps[p] = t;
+            c->captmps[p] = cap;
+        }
+        c->tmps[p][c->ntmps[p]++] = ad_newvar(c, "adjoint temporary", DVM_T_F32, p ? IR_LOCAL : IR_GLOBAL, 0, -1);
+    }
+    int t = c->tmps[p][c->tmptop++];
+    ad_push_stmt(c, out, ad_assign(c, t, g));
+    return ad_var(c, t);
+}
+ir_expr *ad_hold(ad_ctx *c, ir_block *out, ir_expr *g) { return hold(c, out, g, 0); }
+
+void ad_prop(ad_ctx *c, ir_block *out, const ir_expr *e, ir_expr *g) {
+    if (!ad_active(c, e)) return;
+    switch (e->kind) {
+    case IR_VAR: {
+        int a = adj_of(c, e->var);
+        if (c->k->vars[e->var].storage == IR_GLOBAL && c->par) {
+            ir_stmt *s = ad_st(c, IR_UATOMIC_ADD, e->line, e->col);
+            s->var = a;
+            s->e = g;
+            ad_push_stmt(c, out, s);
+        } else {
+            ad_push_stmt(c, out, ad_assign(c, a, ad_bin(c, DVM_OP_ADDF, ad_var(c, a), g)));
+        }
+        return;
+    }
+    case IR_LOAD: { /* parallel iterations may hit the same element */
+        ir_stmt *s = ad_st(c, IR_ATOMIC, e->line, e->col);
+        s->op = DVM_OP_ATOMADDF;
+        s->slot = c->dslot[e->slot];
+        s->nidx = e->nidx;
+        for (int i = 0; i < e->nidx; i++) s->idx[i] = e->idx[i];
+        s->e = g;
+        ad_push_stmt(c, out, s);
+        return;
+    }
+    case IR_UN:
+    case IR_BIN:
+    case IR_SELECT:
+    case IR_COND: {
+        int top = c->tmptop;
+        g = ad_hold(c, out, g);
+        if (e->kind == IR_COND) {
+            ir_stmt *s = ad_st(c, IR_IF, e->line, e->col);
+            s->e = e->a;
+            ad_prop(c, &s->body, e->b, g);
+            ad_prop(c, &s->orelse, e->c, g);
+            ad_push_stmt(c, out, s);
+        } else {
+            ad_rev_fn f = ad_rev_table[e->kind == IR_SELECT ? DVM_OP_SEL : e->op];
+            if (f) f(c, out, e, g); /* no rule: a non-differentiable op (//, %, ...): zero */
+        }
+        c->tmptop = top;
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+static ir_block rev_concat(ad_ctx *c, ir_block *revs, int n) {
+    ir_block r = {0};
+    for (int i = n - 1; i >= 0; i--) ad_append(c, &r, &revs[i]);
+    return r;
+}
+
+static void gen_block(ad_ctx *c, const ir_block *src, ir_block *fwd, ir_block *rev);
+
+static const ad_loop *find_loop(const ad_loop *arr, int n, const ir_stmt *s) {
+    for (int i = 0; i < n; i++)
+        if (arr[i].s == s) return &arr[i];
+    return NULL;
+}
+
+/* One statement: its forward-sweep code goes to fwd, its reverse-sweep code to rev. */
+static void gen_stmt(ad_ctx *c, const ir_stmt *s, ir_block *fwd, ir_block *rev) {
+    switch (s->kind) {
+    case IR_ASSIGN: {
+        int st = needs_stack(c, s->var) && c->first[s->var] != s ? var_stack(c, s->var) : -1;
+        if (st >= 0) ad_push_stmt(c, fwd, st_push(c, st, ad_var(c, s->var), s->line));
+        ad_push_stmt(c, fwd, (ir_stmt *)s);
+        if (adjointable(c, s->var)) {
+            int a = adj_of(c, s->var);
+            int top = c->tmptop;
+            ir_expr *t = NULL;
+            if (ad_active(c, s->e)) t = hold(c, rev, ad_var(c, a), 1); /* the adjoint, before it is reset */
+            ad_push_stmt(c, rev, ad_assign(c, a, ad_kf(c, 0.0f)));
+            if (st >= 0) ad_push_stmt(c, rev, st_pop(c, st, s->var, s->line));
+            if (t) ad_prop(c, rev, s->e, t);
+            c->tmptop = top;
+        } else if (st >= 0) {
+            ad_push_stmt(c, rev, st_pop(c, st, s->var, s->line));
+        }
+        return;
+    }
+    case IR_STORE: /* the primal launch already stored; its seed moves into e */
+        if (is_f32_slot(c, s->slot)) {
+            int top = c->tmptop;
+            ir_expr *ld = ad_ex(c, IR_LOAD, DVM_T_F32, s->line, s->col);
+            ld->slot = c->dslot[s->slot];
+            ld->nidx = s->nidx;
+            for (int i = 0; i < s->nidx; i++) ld->idx[i] = s->idx[i];
+            ir_expr *t = ad_active(c, s->e) ? ad_hold(c, rev, ld) : NULL;
+            ir_stmt *z = ad_st(c, IR_STORE, s->line, s->col);
+            z->slot = c->dslot[s->slot];
+            z->nidx = s->nidx;
+            for (int i = 0; i < s->nidx; i++) z->idx[i] = s->idx[i];
+            z->e = ad_kf(c, 0.0f);
+            ad_push_stmt(c, rev, z);
+            if (t) ad_prop(c, rev, s->e, t);
+            c->tmptop = top;
+        }
+        return;
+    case IR_ATOMIC:
+        if (s->op == DVM_OP_ATOMADDF && is_f32_slot(c, s->slot) && ad_active(c, s->e)) {
+            int top = c->tmptop;
+            ir_expr *ld = ad_ex(c, IR_LOAD, DVM_T_F32, s->line, s->col);
+            ld->slot = c->dslot[s->slot];
+            ld->nidx = s->nidx;
+            for (int i = 0; i < s->nidx; i++) ld->idx[i] = s->idx[i];
+            ad_prop(c, rev, s->e, ad_hold(c, rev, ld));
+            c->tmptop = top;
+        }
+        return; /* atomic max/min and i32 atomics: no derivative */
+    case IR_IF: {
+        ir_block fb = {0}, fo = {0}, rb = {0}, ro = {0};
+        gen_block(c, &s->body, &fb, &rb);
+        gen_block(c, &s->orelse, &fo, &ro);
+        if (!rb.n && !ro.n) { /* nothing to reverse: no condition to keep */
+            if (fb.n || fo.n) {
+                ir_stmt *n = ad_st(c, IR_IF, s->line, s->col);
+                n->e = s->e;
+                n->body = fb;
+                n->orelse = fo;
+                ad_push_stmt(c, fwd, n);
+            }
+            return;
+        }
+        int cv = hidden(c, dvm_arena_printf(c->A, "condition of the if at line %d", s->line), DVM_T_BOOL, s->line);
+        int cs = new_stack(c, DVM_T_BOOL, -1, c->k->vars[cv].name, s->line);
+        ad_push_stmt(c, fwd, ad_assign(c, cv, s->e));
+        ad_push_stmt(c, fwd, st_push(c, cs, ad_var(c, cv), s->line));
+        ir_stmt *n = ad_st(c, IR_IF, s->line, s->col);
+        n->e = ad_var(c, cv);
+        n->body = fb;
+        n->orelse = fo;
+        ad_push_stmt(c, fwd, n);
+        ad_push_stmt(c, rev, st_pop(c, cs, cv, s->line));
+        ir_stmt *r = ad_st(c, IR_IF, s->line, s->col);
+        r->e = ad_var(c, cv);
+        r->body = rb;
+        r->orelse = ro;
+        ad_push_stmt(c, rev, r);
+        return;
+    }
+    case IR_WHILE: {
+        ir_block fb = {0}, rb = {0};
+        gen_block(c, &s->body, &fb, &rb);
+        const ad_loop *cf = find_loop(c->conv, c->nconv, s);
+        ir_stmt *w = ad_st(c, IR_WHILE, s->line, s->col);
+        w->e = s->e;
+        w->body = fb;
+        if (cf) reg_loop(c, &c->gloops, &c->ngloops, &c->capgloops, w, 1, cf->var, cf->start, cf->stop);
+        else reg_loop(c, &c->gloops, &c->ngloops, &c->capgloops, w, 0, -1, NULL, NULL);
+        if (!rb.n) {
+            ad_push_stmt(c, fwd, w);
+            return;
+        }
+        int nv = hidden(c, dvm_arena_printf(c->A, "trip count of the loop at line %d", s->line), DVM_T_I32, s->line);
+        int ns = new_stack(c, DVM_T_I32, -1, c->k->vars[nv].name, s->line);
+        ad_push_stmt(c, fwd, ad_assign(c, nv, ad_ki(c, 0)));
+        ad_push_stmt(c, &w->body, ad_assign(c, nv, ad_bin(c, DVM_OP_ADDI, ad_var(c, nv), ad_ki(c, 1))));
+        ad_push_stmt(c, fwd, w);
+        ad_push_stmt(c, fwd, st_push(c, ns, ad_var(c, nv), s->line));
+        ad_push_stmt(c, rev, st_pop(c, ns, nv, s->line));
+        int kv = hidden(c, "reverse counter", DVM_T_I32, s->line);
+        ir_stmt *r = st_for(c, kv, ad_ki(c, 0), ad_var(c, nv), s->line, s->col);
+        r->body = rb;
+        ad_push_stmt(c, rev, r);
+        return;
+    }
+    case IR_FOR: {
+        int v = s->var;
+        int recompute = v >= 0 && v < c->nv1 && c->nsites[v] == 1; /* only the loop sets v */
+        ir_block fb = {0}, rb = {0};
+        int vst = !recompute && needs_stack(c, v) ? var_stack(c, v) : -1;
+        int cvar = -1;
+        if (!recompute) { /* v is also assigned in the body: count with a hidden counter */
+            cvar = hidden(c, dvm_arena_printf(c->A, "counter of the loop at line %d", s->line), DVM_T_I32, s->line);
+            if (vst >= 0) ad_push_stmt(c, &fb, st_push(c, vst, ad_var(c, v), s->line));
+            ad_push_stmt(c, &fb, ad_assign(c, v, ad_var(c, cvar)));
+        }
+        gen_block(c, &s->body, &fb, &rb);
+        if (!recompute && vst >= 0) ad_push_stmt(c, &rb, st_pop(c, vst, v, s->line));
+        ir_expr *start = s->e ? s->e : ad_ki(c, 0);
+        if (!rb.n) {
+            ir_stmt *f = st_for(c, recompute ? v : cvar, start, s->e2, s->line, s->col);
+            f->body = fb;
+            reg_loop(c, &c->gloops, &c->ngloops, &c->capgloops, f, 1, recompute ? v : -1, s->e, s->e2);
+            ad_push_stmt(c, fwd, f);
+            return;
+        }
+        int need_start = recompute && c->rread[v] && start->kind != IR_CONST;
+        int sv = -1, ss = -1;
+        ir_expr *S = start;
+        if (need_start) {
+            sv = hidden(c, dvm_arena_printf(c->A, "start of the loop at line %d", s->line), DVM_T_I32, s->line);
+            ss = new_stack(c, DVM_T_I32, -1, c->k->vars[sv].name, s->line);
+            ad_push_stmt(c, fwd, ad_assign(c, sv, start));
+            S = ad_var(c, sv);
+        } else if (start->kind != IR_CONST) {
+            sv = hidden(c, dvm_arena_printf(c->A, "start of the loop at line %d", s->line), DVM_T_I32, s->line);
+            ad_push_stmt(c, fwd, ad_assign(c, sv, start));
+            S = ad_var(c, sv);
+        }
+        int ev = hidden(c, dvm_arena_printf(c->A, "stop of the loop at line %d", s->line), DVM_T_I32, s->line);
+        ad_push_stmt(c, fwd, ad_assign(c, ev, s->e2));
+        ir_stmt *f = st_for(c, recompute ? v : cvar, S, ad_var(c, ev), s->line, s->col);
+        f->body = fb;
+        reg_loop(c, &c->gloops, &c->ngloops, &c->capgloops, f, 1, recompute ? v : -1, s->e, s->e2);
+        ad_push_stmt(c, fwd, f);
+        int nv = hidden(c, dvm_arena_printf(c->A, "trip count of the loop at line %d", s->line), DVM_T_I32, s->line);
+        int ns = new_stack(c, DVM_T_I32, -1, c->k->vars[nv].name, s->line);
+        ad_push_stmt(c, fwd, st_push(c, ns, ad_bin(c, DVM_OP_MAXI, ad_bin(c, DVM_OP_SUBI, ad_var(c, ev), S), ad_ki(c, 0)), s->line));
+        if (ss >= 0) ad_push_stmt(c, fwd, st_push(c, ss, ad_var(c, sv), s->line));
+        if (ss >= 0) ad_push_stmt(c, rev, st_pop(c, ss, sv, s->line));
+        ad_push_stmt(c, rev, st_pop(c, ns, nv, s->line));
+        int kv = hidden(c, "reverse counter", DVM_T_I32, s->line);
+        ir_stmt *r = st_for(c, kv, ad_ki(c, 0), ad_var(c, nv), s->line, s->col);
+        if (recompute && c->rread[v]) { /* v = start + (n - 1 - k): cheaper than a stack */
+            ir_expr *off = ad_bin(c, DVM_OP_SUBI, ad_bin(c, DVM_OP_SUBI, ad_var(c, nv), ad_ki(c, 1)), ad_var(c, kv));
+            ad_push_stmt(c, &r->body, ad_assign(c, v, ad_bin(c, DVM_OP_ADDI, need_start ? ad_var(c, sv) : start, off)));
+        }
+        ad_append(c, &r->body, &rb);
+        ad_push_stmt(c, rev, r);
+        return;
+    }
+    default:
+        return; /* asserts were checked by the primal launch */
+    }
+}
+
+static void gen_block(ad_ctx *c, const ir_block *src, ir_block *fwd, ir_block *rev) {
+    ir_block *revs = ad_alloc(c, sizeof(ir_block) * (size_t)(src->n + 1));
+    if (c->oom) return;
+    for (int i = 0; i < src->n; i++) gen_stmt(c, src->s[i], fwd, &revs[i]);
+    ir_block r = rev_concat(c, revs, src->n);
+    ad_append(c, rev, &r);
+}
+
+/* ---------------------------------------------------------------- driver */
+static void add_top(ad_ctx *c, ir_top **tops, int *n, int *cap, const ir_top *t) {
+    if (*n == *cap) {
+        int nc = *cap ? 2 * *cap : 8;
+        ir_top *a = dvm_arena_grow(c->A, *tops, sizeof(ir_top) * (size_t)*cap, sizeof(ir_top) * (size_t)nc);
+        if (!a) {
+            c->oom = 1;
+            return;
+        }
+        *tops = a;
+        *cap = nc;
+    }
+    (*tops)[(*n)++] = *t;
+}
+static void add_serial(ad_ctx *c, ir_top **tops, int *n, int *cap, const ir_block *b, int line) {
+    for (int i = 0; i < b->n; i++) {
+        ir_top t = {0};
+        t.stmt = b->s[i];
+        t.line = line;
+        add_top(c, tops, n, cap, &t);
+    }
+}
+
+static int adjoint(ad_ctx *c) {
+    ir_kernel *k = c->k;
+    const ir_variant *f = &k->v[DVM_V_FORWARD];
+    int nt = f->ntops;
+    /* preprocessed copy of each top */
+    ir_top *pre = ad_alloc(c, sizeof(ir_top) * (size_t)(nt + 1));
+    if (c->oom) return -1;
+    for (int t = 0; t < nt; t++) {
+        pre[t] = f->tops[t];
+        c->par = f->tops[t].parallel; /* hidden flags and counters are registers there */
+        if (f->tops[t].parallel) {
+            memset(&pre[t].body, 0, sizeof pre[t].body);
+            pre_block(c, &f->tops[t].body, 0, &pre[t].body, -1, -1);
+        } else if (f->tops[t].stmt) {
+            pre[t].stmt = pre_stmt(c, f->tops[t].stmt, -1, -1);
+        }
+    }
+    c->par = 0;
+    /* analysis over the preprocessed code */
+    c->nv1 = k->nvars;
+    size_t nv = (size_t)c->nv1 + 1;
+    c->nsites = ad_alloc(c, sizeof(int) * nv);
+    c->inloop = ad_alloc(c, nv);
+    c->rread = ad_alloc(c, nv);
+    c->def = ad_alloc(c, sizeof(ir_expr *) * nv);
+    c->first = ad_alloc(c, sizeof(ir_stmt *) * nv);
+    c->deriv = ad_alloc(c, sizeof(int) * nv);
+    c->stk = ad_alloc(c, sizeof(int) * nv);
+    if (c->oom) return -1;
+    for (int i = 0; i < c->nv1; i++) c->deriv[i] = c->stk[i] = -1;
+    for (int t = 0; t < nt; t++) {
+        if (pre[t].parallel) {
+            analyse_block(c, &pre[t].body, 0, 1);
+            mark_global_reads_block(c, &pre[t].body);
+            for (int d = 0; d < pre[t].ndim; d++) mark_global_reads(c, pre[t].stop[d]);
+            mark_global_reads(c, pre[t].start);
+        } else if (pre[t].stmt) {
+            analyse_stmt(c, pre[t].stmt, 0, 0);
+        }
+    }
+    /* serial forward sweep over all serial tops, then every top reversed */
+    ir_top *tops = NULL;
+    int ntops = 0, captops = 0;
+    ir_block sfwd = {0};
+    ir_block *srev = ad_alloc(c, sizeof(ir_block) * (size_t)(nt + 1));
+    ir_block *pfwd = ad_alloc(c, sizeof(ir_block) * (size_t)(nt + 1));
+    if (c->oom) return -1;
+    c->par = 0;
+    c->cur_top = -1;
+    for (int t = 0; t < nt; t++)
+        if (!pre[t].parallel && pre[t].stmt) gen_stmt(c, pre[t].stmt, &sfwd, &srev[t]);
+    add_serial(c, &tops, &ntops, &captops, &sfwd, k->line);
+    for (int t = nt - 1; t >= 0; t--) {
+        if (!pre[t].parallel) {
+            add_serial(c, &tops, &ntops, &captops, &srev[t], pre[t].line);
+            continue;
+        }
+        c->par = 1;
+        c->cur_top = t;
+        ir_block rev = {0};
+        gen_block(c, &pre[t].body, &pfwd[t], &rev);
+        c->par = 0;
+        if (!rev.n) continue; /* nothing flows back through this loop */
+        ir_top p = pre[t];
+        memset(&p.body, 0, sizeof p.body);
+        ad_append(c, &p.body, &pfwd[t]);
+        ad_append(c, &p.body, &rev);
+        add_top(c, &tops, &ntops, &captops, &p);
+    }
+    /* capacities */
+    for (int s = 0; s < c->nstacks; s++) {
+        int t = c->stack_top[s];
+        c->stacks[s].size = t < 0 ? ad_stack_size(c, s, &sfwd, NULL) : ad_stack_size(c, s, &pfwd[t], &pre[t]);
+    }
+    if (c->oom) return -1;
+    ir_variant *v = &k->v[DVM_V_ADJOINT];
+    v->present = 1;
+    v->tops = tops;
+    v->ntops = ntops;
+    v->stacks = c->stacks;
+    v->nstacks = c->nstacks;
+    return ad_derived_slots(c, v, f, DVM_ROLE_GRAD);
+}
+
+/* The derived variant's array slots: the forward ones, then a `role` (GRAD or DUAL) slot per
+   f32 array parameter, at c->dslot[i] for forward slot i. */
+int ad_derived_slots(ad_ctx *c, ir_variant *v, const ir_variant *f, int role) {
+    v->nslots = f->nslots;
+    for (int i = 0; i < f->nslots; i++)
+        if (c->dslot[i] >= 0) v->nslots++;
+    v->slots = ad_alloc(c, sizeof(ir_slot) * (size_t)(v->nslots + 1));
+    if (c->oom) return -1;
+    for (int i = 0; i < f->nslots; i++) {
+        v->slots[i] = f->slots[i];
+        if (c->dslot[i] >= 0) v->slots[c->dslot[i]] = (ir_slot){f->slots[i].param, (uint8_t)role};
+    }
+    return 0;
+}
+
+/* forward slot -> derivative slot: forward slots first, then one per f32 array parameter in
+ * declaration order (the slots of a forward variant follow the array parameters' order) */
+static int map_slots(ad_ctx *c) {
+    const ir_variant *f = &c->k->v[DVM_V_FORWARD];
+    c->nfslots = f->nslots;
+    c->dslot = ad_alloc(c, sizeof(int) * (size_t)(f->nslots + 1));
+    if (c->oom) return -1;
+    int next = f->nslots;
+    for (int i = 0; i < f->nslots; i++) {
+        int p = f->slots[i].param;
+        int f32 = p >= 0 && p < c->k->nparams && c->k->params[p].type == DVM_T_F32;
+        c->dslot[i] = f32 ? next++ : -1;
+    }
+    return 0;
+}
+
+static void ctx_init(ad_ctx *c, ir_module *m, ir_kernel *k, dvm_diags *d) {
+    memset(c, 0, sizeof *c);
+    c->A = m->arena;
+    c->k = k;
+    c->d = d;
+    c->cur_top = -1;
+}
+
+int dvm_autodiff(ir_module *m, dvm_diags *d) {
+    int errors = d->nerrors;
+    for (int i = 0; i < m->nkernels; i++) {
+        ir_kernel *k = m->kernels[i];
+        if (!k || !k->v[DVM_V_FORWARD].present) continue;
+        ad_ctx c;
+        ctx_init(&c, m, k, d);
+        if (map_slots(&c)) goto oom;
+        int before = d->nerrors;
+        reject_reads_after_stores(&c);
+        if (d->nerrors != before) continue;
+        if (adjoint(&c) || c.oom) goto oom;
+        ad_ctx t;
+        ctx_init(&t, m, k, d);
+        if (map_slots(&t) || ad_tangent(&t) || t.oom) goto oom;
+        continue;
+    oom:
+        dvm_diag(d, k->line, k->col, "kernel '%s': out of memory while differentiating", k->name);
+        return -1;
+    }
+    return d->nerrors != errors ? -1 : 0;
+}

@@ -1,0 +1,1843 @@
+/* check.c: resolves names, types every expression and lowers the syntax tree to the IR of
+ * ir.h (forward variant): helpers inlined, static loops unrolled, top-level loops turned into
+ * parallel tops. Also dvm_front, the front end's entry point. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "ast.h"
+#include "compile.h"
+
+#define MAX_INLINE 20000   /* helper bodies inlined per kernel */
+#define MAX_UNROLL 4096    /* iterations of one static loop */
+#define MAX_STMTS 200000   /* IR statements per kernel, after unrolling and inlining */
+
+enum { BK_VAR, BK_ARRAY, BK_EXPR, BK_POISON };
+enum { LK_NONE, LK_SERIAL, LK_NDRANGE, LK_STATIC, LK_PARALLEL };
+enum { ESC = 1, TERM = 2 }; /* lower_stmt results: may set the frame's escape flag; never falls through */
+
+typedef struct binding {
+    int kind;
+    int name, frame;
+    int var;          /* BK_VAR */
+    int param;        /* BK_ARRAY: the kernel's array parameter */
+    int loopvar;      /* BK_VAR: a serial loop's variable (read-only in its loop) */
+    ir_expr *expr;    /* BK_EXPR: a leaf substituted at each use */
+    const char *what; /* BK_EXPR: what it is, for messages */
+    int line, col;
+    struct binding *prev;
+} binding;
+
+typedef struct helper_info {
+    ast_func *f;
+    int simple;              /* one return, the last statement: inline as an expression */
+    int ok;                  /* passed the one-time checks */
+    unsigned char *assigned; /* per parameter: assigned in the body */
+    int active;              /* being inlined now (recursion check) */
+    int used;                /* inlined at least once */
+} helper_info;
+
+typedef struct frame {
+    int id;
+    helper_info *h; /* NULL: the kernel body */
+    int R, D;       /* flag mode: result variable, done flag */
+    int loopdepth;  /* real loops open in this frame */
+    int loopkind;   /* innermost loop kind */
+} frame;
+
+typedef struct ctx {
+    dvm_arena *a;
+    dvm_diags *d;
+    const char *src;
+    const dvm_lexed *lx;
+    ast_module *am;
+    ir_kernel *k;
+    int *slot_of_param;
+    binding **head;    /* per name id: innermost binding */
+    binding **expired; /* per name id: the last binding that went out of scope */
+    binding **stack;   /* bindings in order, for popping scopes */
+    int nstack, capstack;
+    frame *fr;
+    int nframes;
+    int in_parallel;
+    int cflag;         /* the parallel body's continue flag, or -1 */
+    int ninline;
+    int *func_of_name; /* name id -> index in am->funcs, or -1 */
+    helper_info *helpers;
+    int reported[64][2];
+    int nreported;
+    int oom;           /* 1: out of memory; 2: the kernel grew too large (both stop lowering) */
+    int nstmts;
+} ctx;
+
+/* ---- errors: one per source location (a helper inlined twice reports once) ---- */
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static void err(ctx *c, int line, int col, const char *fmt, ...) {
+    for (int i = 0; i < c->nreported && i < 64; i++)
+        if (c->reported[i][0] == line && c->reported[i][1] == col) {
+            c->d->nerrors++;
+            c->d->max_errors++; /* counted, not shown again */
+            return;
+        }
+    c->reported[c->nreported % 64][0] = line;
+    c->reported[c->nreported % 64][1] = col;
+    c->nreported++;
+    char msg[640];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    dvm_diag(c->d, line, col, "%s", msg);
+}
+
+static const char *tname(int t) {
+    return t == DVM_T_F32 ? "f32" : t == DVM_T_I32 ? "i32" : t == DVM_T_BOOL ? "bool" : "no value";
+}
+
+/* ---- IR construction ---- */
+static ir_expr *mk(ctx *c, int kind, int type, int line, int col) {
+    ir_expr *e = ir_expr_new(c->a, kind, type, line, col);
+    if (!e) c->oom = 1;
+    return e;
+}
+static ir_expr *mk_const_i(ctx *c, int type, int32_t v, int line, int col) {
+    ir_expr *e = mk(c, IR_CONST, type, line, col);
+    if (e) e->k.i = v;
+    return e;
+}
+static ir_expr *mk_const_f(ctx *c, float v, int line, int col) {
+    ir_expr *e = mk(c, IR_CONST, DVM_T_F32, line, col);
+    if (e) e->k.f = v;
+    return e;
+}
+static ir_expr *mk_var(ctx *c, int var, int line, int col) {
+    ir_expr *e = mk(c, IR_VAR, c->k->vars[var].type, line, col);
+    if (e) e->var = var;
+    return e;
+}
+static ir_expr *mk_un(ctx *c, int op, int type, ir_expr *a) {
+    if (!a) return NULL;
+    ir_expr *e = mk(c, IR_UN, type, a->line, a->col);
+    if (e) {
+        e->op = (uint16_t)op;
+        e->a = a;
+    }
+    return e;
+}
+static ir_expr *mk_bin(ctx *c, int op, int type, ir_expr *a, ir_expr *b, int line, int col) {
+    if (!a || !b) return NULL;
+    ir_expr *e = mk(c, IR_BIN, type, line, col);
+    if (e) {
+        e->op = (uint16_t)op;
+        e->a = a;
+        e->b = b;
+    }
+    return e;
+}
+static void err(ctx *c, int line, int col, const char *fmt, ...);
+static ir_stmt *mk_stmt(ctx *c, int kind, int line, int col) {
+    if (c->oom) return NULL;
+    if (++c->nstmts > MAX_STMTS) {
+        err(c, line, col, "kernel '%s' is too large after unrolling static loops and inlining helpers (more than %d statements)", c->k->name,
+            MAX_STMTS);
+        c->oom = 2;
+        return NULL;
+    }
+    ir_stmt *s = ir_stmt_new(c->a, kind, line, col);
+    if (!s) c->oom = 1;
+    return s;
+}
+static void push(ctx *c, ir_block *b, ir_stmt *s) {
+    if (s) ir_block_push(c->a, b, s);
+}
+static ir_stmt *mk_assign(ctx *c, int var, ir_expr *e, int line, int col) {
+    ir_stmt *s = mk_stmt(c, IR_ASSIGN, line, col);
+    if (s) {
+        s->var = var;
+        s->e = e;
+    }
+    return s;
+}
+static ir_expr *mk_not(ctx *c, ir_expr *a) { return mk_un(c, DVM_OP_NOT, DVM_T_BOOL, a); }
+
+static int new_var(ctx *c, const char *name, int type, int line, int col) {
+    int v = ir_var_new(c->a, c->k, name, type, c->in_parallel ? IR_LOCAL : IR_GLOBAL, line, col);
+    if (v < 0) c->oom = 1;
+    return v;
+}
+
+/* i32 -> f32 where needed (constants folded); NULL with no message when it cannot convert. */
+static ir_expr *to_f32(ctx *c, ir_expr *e) {
+    if (!e || e->type == DVM_T_F32) return e;
+    if (e->type != DVM_T_I32) return NULL;
+    if (e->kind == IR_CONST) return mk_const_f(c, (float)e->k.i, e->line, e->col);
+    return mk_un(c, DVM_OP_I2F, DVM_T_F32, e);
+}
+
+/* Converts e to type `want` the way an assignment does; NULL when it cannot. */
+static ir_expr *convert(ctx *c, ir_expr *e, int want) {
+    if (!e) return NULL;
+    if (e->type == want) return e;
+    if (want == DVM_T_F32 && e->type == DVM_T_I32) return to_f32(c, e);
+    return NULL;
+}
+
+static int is_leaf(const ir_expr *e) { return e && (e->kind == IR_CONST || e->kind == IR_VAR); }
+
+static ir_expr *clone_leaf(ctx *c, const ir_expr *e, int line, int col) {
+    ir_expr *x = mk(c, e->kind, e->type, line, col);
+    if (x) {
+        x->k = e->k;
+        x->var = e->var;
+        x->slot = e->slot;
+        x->axis = e->axis;
+    }
+    return x;
+}
+
+/* ---- scopes ---- */
+static int scope_mark(ctx *c) { return c->nstack; }
+
+static binding *bind(ctx *c, int name, int kind, int line, int col) {
+    binding *b = dvm_arena_alloc(c->a, sizeof *b);
+    if (!b) {
+        c->oom = 1;
+        return NULL;
+    }
+    if (c->nstack == c->capstack) {
+        int nc = c->capstack ? c->capstack * 2 : 64;
+        binding **v = dvm_arena_grow(c->a, c->stack, (size_t)c->capstack * sizeof *v, (size_t)nc * sizeof *v);
+        if (!v) {
+            c->oom = 1;
+            return NULL;
+        }
+        c->stack = v;
+        c->capstack = nc;
+    }
+    b->kind = kind;
+    b->name = name;
+    b->frame = c->fr->id;
+    b->line = line;
+    b->col = col;
+    b->var = -1;
+    b->param = -1;
+    b->prev = c->head[name];
+    c->head[name] = b;
+    c->stack[c->nstack++] = b;
+    return b;
+}
+
+static void scope_pop(ctx *c, int mark) {
+    while (c->nstack > mark) {
+        binding *b = c->stack[--c->nstack];
+        c->head[b->name] = b->prev;
+        if (b->frame == c->fr->id && b->kind == BK_VAR) c->expired[b->name] = b;
+    }
+}
+
+static binding *lookup(ctx *c, int name) {
+    binding *b = c->head[name];
+    return b && b->frame == c->fr->id ? b : NULL;
+}
+
+
+static int is_reserved(const char *s) {
+    return !strcmp(s, "range") || !strcmp(s, "ndrange") || !strcmp(s, "static") || !strcmp(s, "f32") ||
+           !strcmp(s, "i32") || !strcmp(s, "bool");
+}
+
+/* ---- builtins ---- */
+enum { BI_F1, BI_F2, BI_ABS, BI_MINMAX, BI_CLAMP, BI_SELECT, BI_F32, BI_I32, BI_ATOMIC, BI_LOOP };
+typedef struct builtin {
+    const char *name;
+    int kind, op, nargs; /* nargs -1: 2 or more */
+} builtin;
+static const builtin builtins[] = {
+    {"sin", BI_F1, DVM_OP_SIN, 1},     {"cos", BI_F1, DVM_OP_COS, 1},     {"tan", BI_F1, DVM_OP_TAN, 1},
+    {"asin", BI_F1, DVM_OP_ASIN, 1},   {"acos", BI_F1, DVM_OP_ACOS, 1},   {"atan", BI_F1, DVM_OP_ATAN, 1},
+    {"exp", BI_F1, DVM_OP_EXP, 1},     {"log", BI_F1, DVM_OP_LOG, 1},     {"sqrt", BI_F1, DVM_OP_SQRT, 1},
+    {"rsqrt", BI_F1, DVM_OP_RSQRT, 1}, {"tanh", BI_F1, DVM_OP_TANH, 1},   {"floor", BI_F1, DVM_OP_FLOOR, 1},
+    {"ceil", BI_F1, DVM_OP_CEIL, 1},   {"atan2", BI_F2, DVM_OP_ATAN2F, 2}, {"pow", BI_F2, DVM_OP_POWF, 2},
+    {"abs", BI_ABS, 0, 1},             {"min", BI_MINMAX, 0, -1},         {"max", BI_MINMAX, 1, -1},
+    {"clamp", BI_CLAMP, 0, 3},         {"select", BI_SELECT, 0, 3},       {"f32", BI_F32, 0, 1},
+    {"i32", BI_I32, 0, 1},             {"atomic_max", BI_ATOMIC, 1, 2},   {"atomic_min", BI_ATOMIC, 0, 2},
+    {"range", BI_LOOP, 0, 0},          {"ndrange", BI_LOOP, 0, 0},        {"static", BI_LOOP, 0, 0},
+};
+static const builtin *find_builtin(const char *s) {
+    for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
+        if (!strcmp(builtins[i].name, s)) return &builtins[i];
+    return NULL;
+}
+
+static ir_expr *lower_expr(ctx *c, const ast_expr *e, ir_block *pre);
+static int lower_stmts(ctx *c, ast_stmt **s, int n, ir_block *out);
+
+static ir_expr *lower_typed(ctx *c, const ast_expr *e, ir_block *pre, int want, const char *what) {
+    ir_expr *x = lower_expr(c, e, pre);
+    if (!x) return NULL;
+    ir_expr *y = convert(c, x, want);
+    if (!y) err(c, e->line, e->col, "%s must be %s, got %s", what, tname(want), tname(x->type));
+    return y;
+}
+
+static ir_expr *lower_cond(ctx *c, const ast_expr *e, ir_block *pre, const char *what) {
+    ir_expr *x = lower_expr(c, e, pre);
+    if (!x) return NULL;
+    if (x->type != DVM_T_BOOL) {
+        err(c, e->line, e->col, "%s must be bool, got %s (compare explicitly, e.g. 'x != 0')", what, tname(x->type));
+        return NULL;
+    }
+    return x;
+}
+
+/* ---- arithmetic and comparisons ---- */
+static const char *op_text(int tk) { return dvm_tok_spelling(tk); }
+
+static ir_expr *arith(ctx *c, int tk, ir_expr *a, ir_expr *b, int line, int col) {
+    if (!a || !b) return NULL;
+    if ((a->type != DVM_T_F32 && a->type != DVM_T_I32) || (b->type != DVM_T_F32 && b->type != DVM_T_I32)) {
+        err(c, line, col, "operator '%s' needs f32 or i32 operands, got %s and %s", op_text(tk), tname(a->type), tname(b->type));
+        return NULL;
+    }
+    int ints = a->type == DVM_T_I32 && b->type == DVM_T_I32;
+    if (tk == TK_SLASH) ints = 0;
+    if (ints) {
+        int op = tk == TK_PLUS ? DVM_OP_ADDI : tk == TK_MINUS ? DVM_OP_SUBI : tk == TK_STAR ? DVM_OP_MULI
+               : tk == TK_DSLASH ? DVM_OP_DIVI : tk == TK_PERCENT ? DVM_OP_MODI : DVM_OP_POWI;
+        if (a->kind == IR_CONST && b->kind == IR_CONST && (op == DVM_OP_ADDI || op == DVM_OP_SUBI || op == DVM_OP_MULI)) {
+            uint32_t x = (uint32_t)a->k.i, y = (uint32_t)b->k.i;
+            uint32_t r = op == DVM_OP_ADDI ? x + y : op == DVM_OP_SUBI ? x - y : x * y; /* wraps like the VM */
+            return mk_const_i(c, DVM_T_I32, (int32_t)r, line, col);
+        }
+        return mk_bin(c, op, DVM_T_I32, a, b, line, col);
+    }
+    int op = tk == TK_PLUS ? DVM_OP_ADDF : tk == TK_MINUS ? DVM_OP_SUBF : tk == TK_STAR ? DVM_OP_MULF
+           : tk == TK_SLASH ? DVM_OP_DIVF : tk == TK_DSLASH ? DVM_OP_FFLOORDIV : tk == TK_PERCENT ? DVM_OP_FMODF : DVM_OP_POWF;
+    return mk_bin(c, op, DVM_T_F32, to_f32(c, a), to_f32(c, b), line, col);
+}
+
+static ir_expr *compare(ctx *c, int tk, ir_expr *a, ir_expr *b, int line, int col) {
+    if (!a || !b) return NULL;
+    int ab = a->type == DVM_T_BOOL, bb = b->type == DVM_T_BOOL;
+    if (ab || bb) {
+        if (!(ab && bb)) {
+            err(c, line, col, "cannot compare %s with %s using '%s'", tname(a->type), tname(b->type), op_text(tk));
+            return NULL;
+        }
+        if (tk != TK_EQ && tk != TK_NE) {
+            err(c, line, col, "bool values cannot be ordered with '%s' (only == and != compare bools)", op_text(tk));
+            return NULL;
+        }
+        return mk_bin(c, tk == TK_EQ ? DVM_OP_EQI : DVM_OP_NEI, DVM_T_BOOL, a, b, line, col);
+    }
+    if ((a->type != DVM_T_F32 && a->type != DVM_T_I32) || (b->type != DVM_T_F32 && b->type != DVM_T_I32)) {
+        err(c, line, col, "cannot compare %s with %s", tname(a->type), tname(b->type));
+        return NULL;
+    }
+    int f = a->type == DVM_T_F32 || b->type == DVM_T_F32;
+    if (f) {
+        a = to_f32(c, a);
+        b = to_f32(c, b);
+    }
+    int lt = f ? DVM_OP_LTF : DVM_OP_LTI, le = f ? DVM_OP_LEF : DVM_OP_LEI;
+    int eq = f ? DVM_OP_EQF : DVM_OP_EQI, ne = f ? DVM_OP_NEF : DVM_OP_NEI;
+    switch (tk) {
+    case TK_LT: return mk_bin(c, lt, DVM_T_BOOL, a, b, line, col);
+    case TK_LE: return mk_bin(c, le, DVM_T_BOOL, a, b, line, col);
+    case TK_GT: return mk_bin(c, lt, DVM_T_BOOL, b, a, line, col);
+    case TK_GE: return mk_bin(c, le, DVM_T_BOOL, b, a, line, col);
+    case TK_EQ: return mk_bin(c, eq, DVM_T_BOOL, a, b, line, col);
+    default: return mk_bin(c, ne, DVM_T_BOOL, a, b, line, col);
+    }
+}
+
+/* `a and b` / `a or b` where b was lowered into `sub`: an IR_AND/IR_OR when b needs no
+ * statements, else a bool temporary set in an if, so b's statements run only when needed. */
+static ir_expr *logic(ctx *c, int is_and, ir_expr *a, ir_expr *b, ir_block *sub, ir_block *pre, int line, int col) {
+    if (!a || !b) return NULL;
+    if (sub->n == 0) {
+        ir_expr *e = mk(c, is_and ? IR_AND : IR_OR, DVM_T_BOOL, line, col);
+        if (e) {
+            e->a = a;
+            e->b = b;
+        }
+        return e;
+    }
+    int t = new_var(c, is_and ? "and" : "or", DVM_T_BOOL, line, col);
+    if (t < 0) return NULL;
+    push(c, pre, mk_assign(c, t, a, line, col));
+    ir_stmt *s = mk_stmt(c, IR_IF, line, col);
+    if (!s) return NULL;
+    s->e = is_and ? mk_var(c, t, line, col) : mk_not(c, mk_var(c, t, line, col));
+    s->body = *sub;
+    push(c, &s->body, mk_assign(c, t, b, line, col));
+    push(c, pre, s);
+    return mk_var(c, t, line, col);
+}
+
+static ir_expr *lower_chain(ctx *c, const ast_expr *e, int i, ir_expr *left, ir_block *pre) {
+    ir_expr *right = lower_expr(c, e->args[i + 1], pre);
+    if (!left || !right) return NULL;
+    int last = i + 2 >= e->nargs;
+    if (!last && !is_leaf(right)) { /* used twice: evaluate once */
+        int t = new_var(c, "cmp", right->type, right->line, right->col);
+        if (t < 0) return NULL;
+        push(c, pre, mk_assign(c, t, right, right->line, right->col));
+        right = mk_var(c, t, right->line, right->col);
+    }
+    const ast_expr *opnd = e->args[i + 1];
+    ir_expr *cmp = compare(c, e->ops[i], left, right, i == 0 ? e->line : opnd->line, i == 0 ? e->col : opnd->col);
+    if (last || !cmp) return cmp;
+    ir_block sub = {0};
+    ir_expr *rest = lower_chain(c, e, i + 1, clone_leaf(c, right, right->line, right->col), &sub);
+    return logic(c, 1, cmp, rest, &sub, pre, e->line, e->col);
+}
+
+/* ---- arrays ---- */
+/* The array a name refers to: the kernel parameter index, or -1 with an error. */
+static int array_of(ctx *c, const ast_expr *e) {
+    if (e->kind != AE_NAME) {
+        err(c, e->line, e->col, "only arrays can be indexed");
+        return -1;
+    }
+    binding *b = lookup(c, e->name);
+    if (!b) {
+        err(c, e->line, e->col, "unknown array '%s'", e->str);
+        return -1;
+    }
+    if (b->kind == BK_POISON) return -1;
+    if (b->kind != BK_ARRAY) {
+        err(c, e->line, e->col, "'%s' is not an array; only arrays can be indexed", e->str);
+        return -1;
+    }
+    return b->param;
+}
+
+/* Lowers the indices of x[...] into idx; returns the rank or -1. */
+static int lower_indices(ctx *c, const ast_expr *ix, int param, ir_expr **idx, ir_block *pre) {
+    const ir_param *p = &c->k->params[param];
+    if (ix->nargs != p->rank) {
+        err(c, ix->line, ix->col, "array '%s' has rank %d but %d %s given", p->name, p->rank, ix->nargs,
+            ix->nargs == 1 ? "index was" : "indices were");
+        return -1;
+    }
+    int ok = 1;
+    for (int i = 0; i < ix->nargs; i++) {
+        ir_expr *x = lower_expr(c, ix->args[i], pre);
+        if (!x) {
+            ok = 0;
+            continue;
+        }
+        if (x->type != DVM_T_I32) {
+            err(c, ix->args[i]->line, ix->args[i]->col, "the index for axis %d of '%s' must be i32, got %s%s", i, p->name,
+                tname(x->type), x->type == DVM_T_F32 ? " (convert with i32(...))" : "");
+            ok = 0;
+            continue;
+        }
+        idx[i] = x;
+    }
+    return ok ? p->rank : -1;
+}
+
+static ir_expr *lower_shape(ctx *c, const ast_expr *ix, ir_block *pre) {
+    const ast_expr *attr = ix->a;
+    int param = array_of(c, attr->a);
+    if (param < 0) return NULL;
+    const ir_param *p = &c->k->params[param];
+    if (ix->nargs != 1) {
+        err(c, ix->line, ix->col, "'%s.shape' takes one axis, got %d", p->name, ix->nargs);
+        return NULL;
+    }
+    ir_expr *k = lower_expr(c, ix->args[0], pre);
+    if (!k) return NULL;
+    if (k->kind != IR_CONST || k->type != DVM_T_I32) {
+        err(c, ix->args[0]->line, ix->args[0]->col, "the axis in '%s.shape[k]' must be an integer literal", p->name);
+        return NULL;
+    }
+    if (k->k.i < 0 || k->k.i >= p->rank) {
+        err(c, ix->args[0]->line, ix->args[0]->col, "axis %d is out of range for '%s' of rank %d", (int)k->k.i, p->name, p->rank);
+        return NULL;
+    }
+    int32_t dm = p->dim[k->k.i];
+    if (dm >= 0) return mk_const_i(c, DVM_T_I32, dm, ix->line, ix->col);
+    return mk_var(c, c->k->syms[-dm - 1].var, ix->line, ix->col);
+}
+
+/* ---- calls ---- */
+static ir_expr *lower_helper_call(ctx *c, helper_info *h, const ast_expr *e, ir_block *pre);
+
+static ir_expr *lower_call(ctx *c, const ast_expr *e, ir_block *pre) {
+    int fi = c->func_of_name[e->name];
+    if (fi >= 0) {
+        ast_func *f = c->am->funcs[fi];
+        if (f->is_kernel) {
+            err(c, e->line, e->col, "'%s' is a kernel; only helpers (def) can be called", e->str);
+            return NULL;
+        }
+        return lower_helper_call(c, &c->helpers[fi], e, pre);
+    }
+    const builtin *bi = find_builtin(e->str);
+    if (!bi) {
+        err(c, e->line, e->col, "unknown function '%s'", e->str);
+        return NULL;
+    }
+    if (bi->kind == BI_ATOMIC) {
+        err(c, e->line, e->col, "%s(...) is a statement and has no value", bi->name);
+        return NULL;
+    }
+    if (bi->kind == BI_LOOP) {
+        err(c, e->line, e->col, "%s(...) may only follow 'in' in a for loop", bi->name);
+        return NULL;
+    }
+    if (bi->nargs >= 0 && e->nargs != bi->nargs) {
+        err(c, e->line, e->col, "%s takes %d argument%s but %d %s given", bi->name, bi->nargs, bi->nargs == 1 ? "" : "s",
+            e->nargs, e->nargs == 1 ? "was" : "were");
+        return NULL;
+    }
+    if (bi->nargs < 0 && e->nargs < 2) {
+        err(c, e->line, e->col, "%s takes at least 2 arguments but %d %s given", bi->name, e->nargs, e->nargs == 1 ? "was" : "were");
+        return NULL;
+    }
+    ir_expr *arg[3] = {0};
+    ir_expr **args = arg;
+    if (e->nargs > 3) {
+        args = dvm_arena_alloc(c->a, sizeof(ir_expr *) * (size_t)e->nargs);
+        if (!args) return NULL;
+    }
+    int ok = 1;
+    for (int i = 0; i < e->nargs; i++) {
+        args[i] = lower_expr(c, e->args[i], pre);
+        if (!args[i]) ok = 0;
+    }
+    if (!ok) return NULL;
+    int line = e->line, col = e->col;
+    for (int i = 0; i < e->nargs; i++) {
+        int t = args[i]->type;
+        int want_bool = bi->kind == BI_SELECT && i == 0;
+        if (want_bool && t != DVM_T_BOOL) {
+            err(c, e->args[i]->line, e->args[i]->col, "the condition of select must be bool, got %s", tname(t));
+            return NULL;
+        }
+        if (!want_bool && bi->kind != BI_SELECT && bi->kind != BI_F32 && bi->kind != BI_I32 && t != DVM_T_F32 && t != DVM_T_I32) {
+            err(c, e->args[i]->line, e->args[i]->col, "argument %d of %s must be f32 or i32, got %s", i + 1, bi->name, tname(t));
+            return NULL;
+        }
+    }
+    switch (bi->kind) {
+    case BI_F1: return mk_un(c, bi->op, DVM_T_F32, to_f32(c, args[0]));
+    case BI_F2: return mk_bin(c, bi->op, DVM_T_F32, to_f32(c, args[0]), to_f32(c, args[1]), line, col);
+    case BI_ABS:
+        return args[0]->type == DVM_T_I32 ? mk_un(c, DVM_OP_ABSI, DVM_T_I32, args[0]) : mk_un(c, DVM_OP_ABSF, DVM_T_F32, args[0]);
+    case BI_MINMAX:
+    case BI_CLAMP: {
+        int f = 0;
+        for (int i = 0; i < e->nargs; i++) f |= args[i]->type == DVM_T_F32;
+        if (f)
+            for (int i = 0; i < e->nargs; i++) args[i] = to_f32(c, args[i]);
+        int t = f ? DVM_T_F32 : DVM_T_I32;
+        int mn = f ? DVM_OP_MINF : DVM_OP_MINI, mx = f ? DVM_OP_MAXF : DVM_OP_MAXI;
+        if (bi->kind == BI_CLAMP) /* clamp(v, lo, hi) = min(max(v, lo), hi) */
+            return mk_bin(c, mn, t, mk_bin(c, mx, t, args[0], args[1], line, col), args[2], line, col);
+        ir_expr *r = args[0];
+        for (int i = 1; i < e->nargs; i++) r = mk_bin(c, bi->op ? mx : mn, t, r, args[i], line, col);
+        return r;
+    }
+    case BI_SELECT: {
+        ir_expr *a = args[1], *b = args[2];
+        int t = a->type;
+        if (a->type != b->type) {
+            if ((a->type == DVM_T_F32 || a->type == DVM_T_I32) && (b->type == DVM_T_F32 || b->type == DVM_T_I32)) {
+                a = to_f32(c, a);
+                b = to_f32(c, b);
+                t = DVM_T_F32;
+            } else {
+                err(c, line, col, "select's values must have the same type, got %s and %s", tname(a->type), tname(b->type));
+                return NULL;
+            }
+        }
+        ir_expr *x = mk(c, IR_SELECT, t, line, col);
+        if (x) {
+            x->a = args[0];
+            x->b = a;
+            x->c = b;
+        }
+        return x;
+    }
+    case BI_F32:
+    case BI_I32: {
+        ir_expr *a = args[0];
+        int want = bi->kind == BI_F32 ? DVM_T_F32 : DVM_T_I32;
+        if (a->type == want) return a;
+        if (a->type == DVM_T_BOOL) { /* True -> 1, False -> 0 */
+            ir_expr *x = mk(c, IR_SELECT, want, line, col);
+            if (x) {
+                x->a = a;
+                x->b = want == DVM_T_F32 ? mk_const_f(c, 1.0f, line, col) : mk_const_i(c, DVM_T_I32, 1, line, col);
+                x->c = want == DVM_T_F32 ? mk_const_f(c, 0.0f, line, col) : mk_const_i(c, DVM_T_I32, 0, line, col);
+            }
+            return x;
+        }
+        if (want == DVM_T_F32) return to_f32(c, a);
+        return mk_un(c, DVM_OP_F2I, DVM_T_I32, a);
+    }
+    default: return NULL;
+    }
+}
+
+/* ---- expressions ---- */
+static ir_expr *lower_name(ctx *c, const ast_expr *e) {
+    binding *b = lookup(c, e->name);
+    if (!b) {
+        binding *x = c->expired[e->name];
+        int fi = c->func_of_name[e->name];
+        if (x && x->frame == c->fr->id)
+            err(c, e->line, e->col, "'%s' is not defined here: its first assignment (%d:%d) is inside a block that has ended; assign it before that block",
+                e->str, x->line, x->col);
+        else if (fi >= 0)
+            err(c, e->line, e->col, "'%s' is a %s, not a value; call it as %s(...)", e->str, c->am->funcs[fi]->is_kernel ? "kernel" : "helper", e->str);
+        else if (c->fr->h && c->head[e->name])
+            err(c, e->line, e->col, "unknown name '%s' (helpers see only their own parameters and locals)", e->str);
+        else
+            err(c, e->line, e->col, "unknown name '%s'", e->str);
+        return NULL;
+    }
+    switch (b->kind) {
+    case BK_VAR: return mk_var(c, b->var, e->line, e->col);
+    case BK_EXPR: return clone_leaf(c, b->expr, e->line, e->col);
+    case BK_ARRAY:
+        err(c, e->line, e->col, "'%s' is an array; read an element with %s[i]", e->str, e->str);
+        return NULL;
+    default: return NULL;
+    }
+}
+
+static ir_expr *lower_expr(ctx *c, const ast_expr *e, ir_block *pre) {
+    if (c->oom) return NULL;
+    switch (e->kind) {
+    case AE_INT: return mk_const_i(c, DVM_T_I32, (int32_t)e->ival, e->line, e->col);
+    case AE_FLOAT: return mk_const_f(c, e->fval, e->line, e->col);
+    case AE_BOOL: return mk_const_i(c, DVM_T_BOOL, (int32_t)e->ival, e->line, e->col);
+    case AE_STRING: err(c, e->line, e->col, "strings are only allowed as assert messages"); return NULL;
+    case AE_NAME: return lower_name(c, e);
+    case AE_UNARY: {
+        ir_expr *a = lower_expr(c, e->a, pre);
+        if (!a) return NULL;
+        if (e->op == TK_NOT) {
+            if (a->type != DVM_T_BOOL) {
+                err(c, e->line, e->col, "'not' needs a bool operand, got %s", tname(a->type));
+                return NULL;
+            }
+            ir_expr *x = mk_not(c, a);
+            if (x) x->line = e->line, x->col = e->col;
+            return x;
+        }
+        if (a->type != DVM_T_F32 && a->type != DVM_T_I32) {
+            err(c, e->line, e->col, "unary '%s' needs an f32 or i32 operand, got %s", op_text(e->op), tname(a->type));
+            return NULL;
+        }
+        if (e->op == TK_PLUS) return a;
+        if (a->kind == IR_CONST) {
+            if (a->type == DVM_T_F32) return mk_const_f(c, -a->k.f, e->line, e->col);
+            return mk_const_i(c, DVM_T_I32, (int32_t)(0u - (uint32_t)a->k.i), e->line, e->col);
+        }
+        ir_expr *x = mk_un(c, a->type == DVM_T_F32 ? DVM_OP_NEGF : DVM_OP_NEGI, a->type, a);
+        if (x) x->line = e->line, x->col = e->col;
+        return x;
+    }
+    case AE_BINARY: {
+        ir_expr *a = lower_expr(c, e->a, pre);
+        ir_expr *b = lower_expr(c, e->b, pre);
+        return arith(c, e->op, a, b, e->line, e->col);
+    }
+    case AE_COMPARE: return lower_chain(c, e, 0, lower_expr(c, e->args[0], pre), pre);
+    case AE_AND:
+    case AE_OR: {
+        ir_expr *a = lower_expr(c, e->a, pre);
+        ir_block sub = {0};
+        ir_expr *b = lower_expr(c, e->b, &sub);
+        const char *kw = e->kind == AE_AND ? "and" : "or";
+        if (a && a->type != DVM_T_BOOL) {
+            err(c, e->a->line, e->a->col, "the operands of '%s' must be bool, got %s", kw, tname(a->type));
+            return NULL;
+        }
+        if (b && b->type != DVM_T_BOOL) {
+            err(c, e->b->line, e->b->col, "the operands of '%s' must be bool, got %s", kw, tname(b->type));
+            return NULL;
+        }
+        return logic(c, e->kind == AE_AND, a, b, &sub, pre, e->line, e->col);
+    }
+    case AE_COND: {
+        ir_expr *cond = lower_cond(c, e->b, pre, "the condition of 'a if c else b'");
+        ir_block sa = {0}, sb = {0};
+        ir_expr *a = lower_expr(c, e->a, &sa);
+        ir_expr *b = lower_expr(c, e->c, &sb);
+        if (!cond || !a || !b) return NULL;
+        int t = a->type;
+        if (a->type != b->type) {
+            if ((a->type == DVM_T_F32 || a->type == DVM_T_I32) && (b->type == DVM_T_F32 || b->type == DVM_T_I32)) {
+                a = to_f32(c, a);
+                b = to_f32(c, b);
+                t = DVM_T_F32;
+            } else {
+                err(c, e->line, e->col, "both sides of 'a if c else b' must have the same type, got %s and %s", tname(a->type), tname(b->type));
+                return NULL;
+            }
+        }
+        if (sa.n == 0 && sb.n == 0) {
+            ir_expr *x = mk(c, IR_COND, t, e->line, e->col);
+            if (x) {
+                x->a = cond;
+                x->b = a;
+                x->c = b;
+            }
+            return x;
+        }
+        int v = new_var(c, "cond", t, e->line, e->col);
+        if (v < 0) return NULL;
+        ir_stmt *s = mk_stmt(c, IR_IF, e->line, e->col);
+        if (!s) return NULL;
+        s->e = cond;
+        s->body = sa;
+        s->orelse = sb;
+        push(c, &s->body, mk_assign(c, v, a, e->line, e->col));
+        push(c, &s->orelse, mk_assign(c, v, b, e->line, e->col));
+        push(c, pre, s);
+        return mk_var(c, v, e->line, e->col);
+    }
+    case AE_CALL: return lower_call(c, e, pre);
+    case AE_INDEX: {
+        if (e->a->kind == AE_ATTR && !strcmp(e->a->str, "shape")) return lower_shape(c, e, pre);
+        int param = array_of(c, e->a);
+        if (param < 0) return NULL;
+        ir_expr *idx[DVM_MAX_RANK] = {0};
+        int rank = lower_indices(c, e, param, idx, pre);
+        if (rank < 0) return NULL;
+        ir_expr *x = mk(c, IR_LOAD, c->k->params[param].type, e->line, e->col);
+        if (!x) return NULL;
+        x->slot = c->slot_of_param[param];
+        x->nidx = rank;
+        memcpy(x->idx, idx, sizeof idx);
+        return x;
+    }
+    case AE_ATTR:
+        if (!strcmp(e->str, "shape"))
+            err(c, e->line, e->col, "'%s.shape' must be indexed with an axis: %s.shape[0]", e->a->kind == AE_NAME ? e->a->str : "x",
+                e->a->kind == AE_NAME ? e->a->str : "x");
+        else
+            err(c, e->line, e->col, "unknown attribute '%s' (arrays have .shape)", e->str);
+        return NULL;
+    }
+    return NULL;
+}
+
+/* ---- helpers ---- */
+static int count_returns(const ast_block *b) {
+    int n = 0;
+    for (int i = 0; i < b->n; i++) {
+        const ast_stmt *s = b->s[i];
+        if (s->kind == AS_RETURN) n++;
+        n += count_returns(&s->body) + count_returns(&s->orelse);
+    }
+    return n;
+}
+static int always_returns(const ast_block *b) {
+    if (b->n == 0) return 0;
+    const ast_stmt *s = b->s[b->n - 1];
+    if (s->kind == AS_RETURN) return 1;
+    if (s->kind == AS_IF) return always_returns(&s->body) && always_returns(&s->orelse);
+    return 0;
+}
+static void mark_assigned(const ast_block *b, const ast_func *f, unsigned char *assigned) {
+    for (int i = 0; i < b->n; i++) {
+        const ast_stmt *s = b->s[i];
+        if ((s->kind == AS_ASSIGN || s->kind == AS_AUG) && s->target->kind == AE_NAME)
+            for (int p = 0; p < f->nparams; p++)
+                if (f->params[p].name == s->target->name) assigned[p] = 1;
+        mark_assigned(&s->body, f, assigned);
+        mark_assigned(&s->orelse, f, assigned);
+    }
+}
+
+/* One-time checks of a helper's declaration. */
+static void analyze_helper(ctx *c, helper_info *h) {
+    ast_func *f = h->f;
+    h->ok = 1;
+    h->assigned = dvm_arena_alloc(c->a, (size_t)f->nparams + 1);
+    if (!h->assigned) {
+        c->oom = 1;
+        h->ok = 0;
+        return;
+    }
+    for (int i = 0; i < f->nparams; i++) {
+        for (int j = 0; j < i; j++)
+            if (f->params[j].name == f->params[i].name) {
+                err(c, f->params[i].line, f->params[i].col, "parameter '%s' of helper '%s' is declared twice", f->params[i].str, f->str);
+                h->ok = 0;
+            }
+        if (is_reserved(f->params[i].str)) {
+            err(c, f->params[i].line, f->params[i].col, "'%s' is reserved and cannot name a parameter", f->params[i].str);
+            h->ok = 0;
+        }
+    }
+    if (!always_returns(&f->body)) {
+        err(c, f->line, f->col, "helper '%s' can reach the end of its body without returning a value", f->str);
+        h->ok = 0;
+    }
+    int nret = count_returns(&f->body);
+    h->simple = nret == 1 && f->body.n > 0 && f->body.s[f->body.n - 1]->kind == AS_RETURN;
+    mark_assigned(&f->body, f, h->assigned);
+}
+
+static ir_expr *lower_helper_call(ctx *c, helper_info *h, const ast_expr *e, ir_block *pre) {
+    ast_func *f = h->f;
+    if (!h->ok) return NULL;
+    if (h->active) {
+        if (c->fr->h == h) err(c, e->line, e->col, "helper '%s' calls itself (recursion is not supported)", f->str);
+        else err(c, e->line, e->col, "helper '%s' calls itself through '%s' (recursion is not supported)", f->str, c->fr->h ? c->fr->h->f->str : "?");
+        return NULL;
+    }
+    if (e->nargs != f->nparams) {
+        err(c, e->line, e->col, "helper '%s' takes %d argument%s but %d %s given", f->str, f->nparams, f->nparams == 1 ? "" : "s",
+            e->nargs, e->nargs == 1 ? "was" : "were");
+        return NULL;
+    }
+    h->used = 1;
+    if (++c->ninline > MAX_INLINE) {
+        err(c, e->line, e->col, "too many helper calls to inline in one kernel (more than %d)", MAX_INLINE);
+        return NULL;
+    }
+    /* arguments, evaluated once in the caller */
+    enum { A_EXPR, A_VAR, A_ARRAY };
+    int *akind = dvm_arena_alloc(c->a, sizeof(int) * (size_t)(f->nparams + 1) * 2);
+    ir_expr **aval = dvm_arena_alloc(c->a, sizeof(ir_expr *) * (size_t)(f->nparams + 1));
+    if (!akind || !aval) {
+        c->oom = 1;
+        return NULL;
+    }
+    int *aref = akind + f->nparams + 1;
+    int ok = 1;
+    for (int i = 0; i < f->nparams; i++) {
+        const ast_param *p = &f->params[i];
+        const ast_expr *arg = e->args[i];
+        if (p->is_array) {
+            binding *b = arg->kind == AE_NAME ? lookup(c, arg->name) : NULL;
+            if (!b || b->kind != BK_ARRAY) {
+                if (!b || b->kind != BK_POISON)
+                    err(c, arg->line, arg->col, "argument %d of '%s' must be an array (parameter '%s: %s[...]')", i + 1, f->str, p->str, tname(p->type));
+                ok = 0;
+                continue;
+            }
+            const ir_param *kp = &c->k->params[b->param];
+            if (kp->type != p->type || kp->rank != p->rank) {
+                err(c, arg->line, arg->col, "argument %d of '%s' must be an %s array of rank %d, got '%s' (%s, rank %d)", i + 1, f->str,
+                    tname(p->type), p->rank, kp->name, tname(kp->type), kp->rank);
+                ok = 0;
+                continue;
+            }
+            for (int r = 0; r < p->rank; r++)
+                if (!p->dim[r].is_sym && kp->dim[r] >= 0 && kp->dim[r] != p->dim[r].value) {
+                    err(c, arg->line, arg->col, "argument %d of '%s': axis %d of '%s' has extent %d but the helper declares %lld", i + 1, f->str, r,
+                        kp->name, (int)kp->dim[r], (long long)p->dim[r].value);
+                    ok = 0;
+                }
+            akind[i] = A_ARRAY;
+            aref[i] = b->param;
+            continue;
+        }
+        ir_expr *v = lower_expr(c, arg, pre);
+        if (!v) {
+            ok = 0;
+            continue;
+        }
+        ir_expr *cv = convert(c, v, p->type);
+        if (!cv) {
+            err(c, arg->line, arg->col, "argument %d of '%s' ('%s') must be %s, got %s", i + 1, f->str, p->str, tname(p->type), tname(v->type));
+            ok = 0;
+            continue;
+        }
+        if (!h->assigned[i] && is_leaf(cv)) { /* read-only parameter: use the value directly */
+            akind[i] = A_EXPR;
+            aval[i] = cv;
+        } else {
+            int t = new_var(c, dvm_arena_printf(c->a, "%s.%s", f->str, p->str), p->type, arg->line, arg->col);
+            if (t < 0) return NULL;
+            push(c, pre, mk_assign(c, t, cv, arg->line, arg->col));
+            akind[i] = A_VAR;
+            aref[i] = t;
+        }
+    }
+    if (!ok) return NULL;
+
+    frame nf = {0}, *saved = c->fr;
+    nf.id = ++c->nframes;
+    nf.h = h;
+    nf.R = nf.D = -1;
+    nf.loopkind = LK_NONE;
+    c->fr = &nf;
+    h->active = 1;
+    int mark = scope_mark(c);
+    for (int i = 0; i < f->nparams; i++) {
+        const ast_param *p = &f->params[i];
+        binding *b;
+        if (akind[i] == A_ARRAY) {
+            b = bind(c, p->name, BK_ARRAY, p->line, p->col);
+            if (b) b->param = aref[i];
+            const ir_param *kp = &c->k->params[aref[i]];
+            for (int r = 0; r < p->rank; r++) { /* the helper's shape symbols name the argument's extents */
+                if (!p->dim[r].is_sym || lookup(c, p->dim[r].name)) continue;
+                binding *s = bind(c, p->dim[r].name, BK_EXPR, p->dim[r].line, p->dim[r].col);
+                if (!s) continue;
+                s->what = "shape symbol";
+                s->expr = kp->dim[r] >= 0 ? mk_const_i(c, DVM_T_I32, kp->dim[r], p->line, p->col)
+                                          : mk_var(c, c->k->syms[-kp->dim[r] - 1].var, p->line, p->col);
+            }
+        } else if (akind[i] == A_EXPR) {
+            b = bind(c, p->name, BK_EXPR, p->line, p->col);
+            if (b) {
+                b->expr = aval[i];
+                b->what = "parameter";
+            }
+        } else {
+            b = bind(c, p->name, BK_VAR, p->line, p->col);
+            if (b) b->var = aref[i];
+        }
+    }
+    ir_expr *result = NULL;
+    int nerr = c->d->nerrors;
+    if (h->simple) {
+        lower_stmts(c, f->body.s, f->body.n - 1, pre);
+        const ast_stmt *r = f->body.s[f->body.n - 1];
+        ir_expr *v = lower_expr(c, r->value, pre);
+        result = convert(c, v, f->ret);
+        if (v && !result)
+            err(c, r->value->line, r->value->col, "helper '%s' returns %s but is declared '-> %s'", f->str, tname(v->type), tname(f->ret));
+    } else {
+        nf.R = new_var(c, dvm_arena_printf(c->a, "%s.return", f->str), f->ret, f->line, f->col);
+        nf.D = new_var(c, dvm_arena_printf(c->a, "%s.done", f->str), DVM_T_BOOL, f->line, f->col);
+        if (nf.R >= 0 && nf.D >= 0) {
+            push(c, pre, mk_assign(c, nf.D, mk_const_i(c, DVM_T_BOOL, 0, f->line, f->col), f->line, f->col));
+            lower_stmts(c, f->body.s, f->body.n, pre);
+            result = mk_var(c, nf.R, e->line, e->col);
+        }
+    }
+    scope_pop(c, mark);
+    h->active = 0;
+    c->fr = saved;
+    if (c->d->nerrors != nerr) return NULL;
+    if (result) result->line = e->line, result->col = e->col;
+    return result;
+}
+
+/* ---- statements ---- */
+static int escape_flag(ctx *c) { return c->fr->h ? c->fr->D : c->cflag; }
+
+static int is_static_iter(const ast_expr *it) { return it->kind == AE_CALL && !strcmp(it->str, "static"); }
+
+static int is_real_loop(const ast_stmt *s) {
+    return s->kind == AS_WHILE || (s->kind == AS_FOR && !is_static_iter(s->value));
+}
+
+static ir_stmt *mk_if_flag_break(ctx *c, int flag, int line, int col) {
+    ir_stmt *s = mk_stmt(c, IR_IF, line, col);
+    if (!s) return NULL;
+    s->e = mk_var(c, flag, line, col);
+    push(c, &s->body, mk_stmt(c, IR_BREAK, line, col));
+    return s;
+}
+
+static int lower_block(ctx *c, const ast_block *b, ir_block *out) {
+    int mark = scope_mark(c);
+    int r = lower_stmts(c, b->s, b->n, out);
+    scope_pop(c, mark);
+    return r;
+}
+
+static int lower_stmt(ctx *c, const ast_stmt *s, ir_block *out);
+
+static int lower_stmts(ctx *c, ast_stmt **s, int n, ir_block *out) {
+    int res = 0;
+    for (int i = 0; i < n; i++) {
+        if (c->oom) return res;
+        int r = lower_stmt(c, s[i], out);
+        if (r & TERM) {
+            if (r & ESC) res |= ESC;
+            res |= TERM;
+            if (i + 1 < n) { /* unreachable, but still checked */
+                ir_block dead = {0};
+                lower_stmts(c, s + i + 1, n - i - 1, &dead);
+            }
+            return res;
+        }
+        if (!(r & ESC)) continue;
+        res |= ESC;
+        int flag = escape_flag(c);
+        if (flag < 0) continue;
+        if (c->fr->h && c->fr->loopdepth > 0) { /* a return inside a loop breaks out of it */
+            if (is_real_loop(s[i])) push(c, out, mk_if_flag_break(c, flag, s[i]->line, s[i]->col));
+            continue;
+        }
+        if (i + 1 < n) { /* the rest runs only when no return / continue happened */
+            ir_stmt *g = mk_stmt(c, IR_IF, s[i + 1]->line, s[i + 1]->col);
+            if (!g) return res;
+            g->e = mk_not(c, mk_var(c, flag, s[i + 1]->line, s[i + 1]->col));
+            push(c, out, g);
+            lower_stmts(c, s + i + 1, n - i - 1, &g->body);
+        }
+        return res;
+    }
+    return res;
+}
+
+static void assign_name(ctx *c, const ast_expr *target, ir_expr *v, ir_block *out, int line, int col) {
+    binding *b = lookup(c, target->name);
+    if (!b) {
+        if (is_reserved(target->str)) {
+            err(c, target->line, target->col, "'%s' is reserved and cannot name a variable", target->str);
+            return;
+        }
+        if (!v) { /* keep later uses of the name from reporting again */
+            bind(c, target->name, BK_POISON, target->line, target->col);
+            return;
+        }
+        if (v->type == DVM_T_VOID) return;
+        int var = new_var(c, target->str, v->type, target->line, target->col);
+        if (var < 0) return;
+        binding *nb = bind(c, target->name, BK_VAR, target->line, target->col);
+        if (nb) nb->var = var;
+        push(c, out, mk_assign(c, var, v, line, col));
+        return;
+    }
+    switch (b->kind) {
+    case BK_POISON: return;
+    case BK_ARRAY:
+        err(c, target->line, target->col, "cannot assign to array '%s'; store into an element: %s[i] = ...", target->str, target->str);
+        return;
+    case BK_EXPR:
+        err(c, target->line, target->col, "cannot assign to the %s '%s' (read-only)", b->what ? b->what : "constant", target->str);
+        return;
+    default: break;
+    }
+    const ir_var *iv = &c->k->vars[b->var];
+    switch (iv->storage) {
+    case IR_PARAM:
+        err(c, target->line, target->col, "cannot assign to parameter '%s' (parameters are read-only); copy it into a local first: %s_ = %s",
+            target->str, target->str, target->str);
+        return;
+    case IR_SHAPESYM:
+        err(c, target->line, target->col, "cannot assign to the shape symbol '%s' (read-only)", target->str);
+        return;
+    case IR_PINDEX:
+        err(c, target->line, target->col, "cannot assign to the parallel loop index '%s' (read-only)", target->str);
+        return;
+    case IR_GLOBAL:
+        if (c->in_parallel) {
+            err(c, target->line, target->col,
+                "cannot assign to '%s' inside a parallel loop: it was declared at %d:%d outside the loop, and the loop's iterations would race; "
+                "use a new local inside the loop, or accumulate into an array element with +=",
+                target->str, iv->line, iv->col);
+            return;
+        }
+        break;
+    default: break;
+    }
+    if (b->loopvar) {
+        err(c, target->line, target->col, "cannot assign to the loop variable '%s' inside its loop", target->str);
+        return;
+    }
+    if (!v) return;
+    ir_expr *cv = convert(c, v, iv->type);
+    if (!cv) {
+        err(c, target->line, target->col, "'%s' is %s here but was declared %s at %d:%d", target->str, tname(v->type), tname(iv->type),
+            iv->line, iv->col);
+        return;
+    }
+    push(c, out, mk_assign(c, b->var, cv, line, col));
+}
+
+/* x[i] = e, x[i] += e, x[i] -= e, atomic_max(x[i], e): the array parameter or -1. */
+static int lower_array_target(ctx *c, const ast_expr *t, ir_expr **idx, int *rank, ir_block *pre, const char *what) {
+    int param = array_of(c, t->a);
+    if (param < 0) return -1;
+    if (c->fr->h) {
+        err(c, t->line, t->col, "helper '%s' cannot %s array '%s' (helpers only read arrays)", c->fr->h->f->str, what, t->a->str);
+        return -1;
+    }
+    *rank = lower_indices(c, t, param, idx, pre);
+    return *rank < 0 ? -1 : param;
+}
+
+static ir_expr *value_for_array(ctx *c, const ast_expr *ve, ir_expr *v, int param) {
+    if (!v) return NULL;
+    const ir_param *p = &c->k->params[param];
+    ir_expr *cv = convert(c, v, p->type);
+    if (!cv) err(c, ve->line, ve->col, "cannot store %s into '%s', an %s array%s", tname(v->type), p->name, tname(p->type),
+                 v->type == DVM_T_F32 ? " (convert with i32(...))" : "");
+    return cv;
+}
+
+static int lower_store(ctx *c, const ast_stmt *s, ir_block *out) {
+    const ast_expr *t = s->target;
+    ir_expr *v = lower_expr(c, s->value, out);
+    ir_expr *idx[DVM_MAX_RANK] = {0};
+    int rank = 0;
+    int param = lower_array_target(c, t, idx, &rank, out, "write");
+    if (param < 0 || !v) return 0;
+    ir_expr *cv = value_for_array(c, s->value, v, param);
+    if (!cv) return 0;
+    const ir_param *p = &c->k->params[param];
+    ir_stmt *st;
+    if (s->kind == AS_ASSIGN) {
+        st = mk_stmt(c, IR_STORE, s->line, s->col);
+    } else {
+        if (s->op != TK_PLUS && s->op != TK_MINUS) {
+            err(c, s->line, s->col, "'%s[...] %s= e' is not supported: only += and -= on array elements (they are atomic adds); write %s[i] = %s[i] %s e",
+                p->name, op_text(s->op), p->name, p->name, op_text(s->op));
+            return 0;
+        }
+        if (s->op == TK_MINUS) {
+            if (cv->kind == IR_CONST) cv = p->type == DVM_T_F32 ? mk_const_f(c, -cv->k.f, cv->line, cv->col)
+                                                                : mk_const_i(c, DVM_T_I32, (int32_t)(0u - (uint32_t)cv->k.i), cv->line, cv->col);
+            else cv = mk_un(c, p->type == DVM_T_F32 ? DVM_OP_NEGF : DVM_OP_NEGI, p->type, cv);
+        }
+        st = mk_stmt(c, IR_ATOMIC, s->line, s->col);
+        if (st) st->op = p->type == DVM_T_F32 ? DVM_OP_ATOMADDF : DVM_OP_ATOMADDI;
+    }
+    if (!st) return 0;
+    st->slot = c->slot_of_param[param];
+    st->nidx = rank;
+    memcpy(st->idx, idx, sizeof idx);
+    st->e = cv;
+    push(c, out, st);
+    return 0;
+}
+
+static int lower_expr_stmt(ctx *c, const ast_stmt *s, ir_block *out) {
+    const ast_expr *e = s->value;
+    if (e->kind != AE_CALL) {
+        err(c, s->line, s->col, "this expression does nothing; expected an assignment, a store, atomic_max/atomic_min or a helper call");
+        return 0;
+    }
+    if (c->func_of_name[e->name] < 0) {
+        const builtin *bi = find_builtin(e->str);
+        if (bi && bi->kind == BI_ATOMIC) {
+            if (e->nargs != 2) {
+                err(c, e->line, e->col, "%s takes 2 arguments (an array element and a value) but %d %s given", bi->name, e->nargs,
+                    e->nargs == 1 ? "was" : "were");
+                return 0;
+            }
+            const ast_expr *t = e->args[0];
+            if (t->kind != AE_INDEX) {
+                err(c, t->line, t->col, "the first argument of %s must be an array element such as x[i]", bi->name);
+                return 0;
+            }
+            ir_expr *v = lower_expr(c, e->args[1], out);
+            ir_expr *idx[DVM_MAX_RANK] = {0};
+            int rank = 0;
+            int param = lower_array_target(c, t, idx, &rank, out, "write");
+            if (param < 0 || !v) return 0;
+            ir_expr *cv = value_for_array(c, e->args[1], v, param);
+            if (!cv) return 0;
+            int f = c->k->params[param].type == DVM_T_F32;
+            ir_stmt *st = mk_stmt(c, IR_ATOMIC, s->line, s->col);
+            if (!st) return 0;
+            st->op = bi->op ? (f ? DVM_OP_ATOMMAXF : DVM_OP_ATOMMAXI) : (f ? DVM_OP_ATOMMINF : DVM_OP_ATOMMINI);
+            st->slot = c->slot_of_param[param];
+            st->nidx = rank;
+            memcpy(st->idx, idx, sizeof idx);
+            st->e = cv;
+            push(c, out, st);
+            return 0;
+        }
+        if (bi && bi->kind != BI_LOOP) {
+            err(c, e->line, e->col, "the value of %s(...) is not used", e->str);
+            return 0;
+        }
+    }
+    lower_expr(c, e, out); /* a helper call: its statements stay, its value is dropped */
+    return 0;
+}
+
+typedef struct loop_iter {
+    int kind; /* 0 range, 1 ndrange, 2 static */
+    int n;    /* bounds / extents */
+    ir_expr *start, *stop[DVM_MAX_PAR_DIMS];
+    int32_t sfrom, sto;
+} loop_iter;
+
+/* Checks `for VARS in ITER` and lowers the bounds; 0 on success. */
+static int lower_iter(ctx *c, const ast_stmt *s, loop_iter *it, ir_block *pre) {
+    const ast_expr *e = s->value;
+    memset(it, 0, sizeof *it);
+    if (e->kind != AE_CALL || (strcmp(e->str, "range") && strcmp(e->str, "ndrange") && strcmp(e->str, "static"))) {
+        err(c, e->line, e->col, "expected range(...), ndrange(...) or static(range(N)) after 'in'");
+        return -1;
+    }
+    if (!strcmp(e->str, "static")) {
+        const ast_expr *r = e->nargs == 1 ? e->args[0] : NULL;
+        if (!r || r->kind != AE_CALL || strcmp(r->str, "range") || r->nargs < 1 || r->nargs > 2) {
+            err(c, e->line, e->col, "static(...) takes one range(N) or range(start, stop) with integer literal bounds");
+            return -1;
+        }
+        if (s->ntargets != 1) {
+            err(c, s->targets[1]->line, s->targets[1]->col, "static(range(...)) has one loop variable but %d were given", s->ntargets);
+            return -1;
+        }
+        int32_t b[2] = {0, 0};
+        for (int i = 0; i < r->nargs; i++) {
+            ir_expr *x = lower_expr(c, r->args[i], pre);
+            if (!x) return -1;
+            if (x->kind != IR_CONST || x->type != DVM_T_I32) {
+                err(c, r->args[i]->line, r->args[i]->col, "the bounds of static(range(...)) must be integer literals");
+                return -1;
+            }
+            b[i] = x->k.i;
+        }
+        it->kind = 2;
+        it->sfrom = r->nargs == 2 ? b[0] : 0;
+        it->sto = r->nargs == 2 ? b[1] : b[0];
+        if ((int64_t)it->sto - it->sfrom > MAX_UNROLL) {
+            err(c, e->line, e->col, "static loop of %lld iterations is too long to unroll (at most %d)", (long long)it->sto - it->sfrom, MAX_UNROLL);
+            return -1;
+        }
+        return 0;
+    }
+    int nd = !strcmp(e->str, "ndrange");
+    it->kind = nd;
+    if (!nd && (e->nargs < 1 || e->nargs > 2)) {
+        err(c, e->line, e->col, "range takes 1 or 2 arguments (stop, or start and stop; a step is not supported) but %d %s given", e->nargs,
+            e->nargs == 1 ? "was" : "were");
+        return -1;
+    }
+    if (nd && (e->nargs < 1 || e->nargs > DVM_MAX_PAR_DIMS)) {
+        err(c, e->line, e->col, "ndrange takes 1 to %d extents but %d %s given", DVM_MAX_PAR_DIMS, e->nargs, e->nargs == 1 ? "was" : "were");
+        return -1;
+    }
+    int nvars = nd ? e->nargs : 1;
+    if (s->ntargets != nvars) {
+        if (nd)
+            err(c, s->targets[0]->line, s->targets[0]->col, "ndrange has %d extent%s but %d loop variable%s given", e->nargs,
+                e->nargs == 1 ? "" : "s", s->ntargets, s->ntargets == 1 ? " was" : "s were");
+        else
+            err(c, s->targets[0]->line, s->targets[0]->col, "range has one loop variable but %d were given (use ndrange for several)", s->ntargets);
+        return -1;
+    }
+    int ok = 1;
+    for (int i = 0; i < e->nargs; i++) {
+        ir_expr *x = lower_typed(c, e->args[i], pre, DVM_T_I32, nd ? "an ndrange extent" : "a range bound");
+        if (!x || x->type != DVM_T_I32) {
+            if (x) err(c, e->args[i]->line, e->args[i]->col, "range bounds must be i32, got %s", tname(x->type));
+            ok = 0;
+            continue;
+        }
+        if (nd) it->stop[i] = x;
+        else if (e->nargs == 2 && i == 0) it->start = x;
+        else it->stop[0] = x;
+    }
+    it->n = nvars;
+    return ok ? 0 : -1;
+}
+
+/* A loop variable must be a new name (no Python-style reuse of an outer variable). */
+static int check_loop_var(ctx *c, const ast_expr *t) {
+    if (is_reserved(t->str)) {
+        err(c, t->line, t->col, "'%s' is reserved and cannot name a variable", t->str);
+        return -1;
+    }
+    binding *b = lookup(c, t->name);
+    if (b && strcmp(t->str, "_")) {
+        err(c, t->line, t->col, "loop variable '%s' is already defined at %d:%d; use a new name", t->str, b->line, b->col);
+        return -1;
+    }
+    return 0;
+}
+
+static int lower_for(ctx *c, const ast_stmt *s, ir_block *out) {
+    loop_iter it;
+    if (lower_iter(c, s, &it, out)) return 0;
+    for (int i = 0; i < s->ntargets; i++)
+        if (check_loop_var(c, s->targets[i])) return 0;
+    frame *fr = c->fr;
+    int saved_kind = fr->loopkind;
+    if (it.kind == 2) { /* static: unrolled, the variable a constant */
+        fr->loopkind = LK_STATIC;
+        int res = 0;
+        ir_block *dst = out;
+        const ast_expr *t = s->targets[0];
+        for (int32_t k = it.sfrom; k < it.sto && !c->oom; k++) {
+            int mark = scope_mark(c);
+            binding *b = bind(c, t->name, BK_EXPR, t->line, t->col);
+            if (b) {
+                b->expr = mk_const_i(c, DVM_T_I32, k, t->line, t->col);
+                b->what = "static loop variable";
+            }
+            int nerr = c->d->nerrors;
+            int r = lower_stmts(c, s->body.s, s->body.n, dst);
+            scope_pop(c, mark);
+            if (c->d->nerrors != nerr) break; /* the same errors would repeat each iteration */
+            if (r & ESC) {
+                res |= ESC;
+                int flag = escape_flag(c);
+                if (flag >= 0 && !(fr->h && fr->loopdepth > 0) && k + 1 < it.sto) {
+                    ir_stmt *g = mk_stmt(c, IR_IF, s->line, s->col);
+                    if (!g) break;
+                    g->e = mk_not(c, mk_var(c, flag, s->line, s->col));
+                    push(c, dst, g);
+                    dst = &g->body;
+                }
+            }
+        }
+        fr->loopkind = saved_kind;
+        return res;
+    }
+    /* serial range / ndrange: nested IR_FOR loops, last dimension innermost */
+    ir_stmt *loops[DVM_MAX_PAR_DIMS] = {0};
+    int mark = scope_mark(c);
+    for (int d = 0; d < it.n; d++) {
+        const ast_expr *t = s->targets[d];
+        ir_stmt *f = mk_stmt(c, IR_FOR, s->line, s->col);
+        if (!f) return 0;
+        f->var = new_var(c, t->str, DVM_T_I32, t->line, t->col);
+        if (f->var < 0) return 0;
+        f->e = it.kind == 0 && it.start ? it.start : mk_const_i(c, DVM_T_I32, 0, s->line, s->col);
+        f->e2 = it.stop[d];
+        binding *b = bind(c, t->name, BK_VAR, t->line, t->col);
+        if (b) {
+            b->var = f->var;
+            b->loopvar = 1;
+        }
+        loops[d] = f;
+        if (d) push(c, &loops[d - 1]->body, f);
+    }
+    fr->loopkind = it.n > 1 ? LK_NDRANGE : LK_SERIAL;
+    fr->loopdepth++;
+    int r = lower_block(c, &s->body, &loops[it.n - 1]->body);
+    fr->loopdepth--;
+    fr->loopkind = saved_kind;
+    scope_pop(c, mark);
+    if ((r & ESC) && fr->h)
+        for (int d = it.n - 2; d >= 0; d--) push(c, &loops[d]->body, mk_if_flag_break(c, fr->D, s->line, s->col));
+    push(c, out, loops[0]);
+    return r & ESC;
+}
+
+static int lower_while(ctx *c, const ast_stmt *s, ir_block *out) {
+    ir_block pre = {0};
+    ir_expr *cond = lower_cond(c, s->value, &pre, "the while condition");
+    ir_stmt *w = mk_stmt(c, IR_WHILE, s->line, s->col);
+    if (!w) return 0;
+    if (pre.n == 0) {
+        w->e = cond;
+    } else { /* the condition needs statements: while True: pre; if not cond: break; body */
+        w->e = mk_const_i(c, DVM_T_BOOL, 1, s->line, s->col);
+        w->body = pre;
+        ir_stmt *g = mk_stmt(c, IR_IF, s->value->line, s->value->col);
+        if (g) {
+            g->e = mk_not(c, cond);
+            push(c, &g->body, mk_stmt(c, IR_BREAK, s->line, s->col));
+            push(c, &w->body, g);
+        }
+    }
+    frame *fr = c->fr;
+    int saved_kind = fr->loopkind;
+    fr->loopkind = LK_SERIAL;
+    fr->loopdepth++;
+    int r = lower_block(c, &s->body, &w->body);
+    fr->loopdepth--;
+    fr->loopkind = saved_kind;
+    if (cond) push(c, out, w);
+    return r & ESC;
+}
+
+static int lower_stmt(ctx *c, const ast_stmt *s, ir_block *out) {
+    frame *fr = c->fr;
+    switch (s->kind) {
+    case AS_PASS: return 0;
+    case AS_ASSIGN:
+    case AS_AUG: {
+        const ast_expr *t = s->target;
+        if (t->kind == AE_INDEX) {
+            if (t->a->kind == AE_ATTR) {
+                err(c, t->line, t->col, "cannot assign to a shape (read-only)");
+                return 0;
+            }
+            return lower_store(c, s, out);
+        }
+        if (t->kind != AE_NAME) {
+            err(c, t->line, t->col, "cannot assign to this expression; expected a name or an array element");
+            return 0;
+        }
+        ir_expr *v;
+        if (s->kind == AS_AUG) {
+            binding *b = lookup(c, t->name);
+            if (!b) {
+                err(c, t->line, t->col, "unknown name '%s' ('%s %s= e' needs '%s' assigned first)", t->str, t->str, op_text(s->op), t->str);
+                return 0;
+            }
+            if (b->kind == BK_POISON) return 0;
+            if (b->kind != BK_VAR) {
+                assign_name(c, t, NULL, out, s->line, s->col); /* reports why it is read-only */
+                return 0;
+            }
+            ir_expr *cur = mk_var(c, b->var, t->line, t->col);
+            ir_expr *rhs = lower_expr(c, s->value, out);
+            v = rhs ? arith(c, s->op, cur, rhs, s->line, s->col) : NULL;
+            if (!v) return 0;
+        } else {
+            v = lower_expr(c, s->value, out);
+        }
+        assign_name(c, t, v, out, s->line, s->col);
+        return 0;
+    }
+    case AS_EXPR: return lower_expr_stmt(c, s, out);
+    case AS_IF: {
+        ir_expr *cond = lower_cond(c, s->value, out, s->is_elif ? "the elif condition" : "the if condition");
+        ir_stmt *st = mk_stmt(c, IR_IF, s->line, s->col);
+        if (!st) return 0;
+        st->e = cond;
+        int r1 = lower_block(c, &s->body, &st->body);
+        int r2 = lower_block(c, &s->orelse, &st->orelse);
+        if (cond) push(c, out, st);
+        int r = (r1 | r2) & ESC;
+        if ((r1 & TERM) && (r2 & TERM)) r |= TERM;
+        return r;
+    }
+    case AS_WHILE: return lower_while(c, s, out);
+    case AS_FOR: return lower_for(c, s, out);
+    case AS_BREAK:
+    case AS_CONTINUE: {
+        const char *kw = s->kind == AS_BREAK ? "break" : "continue";
+        switch (fr->loopkind) {
+        case LK_NONE:
+            err(c, s->line, s->col, "'%s' outside a loop", kw);
+            return 0;
+        case LK_STATIC:
+            err(c, s->line, s->col, "'%s' inside static(range(...)) is not supported (the loop is unrolled at compile time)", kw);
+            return 0;
+        case LK_PARALLEL:
+            if (s->kind == AS_BREAK) {
+                err(c, s->line, s->col, "'break' cannot leave a parallel loop (its iterations run concurrently); use an if around the rest of the body");
+                return 0;
+            }
+            if (c->cflag < 0) {
+                int saved = c->in_parallel;
+                c->in_parallel = 1;
+                c->cflag = new_var(c, "continue", DVM_T_BOOL, s->line, s->col);
+                c->in_parallel = saved;
+                if (c->cflag < 0) return 0;
+            }
+            push(c, out, mk_assign(c, c->cflag, mk_const_i(c, DVM_T_BOOL, 1, s->line, s->col), s->line, s->col));
+            return ESC | TERM;
+        case LK_NDRANGE:
+            if (s->kind == AS_BREAK) {
+                err(c, s->line, s->col, "'break' inside a nested ndrange loop is not supported; use nested range loops");
+                return 0;
+            }
+            break;
+        default: break;
+        }
+        push(c, out, mk_stmt(c, s->kind == AS_BREAK ? IR_BREAK : IR_CONTINUE, s->line, s->col));
+        return TERM;
+    }
+    case AS_ASSERT: {
+        ir_expr *cond = lower_cond(c, s->value, out, "the assert condition");
+        if (!cond) return 0;
+        ir_stmt *st = mk_stmt(c, IR_ASSERT, s->line, s->col);
+        if (!st) return 0;
+        st->e = cond;
+        st->msg = s->msg ? s->msg : s->text;
+        push(c, out, st);
+        return 0;
+    }
+    case AS_RETURN: {
+        if (!fr->h) {
+            err(c, s->line, s->col, "'return' outside a helper: a kernel writes its results into arrays");
+            return 0;
+        }
+        ast_func *f = fr->h->f;
+        ir_expr *v = lower_expr(c, s->value, out);
+        if (!v) return TERM;
+        ir_expr *cv = convert(c, v, f->ret);
+        if (!cv) {
+            err(c, s->value->line, s->value->col, "helper '%s' returns %s but is declared '-> %s'", f->str, tname(v->type), tname(f->ret));
+            return TERM;
+        }
+        if (fr->R < 0) return TERM; /* simple mode never gets here */
+        push(c, out, mk_assign(c, fr->R, cv, s->line, s->col));
+        push(c, out, mk_assign(c, fr->D, mk_const_i(c, DVM_T_BOOL, 1, s->line, s->col), s->line, s->col));
+        if (fr->loopdepth > 0) push(c, out, mk_stmt(c, IR_BREAK, s->line, s->col));
+        return ESC | TERM;
+    }
+    }
+    return 0;
+}
+
+/* ---- kernels ---- */
+typedef struct top_list {
+    ir_top *v;
+    int n, cap;
+} top_list;
+
+static ir_top *new_top(ctx *c, top_list *l) {
+    if (l->n == l->cap) {
+        int nc = l->cap ? l->cap * 2 : 8;
+        ir_top *v = dvm_arena_grow(c->a, l->v, (size_t)l->cap * sizeof *v, (size_t)nc * sizeof *v);
+        if (!v) {
+            c->oom = 1;
+            return NULL;
+        }
+        l->v = v;
+        l->cap = nc;
+    }
+    ir_top *t = &l->v[l->n++];
+    memset(t, 0, sizeof *t);
+    return t;
+}
+
+static void serial_tops(ctx *c, top_list *tops, ir_block *b) {
+    for (int i = 0; i < b->n; i++) {
+        ir_top *t = new_top(c, tops);
+        if (!t) return;
+        t->stmt = b->s[i];
+        t->line = b->s[i]->line;
+        t->col = b->s[i]->col;
+    }
+}
+
+static void lower_parallel(ctx *c, const ast_stmt *s, top_list *tops) {
+    loop_iter it;
+    ir_block pre = {0};
+    int bad = lower_iter(c, s, &it, &pre);
+    serial_tops(c, tops, &pre);
+    if (bad) return;
+    for (int i = 0; i < s->ntargets; i++)
+        if (check_loop_var(c, s->targets[i])) return;
+    int idx[DVM_MAX_PAR_DIMS];
+    for (int d = 0; d < it.n; d++) {
+        const ast_expr *t = s->targets[d];
+        idx[d] = ir_var_new(c->a, c->k, t->str, DVM_T_I32, IR_PINDEX, t->line, t->col);
+        if (idx[d] < 0) {
+            c->oom = 1;
+            return;
+        }
+    }
+    ir_top *top = new_top(c, tops);
+    if (!top) return;
+    int ti = (int)(top - tops->v);
+    top->parallel = 1;
+    top->ndim = it.n;
+    top->start = it.start;
+    top->line = s->line;
+    top->col = s->col;
+    for (int d = 0; d < it.n; d++) {
+        top->idx_var[d] = idx[d];
+        top->stop[d] = it.stop[d];
+    }
+    int mark = scope_mark(c);
+    for (int d = 0; d < it.n; d++) {
+        binding *b = bind(c, s->targets[d]->name, BK_VAR, s->targets[d]->line, s->targets[d]->col);
+        if (b) b->var = idx[d];
+    }
+    c->in_parallel = 1;
+    c->cflag = -1;
+    c->fr->loopkind = LK_PARALLEL;
+    ir_block body = {0};
+    lower_block(c, &s->body, &body);
+    c->fr->loopkind = LK_NONE;
+    c->in_parallel = 0;
+    scope_pop(c, mark);
+    if (c->cflag >= 0) { /* the continue flag starts each iteration cleared */
+        ir_block b2 = {0};
+        push(c, &b2, mk_assign(c, c->cflag, mk_const_i(c, DVM_T_BOOL, 0, s->line, s->col), s->line, s->col));
+        for (int i = 0; i < body.n; i++) push(c, &b2, body.s[i]);
+        body = b2;
+    }
+    c->cflag = -1;
+    tops->v[ti].body = body; /* tops->v may have moved while the body was lowered */
+}
+
+static int is_parallel_for(const ast_stmt *s) {
+    return s->kind == AS_FOR && s->value->kind == AE_CALL && (!strcmp(s->value->str, "range") || !strcmp(s->value->str, "ndrange"));
+}
+
+static ir_kernel *lower_kernel(ctx *c, ast_func *f) {
+    ir_kernel *k = dvm_arena_alloc(c->a, sizeof *k);
+    if (!k) {
+        c->oom = 1;
+        return NULL;
+    }
+    k->name = f->str;
+    k->line = f->line;
+    k->col = f->col;
+    k->nparams = f->nparams;
+    k->params = dvm_arena_alloc(c->a, sizeof(ir_param) * (size_t)(f->nparams + 1));
+    k->syms = dvm_arena_alloc(c->a, sizeof(ir_sym) * (size_t)(f->nparams * DVM_MAX_RANK + 1));
+    c->slot_of_param = dvm_arena_alloc(c->a, sizeof(int) * (size_t)(f->nparams + 1));
+    ir_slot *slots = dvm_arena_alloc(c->a, sizeof(ir_slot) * (size_t)(f->nparams + 1));
+    if (!k->params || !k->syms || !c->slot_of_param || !slots) {
+        c->oom = 1;
+        return NULL;
+    }
+    c->k = k;
+    frame kf = {0};
+    kf.id = ++c->nframes;
+    kf.R = kf.D = -1;
+    c->fr = &kf;
+    c->in_parallel = 0;
+    c->cflag = -1;
+    c->ninline = 0;
+    c->nstmts = 0;
+    int mark = scope_mark(c);
+    int nslots = 0;
+    /* parameters: scalars become IR_PARAM variables, arrays slots; shape symbols in order of first appearance */
+    for (int i = 0; i < f->nparams; i++) {
+        const ast_param *ap = &f->params[i];
+        ir_param *p = &k->params[i];
+        p->name = ap->str;
+        p->is_array = ap->is_array;
+        p->type = ap->type;
+        p->rank = ap->rank;
+        p->var = -1;
+        p->line = ap->line;
+        p->col = ap->col;
+        c->slot_of_param[i] = -1;
+        binding *prev = lookup(c, ap->name);
+        if (prev) {
+            err(c, ap->line, ap->col, "'%s' is declared twice in kernel '%s' (first at %d:%d)", ap->str, f->str, prev->line, prev->col);
+            continue;
+        }
+        if (is_reserved(ap->str)) {
+            err(c, ap->line, ap->col, "'%s' is reserved and cannot name a parameter", ap->str);
+            continue;
+        }
+        if (ap->is_array) {
+            c->slot_of_param[i] = nslots;
+            slots[nslots].param = i;
+            slots[nslots].role = DVM_ROLE_PRIMAL;
+            nslots++;
+            binding *b = bind(c, ap->name, BK_ARRAY, ap->line, ap->col);
+            if (b) b->param = i;
+        } else {
+            p->var = ir_var_new(c->a, k, ap->str, ap->type, IR_PARAM, ap->line, ap->col);
+            if (p->var < 0) {
+                c->oom = 1;
+                return NULL;
+            }
+            k->vars[p->var].param = i;
+            binding *b = bind(c, ap->name, BK_VAR, ap->line, ap->col);
+            if (b) b->var = p->var;
+        }
+    }
+    for (int i = 0; i < f->nparams; i++) {
+        const ast_param *ap = &f->params[i];
+        ir_param *p = &k->params[i];
+        for (int r = 0; r < ap->rank; r++) {
+            const ast_dim *d = &ap->dim[r];
+            if (!d->is_sym) {
+                p->dim[r] = (int32_t)d->value;
+                continue;
+            }
+            binding *b = lookup(c, d->name);
+            if (b && b->kind == BK_VAR && c->k->vars[b->var].storage == IR_SHAPESYM) {
+                p->dim[r] = -(c->k->vars[b->var].param + 1);
+                continue;
+            }
+            if (b) {
+                err(c, d->line, d->col, "'%s' names both a shape symbol and a parameter of kernel '%s'", d->str, f->str);
+                continue;
+            }
+            if (is_reserved(d->str)) {
+                err(c, d->line, d->col, "'%s' is reserved and cannot name a shape symbol", d->str);
+                continue;
+            }
+            int s = k->nsyms++;
+            int var = ir_var_new(c->a, k, d->str, DVM_T_I32, IR_SHAPESYM, d->line, d->col);
+            if (var < 0) {
+                c->oom = 1;
+                return NULL;
+            }
+            k->vars[var].param = s;
+            k->syms[s].name = d->str;
+            k->syms[s].var = var;
+            p->dim[r] = -(s + 1);
+            binding *nb = bind(c, d->name, BK_VAR, d->line, d->col);
+            if (nb) nb->var = var;
+        }
+    }
+    top_list tops = {0};
+    for (int i = 0; i < f->body.n && !c->oom; i++) {
+        const ast_stmt *s = f->body.s[i];
+        if (is_parallel_for(s)) {
+            lower_parallel(c, s, &tops);
+            continue;
+        }
+        ir_block b = {0};
+        int r = lower_stmt(c, s, &b);
+        serial_tops(c, &tops, &b);
+        if (r & TERM) break;
+    }
+    scope_pop(c, mark);
+    ir_variant *v = &k->v[DVM_V_FORWARD];
+    v->present = 1;
+    v->tops = tops.v;
+    v->ntops = tops.n;
+    v->slots = slots;
+    v->nslots = nslots;
+    return k;
+}
+
+/* A helper no kernel calls is still checked: inlined once into a scratch kernel whose
+ * parameters are the helper's own. */
+static void check_unused_helper(ctx *c, helper_info *h) {
+    ast_func *f = h->f;
+    ir_kernel *k = dvm_arena_alloc(c->a, sizeof *k);
+    ast_expr *call = dvm_arena_alloc(c->a, sizeof *call);
+    ast_expr **args = dvm_arena_alloc(c->a, sizeof(ast_expr *) * (size_t)(f->nparams + 1));
+    ast_expr *names = dvm_arena_alloc(c->a, sizeof(ast_expr) * (size_t)(f->nparams + 1));
+    c->slot_of_param = dvm_arena_alloc(c->a, sizeof(int) * (size_t)(f->nparams + 1));
+    if (k) {
+        k->params = dvm_arena_alloc(c->a, sizeof(ir_param) * (size_t)(f->nparams + 1));
+        k->syms = dvm_arena_alloc(c->a, sizeof(ir_sym) * (size_t)(f->nparams * DVM_MAX_RANK + 1));
+    }
+    if (!k || !call || !args || !names || !c->slot_of_param || !k->params || !k->syms) {
+        c->oom = 1;
+        return;
+    }
+    k->name = f->str;
+    k->nparams = f->nparams;
+    c->k = k;
+    frame kf = {0};
+    kf.id = ++c->nframes;
+    kf.R = kf.D = -1;
+    c->fr = &kf;
+    c->in_parallel = 1;
+    c->cflag = -1;
+    c->nstmts = 0;
+    int mark = scope_mark(c);
+    for (int i = 0; i < f->nparams; i++) {
+        const ast_param *ap = &f->params[i];
+        ir_param *p = &k->params[i];
+        p->name = ap->str;
+        p->is_array = ap->is_array;
+        p->type = ap->type;
+        p->rank = ap->rank;
+        c->slot_of_param[i] = i;
+        if (ap->is_array) {
+            for (int r = 0; r < ap->rank; r++) {
+                if (!ap->dim[r].is_sym) {
+                    p->dim[r] = (int32_t)ap->dim[r].value;
+                    continue;
+                }
+                int sv = ir_var_new(c->a, k, ap->dim[r].str, DVM_T_I32, IR_SHAPESYM, ap->line, ap->col);
+                if (sv < 0) {
+                    c->oom = 1;
+                    return;
+                }
+                k->syms[k->nsyms].name = ap->dim[r].str;
+                k->syms[k->nsyms].var = sv;
+                p->dim[r] = -(++k->nsyms);
+            }
+            binding *b = bind(c, ap->name, BK_ARRAY, ap->line, ap->col);
+            if (b) b->param = i;
+        } else {
+            int v = new_var(c, ap->str, ap->type, ap->line, ap->col);
+            binding *b = v >= 0 ? bind(c, ap->name, BK_VAR, ap->line, ap->col) : NULL;
+            if (b) b->var = v;
+        }
+        names[i].kind = AE_NAME;
+        names[i].line = ap->line;
+        names[i].col = ap->col;
+        names[i].name = ap->name;
+        names[i].str = ap->str;
+        args[i] = &names[i];
+    }
+    call->kind = AE_CALL;
+    call->line = f->line;
+    call->col = f->col;
+    call->name = f->name;
+    call->str = f->str;
+    call->args = args;
+    call->nargs = f->nparams;
+    ir_block scratch = {0};
+    lower_helper_call(c, h, call, &scratch);
+    scope_pop(c, mark);
+    if (c->oom == 2) c->oom = 0;
+}
+
+ir_module *dvm_front(dvm_arena *a, const char *src, size_t len, const char *filename, dvm_diags *d) {
+    if (!a || !d) return NULL;
+    if (!src) len = 0;
+    if (len > 0x7fffffff) {
+        dvm_diag(d, 0, 0, "source file is too large");
+        return NULL;
+    }
+    dvm_lexed lx;
+    if (dvm_lex(a, src ? src : "", len, d, &lx) || !lx.toks || lx.ntoks == 0) return NULL;
+    ast_module *am = dvm_parse(a, src ? src : "", &lx, d);
+    if (!am || d->nerrors) return NULL;
+
+    ctx C, *c = &C;
+    memset(c, 0, sizeof *c);
+    c->a = a;
+    c->d = d;
+    c->src = src;
+    c->lx = &lx;
+    c->am = am;
+    size_t nn = (size_t)lx.nnames + 1;
+    c->head = dvm_arena_alloc(a, nn * sizeof *c->head);
+    c->expired = dvm_arena_alloc(a, nn * sizeof *c->expired);
+    c->func_of_name = dvm_arena_alloc(a, nn * sizeof(int));
+    c->helpers = dvm_arena_alloc(a, sizeof(helper_info) * (size_t)(am->nfuncs + 1));
+    ir_module *m = dvm_arena_alloc(a, sizeof *m);
+    if (!c->head || !c->expired || !c->func_of_name || !c->helpers || !m) {
+        dvm_diag(d, 0, 0, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < nn; i++) c->func_of_name[i] = -1;
+    int nkernels = 0;
+    for (int i = 0; i < am->nfuncs; i++) {
+        ast_func *f = am->funcs[i];
+        int prev = c->func_of_name[f->name];
+        if (prev >= 0) {
+            ast_func *g = am->funcs[prev];
+            if (g->is_kernel == f->is_kernel)
+                err(c, f->line, f->col, "%s '%s' is defined twice (first at %d:%d)", f->is_kernel ? "kernel" : "helper", f->str, g->line, g->col);
+            else
+                err(c, f->line, f->col, "'%s' is defined both as a kernel and as a helper (first at %d:%d)", f->str, g->line, g->col);
+            continue;
+        }
+        if (find_builtin(f->str) || is_reserved(f->str)) {
+            err(c, f->line, f->col, "'%s' is the name of a builtin; choose another name", f->str);
+            continue;
+        }
+        c->func_of_name[f->name] = i;
+        c->helpers[i].f = f;
+        if (f->is_kernel) nkernels++;
+    }
+    for (int i = 0; i < am->nfuncs; i++)
+        if (!am->funcs[i]->is_kernel && c->helpers[i].f) analyze_helper(c, &c->helpers[i]);
+    m->source_name = filename ? dvm_arena_strndup(a, filename, strlen(filename)) : "<source>";
+    m->arena = a;
+    m->kernels = dvm_arena_alloc(a, sizeof(ir_kernel *) * (size_t)(nkernels + 1));
+    if (!m->kernels) {
+        dvm_diag(d, 0, 0, "out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < am->nfuncs && !c->oom; i++) {
+        ast_func *f = am->funcs[i];
+        if (!f->is_kernel || c->helpers[i].f != f) continue;
+        ir_kernel *k = lower_kernel(c, f);
+        if (k) m->kernels[m->nkernels++] = k;
+        if (c->oom == 2) c->oom = 0; /* too large: reported; the next kernel is checked on its own */
+    }
+    for (int i = 0; i < am->nfuncs && !c->oom; i++)
+        if (!am->funcs[i]->is_kernel && c->helpers[i].f == am->funcs[i] && c->helpers[i].ok && !c->helpers[i].used)
+            check_unused_helper(c, &c->helpers[i]);
+    if (c->oom == 1) dvm_diag(d, 0, 0, "out of memory");
+    if (d->nerrors) return NULL;
+    if (m->nkernels == 0) {
+        dvm_diag(d, 0, 0, "no kernel found: declare one with 'kernel NAME(...):'");
+        return NULL;
+    }
+    return m;
+}

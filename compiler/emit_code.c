@@ -1,0 +1,965 @@
+/* emit_code.c: lowers the statements of one task to nodes.
+ *
+ * Registers: every variable the task touches gets one register, numbered in order of first
+ * use (uniform variables are loaded into theirs by LDU at the task's start; a serial task
+ * writes top-level variables through to their uniform at every assignment). Temporaries
+ * sit above the variables: they are allocated as a stack that each statement resets, and
+ * carry the TMP flag until the task is finished, when the variable count is known.
+ * Jumps name labels until the task is finished, when they become node offsets from the
+ * task's code_begin (the uniform loads come first, so the body moves by their count).
+ *
+ * Invariant of emit_expr(c, e, dst): the code it emits writes only `dst` (when given) and
+ * fresh temporaries, and writes `dst` only after every register that e reads has been
+ * read, unless the case at hand checks that e does not read `dst`. */
+#include "emit_internal.h"
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TMP 0x8000
+#define NO_LABEL (-1)
+
+typedef struct tnode {
+    dvm_node n;
+    int line, col;
+} tnode;
+
+typedef struct loop_labels {
+    int brk, cont;
+} loop_labels;
+
+typedef struct tctx {
+    emit_variant *ev;
+    emit_prog *ep;
+    const ir_kernel *k;
+    int parallel;
+    tnode *code;
+    int n, cap;
+    int *varreg; /* per kernel variable: its register, -1 if none */
+    int nvreg;
+    int ntmp, maxtmp;
+    int *labels; /* per label: position in code, -1 while unplaced */
+    int nlabels, caplabels;
+    loop_labels *loops;
+    int nloops, caploops;
+    int failed;
+    int line, col; /* location given to the nodes being emitted */
+    int loop_depth;
+    /* constants read inside loops live in registers loaded once at the task's start */
+    uint32_t *kbits;
+    int *kreg;
+    int nk, capk;
+} tctx;
+
+static void terr(tctx *c, int line, int col, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static void terr(tctx *c, int line, int col, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    static const char *vname[DVM_V_COUNT] = {"", " (adjoint)", " (tangent)"};
+    dvm_diag(c->ep->d, line, col, "kernel '%s'%s: %s", c->k->name, vname[c->ev->vk], msg);
+    c->failed = 1;
+}
+
+/* ---- nodes, registers, labels ---- */
+
+static int out(tctx *c, int op, int x, int a, int b, int cc) {
+    if (c->failed) return 0;
+    if (c->n > DVM_MAX_TASK_NODES) return 0; /* reported by task_finish */
+    if (c->n == c->cap) {
+        int nc = c->cap ? c->cap * 2 : 64;
+        tnode *p = realloc(c->code, sizeof *p * (size_t)nc);
+        if (!p) {
+            c->ep->oom = 1;
+            c->failed = 1;
+            return 0;
+        }
+        c->code = p;
+        c->cap = nc;
+    }
+    tnode *t = &c->code[c->n];
+    t->n.op = (uint8_t)op;
+    t->n.x = (uint8_t)x;
+    t->n.a = (uint16_t)a;
+    t->n.b = (uint16_t)b;
+    t->n.c = (uint16_t)cc;
+    t->line = c->line;
+    t->col = c->col;
+    return c->n++;
+}
+
+static int tmp(tctx *c) {
+    if (c->ntmp >= 0x7fff) {
+        if (!c->failed) terr(c, c->line, c->col, "expression needs too many registers");
+        return 0;
+    }
+    int r = TMP | c->ntmp++;
+    if (c->ntmp > c->maxtmp) c->maxtmp = c->ntmp;
+    return r;
+}
+
+static int dstreg(tctx *c, int dst) { return dst >= 0 ? dst : tmp(c); }
+
+static void mov(tctx *c, int dst, int src) {
+    if (dst >= 0 && dst != src) out(c, DVM_OP_MOV, 0, dst, src, 0);
+}
+
+static int var_ok(tctx *c, int var, int line, int col) {
+    if (var >= 0 && var < c->k->nvars) return 1;
+    if (!c->failed) terr(c, line, col, "internal error: variable %d does not exist", var);
+    return 0;
+}
+
+static int vreg(tctx *c, int var) {
+    if (c->varreg[var] < 0) {
+        if (c->nvreg >= 0x7fff) {
+            if (!c->failed) terr(c, c->line, c->col, "too many variables in one task");
+            return 0;
+        }
+        c->varreg[var] = c->nvreg++;
+    }
+    return c->varreg[var];
+}
+
+/* The register of e when e is a variable (its value without any code), else -1. */
+static int var_reg_of(tctx *c, const ir_expr *e) {
+    if (!e || e->kind != IR_VAR || e->var < 0 || e->var >= c->k->nvars) return -1;
+    return vreg(c, e->var);
+}
+
+static int new_label(tctx *c) {
+    if (c->nlabels == c->caplabels) {
+        int nc = c->caplabels ? c->caplabels * 2 : 16;
+        int *p = realloc(c->labels, sizeof *p * (size_t)nc);
+        if (!p) {
+            c->ep->oom = 1;
+            c->failed = 1;
+            return 0;
+        }
+        c->labels = p;
+        c->caplabels = nc;
+    }
+    if (c->nlabels > 0xFFFF) {
+        if (!c->failed) terr(c, c->line, c->col, "task too large (more than %d jumps)", 0xFFFF);
+        return 0;
+    }
+    c->labels[c->nlabels] = -1;
+    return c->nlabels++;
+}
+
+static void place(tctx *c, int l) {
+    if (!c->failed) c->labels[l] = c->n;
+}
+
+/* The 32-bit pattern of a constant. */
+static uint32_t const_bits(const ir_expr *e) {
+    uint32_t w;
+    if (e->type == DVM_T_F32)
+        memcpy(&w, &e->k.f, 4);
+    else
+        w = (uint32_t)e->k.i;
+    return w;
+}
+
+/* An f32 constant usable as a fused operand: NaN is left out so that the order of the
+ * operands (and so the NaN that comes out) never changes. */
+static int is_fconst(const ir_expr *e, float *k) {
+    if (!e || e->kind != IR_CONST || e->type != DVM_T_F32 || isnan(e->k.f)) return 0;
+    if (k) *k = e->k.f;
+    return 1;
+}
+
+static int kindex(tctx *c, float k) {
+    uint32_t w;
+    memcpy(&w, &k, 4);
+    uint32_t i = emit_const(c->ep, w);
+    return c->ep->oom || i > 0xFFFF ? -1 : (int)i;
+}
+
+/* The register that holds constant w for the whole task (loaded by the task's prologue),
+ * so that loops do not rebuild it each iteration; -1 when out of memory. */
+static int find_const_reg(tctx *c, uint32_t w) {
+    for (int i = 0; i < c->nk; i++)
+        if (c->kbits[i] == w) return c->kreg[i];
+    return -1;
+}
+
+static int const_reg(tctx *c, uint32_t w) {
+    int have = find_const_reg(c, w);
+    if (have >= 0) return have;
+    if (c->nk >= 256) return -1; /* keep registers for the code: rebuild the rest in place */
+    if (c->nk == c->capk) {
+        int nc = c->capk ? c->capk * 2 : 16;
+        uint32_t *b = realloc(c->kbits, sizeof *b * (size_t)nc);
+        if (b) c->kbits = b;
+        int *r = b ? realloc(c->kreg, sizeof *r * (size_t)nc) : NULL;
+        if (!b || !r) {
+            c->ep->oom = 1;
+            c->failed = 1;
+            return -1;
+        }
+        c->kreg = r;
+        c->capk = nc;
+    }
+    if (c->nvreg >= 0x7fff) return -1;
+    c->kbits[c->nk] = w;
+    c->kreg[c->nk] = c->nvreg++;
+    return c->kreg[c->nk++];
+}
+
+/* ---- expressions ---- */
+
+static int emit_expr(tctx *c, const ir_expr *e, int dst);
+static void cond_jump(tctx *c, const ir_expr *e, int when, int label);
+
+static int reads_reg(tctx *c, const ir_expr *e, int reg) {
+    if (!e) return 0;
+    if (e->kind == IR_VAR) return e->var >= 0 && e->var < c->k->nvars && c->varreg[e->var] == reg;
+    if (e->kind == IR_LOAD)
+        for (int i = 0; i < e->nidx && i < DVM_MAX_RANK; i++)
+            if (reads_reg(c, e->idx[i], reg)) return 1;
+    return reads_reg(c, e->a, reg) || reads_reg(c, e->b, reg) || reads_reg(c, e->c, reg);
+}
+
+static int slot_ok(tctx *c, int slot, int line, int col) {
+    if (slot >= 0 && slot < c->ev->v->nslots) return 1;
+    if (!c->failed) terr(c, line, col, "internal error: array slot %d does not exist", slot);
+    return 0;
+}
+
+static const ir_param *slot_param(tctx *c, int slot) { return &c->k->params[c->ev->v->slots[slot].param]; }
+
+/* The flat element index of slot[idx...] in a register, checked per axis for rank >= 2
+ * (so that an error names the axis); rank 1 relies on the flat check of the access. */
+static int emit_index(tctx *c, int slot, int nidx, ir_expr *const *idx, int line, int col) {
+    if (!slot_ok(c, slot, line, col)) return 0;
+    const ir_param *p = slot_param(c, slot);
+    if (nidx != p->rank || nidx < 1 || nidx > DVM_MAX_RANK) {
+        terr(c, line, col, "internal error: '%s' has rank %d, indexed with %d indices", p->name, p->rank, nidx);
+        return 0;
+    }
+    for (int i = 0; i < nidx; i++)
+        if (!idx[i]) {
+            terr(c, line, col, "internal error: missing index");
+            return 0;
+        }
+    if (nidx == 1) return emit_expr(c, idx[0], -1);
+    int t = tmp(c);
+    int r0 = emit_expr(c, idx[0], -1);
+    out(c, DVM_OP_IDX, slot, t, r0, 0);
+    for (int i = 1; i < nidx; i++) {
+        int ri = emit_expr(c, idx[i], -1);
+        out(c, DVM_OP_IDXM, slot, t, ri, i);
+        (void)ri;
+    }
+    return t;
+}
+
+/* r = x op K with K from the pool; -1 when K does not fit an operand. */
+static int emit_fk(tctx *c, int op, const ir_expr *x, float k, int dst) {
+    int ki = kindex(c, k);
+    if (ki < 0) return -1;
+    int rx = emit_expr(c, x, -1);
+    int d = dstreg(c, dst);
+    out(c, op, 0, d, rx, ki);
+    return d;
+}
+
+static int is_plain_mulf(const ir_expr *e) {
+    return e && e->kind == IR_BIN && e->op == DVM_OP_MULF && !is_fconst(e->a, NULL) && !is_fconst(e->b, NULL);
+}
+
+/* x*y + K -> FMAFK, x*y + acc -> FMAF, when the accumulator is the destination or a fresh
+ * temporary (a product with a constant factor stays MULFK + add: as short, and exact). */
+static int try_fma(tctx *c, const ir_expr *e, int dst) {
+    const ir_expr *m, *ac;
+    if (is_plain_mulf(e->a)) {
+        m = e->a;
+        ac = e->b;
+    } else if (is_plain_mulf(e->b)) {
+        m = e->b;
+        ac = e->a;
+    } else {
+        return -1;
+    }
+    const ir_expr *x = m->a, *y = m->b;
+    float k;
+    if (is_fconst(ac, &k)) {
+        int ki = kindex(c, k);
+        if (ki < 0) return -1;
+        int dx = var_reg_of(c, x), dy = var_reg_of(c, y);
+        if (dst >= 0 && dy == dst) { /* the multiplier in the destination: no copy */
+            const ir_expr *t = x; x = y; y = t;
+            int td = dx; dx = dy; dy = td;
+        }
+        if (dst >= 0 && dx == dst) {
+            int ry = emit_expr(c, y, -1);
+            out(c, DVM_OP_FMAFK, 0, dst, ry, ki);
+            return dst;
+        }
+        if (dx >= 0 && dy >= 0) return -1; /* two variables: MULF + ADDFK, as short */
+        if (dx >= 0) {
+            const ir_expr *t = x; x = y; y = t;
+        }
+        int ry = emit_expr(c, y, -1);
+        int acc = dst >= 0 && dst != ry ? dst : tmp(c);
+        emit_expr(c, x, acc);
+        out(c, DVM_OP_FMAFK, 0, acc, ry, ki);
+        mov(c, dst, acc);
+        return dst >= 0 ? dst : acc;
+    }
+    int dc = var_reg_of(c, ac);
+    if (dst >= 0 && dc == dst) {
+        int rx = emit_expr(c, x, -1);
+        int ry = emit_expr(c, y, -1);
+        out(c, DVM_OP_FMAF, 0, dst, rx, ry);
+        return dst;
+    }
+    if (dc >= 0 || ac->kind == IR_CONST) return -1; /* would need a copy: MULF + ADDF */
+    int rx = emit_expr(c, x, -1);
+    int ry = emit_expr(c, y, -1);
+    int acc = dst >= 0 && dst != rx && dst != ry ? dst : tmp(c);
+    emit_expr(c, ac, acc);
+    out(c, DVM_OP_FMAF, 0, acc, rx, ry);
+    mov(c, dst, acc);
+    return dst >= 0 ? dst : acc;
+}
+
+/* v + arr[i] -> LDADDF when v is the destination or an expression (into a fresh temp). */
+static int try_ldadd(tctx *c, const ir_expr *e, int dst) {
+    const ir_expr *ld, *o;
+    if (e->b && e->b->kind == IR_LOAD && e->b->type == DVM_T_F32) {
+        ld = e->b;
+        o = e->a;
+    } else if (e->a && e->a->kind == IR_LOAD && e->a->type == DVM_T_F32) {
+        ld = e->a;
+        o = e->b;
+    } else {
+        return -1;
+    }
+    if (!o || o->kind == IR_CONST) return -1;
+    int dov = var_reg_of(c, o);
+    if (dov >= 0 && (dst < 0 || dov != dst)) return -1; /* would need a copy: LD + ADDF */
+    int ri = emit_index(c, ld->slot, ld->nidx, ld->idx, ld->line, ld->col);
+    if (dov >= 0) {
+        out(c, DVM_OP_LDADDF, ld->slot, dst, ri, 0);
+        return dst;
+    }
+    int acc = dst >= 0 && dst != ri ? dst : tmp(c);
+    emit_expr(c, o, acc);
+    out(c, DVM_OP_LDADDF, ld->slot, acc, ri, 0);
+    mov(c, dst, acc);
+    return dst >= 0 ? dst : acc;
+}
+
+static int fits_i16(int64_t v) { return v >= -32768 && v <= 32767; }
+
+/* Superinstructions for a binary op; -1 when none applies (nothing was emitted). */
+static int try_fused(tctx *c, const ir_expr *e, int dst) {
+    float k;
+    int r;
+    switch (e->op) {
+    case DVM_OP_ADDF:
+        if ((r = try_fma(c, e, dst)) >= 0) return r;
+        if ((r = try_ldadd(c, e, dst)) >= 0) return r;
+        if (is_fconst(e->b, &k)) return emit_fk(c, DVM_OP_ADDFK, e->a, k, dst);
+        if (is_fconst(e->a, &k)) return emit_fk(c, DVM_OP_ADDFK, e->b, k, dst);
+        return -1;
+    case DVM_OP_SUBF:
+        /* IEEE 754 defines x - y as x + (-y), signed zeros included: exact. */
+        if (is_fconst(e->b, &k)) return emit_fk(c, DVM_OP_ADDFK, e->a, -k, dst);
+        if (is_fconst(e->a, &k)) return emit_fk(c, DVM_OP_KSUBF, e->b, k, dst);
+        return -1;
+    case DVM_OP_MULF:
+        if (is_fconst(e->b, &k)) return emit_fk(c, DVM_OP_MULFK, e->a, k, dst);
+        if (is_fconst(e->a, &k)) return emit_fk(c, DVM_OP_MULFK, e->b, k, dst);
+        return -1;
+    case DVM_OP_DIVF:
+        if (is_fconst(e->a, &k)) return emit_fk(c, DVM_OP_KDIVF, e->b, k, dst);
+        return -1;
+    case DVM_OP_ADDI:
+    case DVM_OP_SUBI: {
+        const ir_expr *x = NULL;
+        int64_t v = 0;
+        if (e->b->kind == IR_CONST) {
+            x = e->a;
+            v = e->op == DVM_OP_ADDI ? (int64_t)e->b->k.i : -(int64_t)e->b->k.i;
+        } else if (e->op == DVM_OP_ADDI && e->a->kind == IR_CONST) {
+            x = e->b;
+            v = e->a->k.i;
+        }
+        if (!x || !fits_i16(v)) return -1;
+        int rx = emit_expr(c, x, -1);
+        int d = dstreg(c, dst);
+        out(c, DVM_OP_ADDIK, 0, d, rx, (uint16_t)(int16_t)v);
+        return d;
+    }
+    default:
+        return -1;
+    }
+}
+
+static int fmt_is(int op, const char *fmt) {
+    return op >= 0 && op < 256 && dvm_op_table[op].fmt && strcmp(dvm_op_table[op].fmt, fmt) == 0;
+}
+
+static int emit_expr(tctx *c, const ir_expr *e, int dst) {
+    if (c->failed) return dst >= 0 ? dst : 0;
+    if (!e) {
+        terr(c, c->line, c->col, "internal error: missing expression");
+        return 0;
+    }
+    int sl = c->line, sc = c->col;
+    if (e->line > 0) {
+        c->line = e->line;
+        c->col = e->col;
+    }
+    int r = 0;
+    switch (e->kind) {
+    case IR_CONST: {
+        uint32_t w = const_bits(e);
+        if (dst < 0) { /* in a loop: hoist; elsewhere: reuse a hoisted one if any */
+            r = c->loop_depth > 0 ? const_reg(c, w) : find_const_reg(c, w);
+            if (r >= 0) break;
+        }
+        r = dstreg(c, dst);
+        out(c, DVM_OP_CONST, 0, r, w & 0xFFFF, w >> 16);
+        break;
+    }
+    case IR_VAR:
+        if (!var_ok(c, e->var, e->line, e->col)) break;
+        r = vreg(c, e->var);
+        if (dst >= 0) {
+            mov(c, dst, r);
+            r = dst;
+        }
+        break;
+    case IR_UN: {
+        if (!fmt_is(e->op, "-wr-") || !e->a) {
+            terr(c, e->line, e->col, "internal error: opcode %d is not a unary operation", e->op);
+            break;
+        }
+        int ra = emit_expr(c, e->a, -1);
+        r = dstreg(c, dst);
+        out(c, e->op, 0, r, ra, 0);
+        break;
+    }
+    case IR_BIN: {
+        if (!fmt_is(e->op, "-wrr") || !e->a || !e->b) {
+            terr(c, e->line, e->col, "internal error: opcode %d is not a binary operation", e->op);
+            break;
+        }
+        if ((r = try_fused(c, e, dst)) >= 0) break;
+        int ra = emit_expr(c, e->a, -1);
+        int rb = emit_expr(c, e->b, -1);
+        r = dstreg(c, dst);
+        out(c, e->op, 0, r, ra, rb);
+        break;
+    }
+    case IR_SELECT: {
+        int rb = emit_expr(c, e->b, -1);
+        int rc = emit_expr(c, e->c, -1);
+        int acc = dst >= 0 && dst != rb && dst != rc ? dst : tmp(c);
+        emit_expr(c, e->a, acc);
+        out(c, DVM_OP_SEL, 0, acc, rb, rc);
+        mov(c, dst, acc);
+        r = dst >= 0 ? dst : acc;
+        break;
+    }
+    case IR_COND: {
+        int lelse = new_label(c), lend = new_label(c);
+        r = dstreg(c, dst);
+        cond_jump(c, e->a, 0, lelse);
+        emit_expr(c, e->b, r);
+        out(c, DVM_OP_JMP, 0, lend, 0, 0);
+        place(c, lelse);
+        emit_expr(c, e->c, r);
+        place(c, lend);
+        break;
+    }
+    case IR_AND:
+    case IR_OR: {
+        /* value form: acc = a; if (acc is decisive) skip; acc = b */
+        int acc = dst >= 0 && !reads_reg(c, e->b, dst) ? dst : tmp(c);
+        int lend = new_label(c);
+        emit_expr(c, e->a, acc);
+        out(c, e->kind == IR_AND ? DVM_OP_JZ : DVM_OP_JNZ, 0, acc, lend, 0);
+        emit_expr(c, e->b, acc);
+        place(c, lend);
+        mov(c, dst, acc);
+        r = dst >= 0 ? dst : acc;
+        break;
+    }
+    case IR_LOAD: {
+        int ri = emit_index(c, e->slot, e->nidx, e->idx, e->line, e->col);
+        r = dstreg(c, dst);
+        out(c, DVM_OP_LD, e->slot, r, ri, 0);
+        break;
+    }
+    case IR_SHAPE: {
+        if (!slot_ok(c, e->slot, e->line, e->col)) break;
+        if (e->axis < 0 || e->axis >= slot_param(c, e->slot)->rank) {
+            terr(c, e->line, e->col, "internal error: axis %d of '%s'", e->axis, slot_param(c, e->slot)->name);
+            break;
+        }
+        r = dstreg(c, dst);
+        out(c, DVM_OP_SHAPE, e->slot, r, e->axis, 0);
+        break;
+    }
+    default:
+        terr(c, e->line, e->col, "internal error: expression kind %d", e->kind);
+        break;
+    }
+    c->line = sl;
+    c->col = sc;
+    return r;
+}
+
+/* Jumps to `label` when e (bool) equals `when`; falls through otherwise. */
+static void cond_jump(tctx *c, const ir_expr *e, int when, int label) {
+    if (c->failed) return;
+    if (!e) {
+        terr(c, c->line, c->col, "internal error: missing condition");
+        return;
+    }
+    int sl = c->line, sc = c->col;
+    if (e->line > 0) {
+        c->line = e->line;
+        c->col = e->col;
+    }
+    if (e->kind == IR_CONST) {
+        if ((e->k.i != 0) == (when != 0)) out(c, DVM_OP_JMP, 0, label, 0, 0);
+    } else if (e->kind == IR_UN && e->op == DVM_OP_NOT && e->a) {
+        cond_jump(c, e->a, !when, label);
+    } else if (e->kind == IR_AND || e->kind == IR_OR) {
+        /* and: jump-if-false distributes; or: jump-if-true distributes */
+        int dist = e->kind == IR_AND ? 0 : 1;
+        if (when == dist) {
+            cond_jump(c, e->a, when, label);
+            cond_jump(c, e->b, when, label);
+        } else {
+            int skip = new_label(c);
+            cond_jump(c, e->a, dist, skip);
+            cond_jump(c, e->b, when, label);
+            place(c, skip);
+        }
+    } else if (e->kind == IR_BIN && e->a && e->b &&
+               ((e->op == DVM_OP_LTI && !when) || (e->op == DVM_OP_LEI && when))) {
+        /* !(a < b) is a >= b; (a <= b) is b >= a: one compare-and-branch */
+        int ra = emit_expr(c, e->a, -1);
+        int rb = emit_expr(c, e->b, -1);
+        if (e->op == DVM_OP_LTI)
+            out(c, DVM_OP_JGEI, 0, ra, rb, label);
+        else
+            out(c, DVM_OP_JGEI, 0, rb, ra, label);
+    } else {
+        int r = emit_expr(c, e, -1);
+        out(c, when ? DVM_OP_JNZ : DVM_OP_JZ, 0, r, label, 0);
+    }
+    c->line = sl;
+    c->col = sc;
+}
+
+/* ---- statements ---- */
+
+static void emit_block(tctx *c, const ir_block *b);
+
+/* The register that an assignment to var writes, or -1 (reported) when var is read-only
+ * here. `writeback` says whether a STU must follow (top-level variables in serial code). */
+static int target_reg(tctx *c, int var, int line, int col, int *writeback) {
+    *writeback = 0;
+    if (!var_ok(c, var, line, col)) return -1;
+    const ir_var *v = &c->k->vars[var];
+    if (v->storage == IR_LOCAL) return vreg(c, var);
+    if (v->storage == IR_GLOBAL && !c->parallel) {
+        *writeback = 1;
+        return vreg(c, var);
+    }
+    terr(c, line, col, "internal error: '%s' cannot be assigned here", v->name ? v->name : "?");
+    return -1;
+}
+
+static void write_back(tctx *c, int var, int reg) {
+    int u = emit_var_uslot(c->ev, var);
+    if (u < 0) {
+        c->failed = 1;
+        return;
+    }
+    out(c, DVM_OP_STU, 0, u, reg, 0);
+}
+
+static void mark_write(tctx *c, int slot) {
+    c->ep->slots[c->ev->slot_begin + (uint32_t)slot].writes = 1;
+}
+
+static int is_atomic_op(int op) {
+    return op == DVM_OP_ATOMADDF || op == DVM_OP_ATOMADDI || op == DVM_OP_ATOMMAXF || op == DVM_OP_ATOMMINF ||
+           op == DVM_OP_ATOMMAXI || op == DVM_OP_ATOMMINI;
+}
+
+/* Read-only for the whole task: a loop bound held in such a register needs no copy. */
+static int never_written(tctx *c, const ir_expr *e) {
+    if (!e || e->kind != IR_VAR || e->var < 0 || e->var >= c->k->nvars) return 0;
+    int st = c->k->vars[e->var].storage;
+    return st == IR_PARAM || st == IR_SHAPESYM || st == IR_PINDEX || (st == IR_GLOBAL && c->parallel);
+}
+
+/* Whether some statement of b may assign var (a nested loop over var included). */
+static int block_writes(const ir_block *b, int var) {
+    for (int i = 0; i < b->n; i++) {
+        const ir_stmt *s = b->s[i];
+        if (!s) continue;
+        if ((s->kind == IR_ASSIGN || s->kind == IR_POP || s->kind == IR_FOR || s->kind == IR_UATOMIC_ADD) &&
+            s->var == var)
+            return 1;
+        if (block_writes(&s->body, var) || block_writes(&s->orelse, var)) return 1;
+    }
+    return 0;
+}
+
+static void push_loop(tctx *c, int brk, int cont) {
+    if (c->nloops == c->caploops) {
+        int nc = c->caploops ? c->caploops * 2 : 8;
+        loop_labels *p = realloc(c->loops, sizeof *p * (size_t)nc);
+        if (!p) {
+            c->ep->oom = 1;
+            c->failed = 1;
+            return;
+        }
+        c->loops = p;
+        c->caploops = nc;
+    }
+    c->loops[c->nloops].brk = brk;
+    c->loops[c->nloops].cont = cont;
+    c->nloops++;
+}
+
+static void emit_stmt(tctx *c, const ir_stmt *s) {
+    if (c->failed) return;
+    if (!s) {
+        terr(c, c->line, c->col, "internal error: missing statement");
+        return;
+    }
+    int save_tmp = c->ntmp;
+    c->line = s->line;
+    c->col = s->col;
+    int wb;
+    switch (s->kind) {
+    case IR_ASSIGN: {
+        int r = target_reg(c, s->var, s->line, s->col, &wb);
+        if (r < 0) break;
+        emit_expr(c, s->e, r);
+        if (wb) write_back(c, s->var, r);
+        break;
+    }
+    case IR_STORE: {
+        if (!slot_ok(c, s->slot, s->line, s->col)) break;
+        int rv = emit_expr(c, s->e, -1); /* Python evaluates the value before the target */
+        int ri = emit_index(c, s->slot, s->nidx, s->idx, s->line, s->col);
+        out(c, DVM_OP_ST, s->slot, ri, rv, 0);
+        mark_write(c, s->slot);
+        break;
+    }
+    case IR_ATOMIC: {
+        if (!slot_ok(c, s->slot, s->line, s->col)) break;
+        if (!is_atomic_op(s->op)) {
+            terr(c, s->line, s->col, "internal error: opcode %d is not an atomic update", s->op);
+            break;
+        }
+        int ri = emit_index(c, s->slot, s->nidx, s->idx, s->line, s->col);
+        int rv = emit_expr(c, s->e, -1);
+        out(c, s->op, s->slot, ri, rv, 0);
+        mark_write(c, s->slot);
+        break;
+    }
+    case IR_IF: {
+        int lelse = new_label(c);
+        cond_jump(c, s->e, 0, lelse);
+        emit_block(c, &s->body);
+        if (s->orelse.n > 0) {
+            int lend = new_label(c);
+            c->line = s->line;
+            c->col = s->col;
+            out(c, DVM_OP_JMP, 0, lend, 0, 0);
+            place(c, lelse);
+            emit_block(c, &s->orelse);
+            place(c, lend);
+        } else {
+            place(c, lelse);
+        }
+        break;
+    }
+    case IR_WHILE: {
+        /* rotated: the test sits at the bottom, so an iteration costs one branch */
+        int ltest = new_label(c), lbody = new_label(c), lend = new_label(c);
+        out(c, DVM_OP_JMP, 0, ltest, 0, 0);
+        place(c, lbody);
+        push_loop(c, lend, ltest);
+        c->loop_depth++;
+        emit_block(c, &s->body);
+        c->nloops--;
+        place(c, ltest);
+        c->line = s->line;
+        c->col = s->col;
+        cond_jump(c, s->e, 1, lbody);
+        c->loop_depth--;
+        place(c, lend);
+        break;
+    }
+    case IR_FOR: {
+        int r = target_reg(c, s->var, s->line, s->col, &wb);
+        if (r < 0) break;
+        int cnt = tmp(c);
+        emit_expr(c, s->e, cnt);
+        int hi = never_written(c, s->e2) ? emit_expr(c, s->e2, -1) : emit_expr(c, s->e2, tmp(c));
+        int lbody = new_label(c), lnext = new_label(c), lend = new_label(c);
+        c->line = s->line;
+        c->col = s->col;
+        out(c, DVM_OP_JGEI, 0, cnt, hi, lend);
+        /* A local that the body never writes is its own counter (no copy per iteration);
+         * on normal exit it steps back to the last value, as in Python. Otherwise a hidden
+         * counter keeps the iteration independent of the body's writes to var. */
+        int own = !wb && !block_writes(&s->body, s->var);
+        if (own) mov(c, r, cnt);
+        place(c, lbody);
+        if (!own) {
+            mov(c, r, cnt);
+            if (wb) write_back(c, s->var, r);
+        }
+        push_loop(c, lend, lnext);
+        c->loop_depth++;
+        emit_block(c, &s->body);
+        c->loop_depth--;
+        c->nloops--;
+        place(c, lnext);
+        c->line = s->line;
+        c->col = s->col;
+        out(c, DVM_OP_INCLT, 0, own ? r : cnt, hi, lbody);
+        if (own) out(c, DVM_OP_ADDIK, 0, r, r, 0xFFFF);
+        place(c, lend);
+        break;
+    }
+    case IR_BREAK:
+    case IR_CONTINUE:
+        if (!c->nloops) {
+            terr(c, s->line, s->col, "internal error: %s outside a loop", s->kind == IR_BREAK ? "break" : "continue");
+            break;
+        }
+        out(c, DVM_OP_JMP, 0, s->kind == IR_BREAK ? c->loops[c->nloops - 1].brk : c->loops[c->nloops - 1].cont, 0, 0);
+        break;
+    case IR_ASSERT: {
+        uint32_t msg = emit_string(c->ep, s->msg);
+        if (msg > 0xFFFF) {
+            terr(c, s->line, s->col, "too many strings: assertion message at offset %u does not fit", msg);
+            break;
+        }
+        int r = emit_expr(c, s->e, -1);
+        out(c, DVM_OP_ASSERT, 0, r, msg, 0);
+        break;
+    }
+    case IR_PUSH: {
+        if (s->stack < 0 || s->stack >= c->ev->v->nstacks) {
+            terr(c, s->line, s->col, "internal error: adstack %d does not exist", s->stack);
+            break;
+        }
+        int r = emit_expr(c, s->e, -1);
+        out(c, DVM_OP_PUSH, 0, s->stack, r, 0);
+        break;
+    }
+    case IR_POP: {
+        if (s->stack < 0 || s->stack >= c->ev->v->nstacks) {
+            terr(c, s->line, s->col, "internal error: adstack %d does not exist", s->stack);
+            break;
+        }
+        int r = target_reg(c, s->var, s->line, s->col, &wb);
+        if (r < 0) break;
+        out(c, DVM_OP_POP, 0, r, s->stack, 0);
+        if (wb) write_back(c, s->var, r);
+        break;
+    }
+    case IR_UATOMIC_ADD: {
+        if (!var_ok(c, s->var, s->line, s->col)) break;
+        const ir_var *v = &c->k->vars[s->var];
+        if (v->storage != IR_GLOBAL || v->type != DVM_T_F32) {
+            terr(c, s->line, s->col, "internal error: atomic add to '%s', not an f32 top-level variable",
+                 v->name ? v->name : "?");
+            break;
+        }
+        int u = emit_var_uslot(c->ev, s->var);
+        if (u < 0) {
+            c->failed = 1;
+            break;
+        }
+        int r = emit_expr(c, s->e, -1);
+        out(c, DVM_OP_ATOMADDU, 0, u, r, 0);
+        /* serial code may read the variable afterwards: refresh its register */
+        if (!c->parallel) out(c, DVM_OP_LDU, 0, vreg(c, s->var), u, 0);
+        break;
+    }
+    default:
+        terr(c, s->line, s->col, "internal error: statement kind %d", s->kind);
+        break;
+    }
+    c->ntmp = save_tmp;
+}
+
+static void emit_block(tctx *c, const ir_block *b) {
+    for (int i = 0; i < b->n && !c->failed; i++) emit_stmt(c, b->s[i]);
+}
+
+/* ---- tasks ---- */
+
+static int task_begin(tctx *c, emit_variant *ev, int parallel) {
+    memset(c, 0, sizeof *c);
+    c->ev = ev;
+    c->ep = ev->ep;
+    c->k = ev->k;
+    c->parallel = parallel;
+    c->varreg = malloc(sizeof(int) * (size_t)(ev->k->nvars > 0 ? ev->k->nvars : 1));
+    if (!c->varreg) {
+        ev->ep->oom = 1;
+        return 1;
+    }
+    for (int i = 0; i < ev->k->nvars; i++) c->varreg[i] = -1;
+    return 0;
+}
+
+static void task_free(tctx *c) {
+    free(c->code);
+    free(c->varreg);
+    free(c->labels);
+    free(c->loops);
+    free(c->kbits);
+    free(c->kreg);
+}
+
+static int is_uniform_storage(int st) { return st == IR_PARAM || st == IR_SHAPESYM || st == IR_GLOBAL; }
+
+/* Prepends the uniform loads, resolves temporaries and labels, appends the task. */
+static int task_finish(tctx *c, dvm_task_desc *td, int line) {
+    emit_prog *ep = c->ep;
+    if (c->failed || ep->oom) return 1;
+    int npre = 0;
+    for (int v = 0; v < c->k->nvars; v++)
+        if (c->varreg[v] >= 0 && is_uniform_storage(c->k->vars[v].storage)) npre++;
+    npre += c->nk;
+    int64_t total = (int64_t)npre + c->n;
+    if (total > DVM_MAX_TASK_NODES) {
+        terr(c, line, 0, "a task needs %lld nodes, more than the limit of %d; split the loop body",
+             (long long)total, DVM_MAX_TASK_NODES);
+        return 1;
+    }
+    int64_t nregs = (int64_t)c->nvreg + c->maxtmp;
+    if (nregs > DVM_MAX_REGS) {
+        terr(c, line, 0, "a task needs %lld registers, more than the limit of %d; split the loop body",
+             (long long)nregs, DVM_MAX_REGS);
+        return 1;
+    }
+    td->code_begin = ep->nnodes;
+    td->code_len = (uint32_t)total;
+    td->nregs = (uint16_t)nregs;
+    td->line = line > 0 ? (uint32_t)line : 0;
+    for (int v = 0; v < c->k->nvars; v++) {
+        if (c->varreg[v] < 0 || !is_uniform_storage(c->k->vars[v].storage)) continue;
+        int u = emit_var_uslot(c->ev, v);
+        if (u < 0) return 1;
+        dvm_node n = {DVM_OP_LDU, 0, (uint16_t)c->varreg[v], (uint16_t)u, 0};
+        emit_node(ep, n, line, 0);
+    }
+    for (int i = 0; i < c->nk; i++) {
+        dvm_node n = {DVM_OP_CONST, 0, (uint16_t)c->kreg[i], (uint16_t)(c->kbits[i] & 0xFFFF),
+                      (uint16_t)(c->kbits[i] >> 16)};
+        emit_node(ep, n, line, 0);
+    }
+    for (int i = 0; i < c->n; i++) {
+        dvm_node n = c->code[i].n;
+        const char *fmt = dvm_op_table[n.op].fmt;
+        uint16_t *opnd[3] = {&n.a, &n.b, &n.c};
+        for (int j = 0; j < 3; j++) {
+            char f = fmt[j + 1];
+            if ((f == 'w' || f == 'r' || f == 'm') && (*opnd[j] & TMP))
+                *opnd[j] = (uint16_t)(c->nvreg + (*opnd[j] & ~TMP));
+            else if (f == 'J') {
+                int l = *opnd[j];
+                if (l >= c->nlabels || c->labels[l] < 0) {
+                    terr(c, line, 0, "internal error: unplaced jump label");
+                    return 1;
+                }
+                *opnd[j] = (uint16_t)(npre + c->labels[l]);
+            }
+        }
+        emit_node(ep, n, c->code[i].line, c->code[i].col);
+    }
+    if (ep->oom) return 1;
+    if (!GROW(ep, tasks, ctasks, ep->ntasks + 1)) return 1;
+    ep->tasks[ep->ntasks++] = *td;
+    return 0;
+}
+
+int emit_task_serial(emit_variant *ev, ir_stmt *const *stmts, int nstmts, ir_expr *const *hidden,
+                     const int *hidden_u, int nhidden, int line) {
+    tctx c;
+    if (task_begin(&c, ev, 0)) return 1;
+    for (int i = 0; i < nstmts && !c.failed; i++) emit_stmt(&c, stmts[i]);
+    for (int i = 0; i < nhidden && !c.failed; i++) {
+        int save = c.ntmp;
+        c.line = hidden[i]->line;
+        c.col = hidden[i]->col;
+        int r = emit_expr(&c, hidden[i], -1);
+        out(&c, DVM_OP_STU, 0, hidden_u[i], r, 0);
+        c.ntmp = save;
+    }
+    out(&c, DVM_OP_END, 0, 0, 0, 0);
+    dvm_task_desc td;
+    memset(&td, 0, sizeof td);
+    td.kind = DVM_TASK_SERIAL;
+    for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) td.ext_u[d] = td.idx_reg[d] = DVM_NO_SLOT;
+    td.start_u = DVM_NO_SLOT;
+    int rc = task_finish(&c, &td, line);
+    if (c.failed) ev->failed = 1;
+    task_free(&c);
+    return rc;
+}
+
+int emit_task_parallel(emit_variant *ev, const ir_top *top, const uint16_t ext_u[DVM_MAX_PAR_DIMS],
+                       uint16_t start_u) {
+    tctx c;
+    if (task_begin(&c, ev, 1)) return 1;
+    dvm_task_desc td;
+    memset(&td, 0, sizeof td);
+    td.kind = DVM_TASK_PARALLEL;
+    td.ndim = (uint8_t)top->ndim;
+    td.start_u = start_u;
+    c.line = top->line;
+    c.col = top->col;
+    for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) {
+        td.ext_u[d] = d < top->ndim ? ext_u[d] : DVM_NO_SLOT;
+        td.idx_reg[d] = DVM_NO_SLOT;
+    }
+    for (int d = 0; d < top->ndim && !c.failed; d++) {
+        int v = top->idx_var[d];
+        if (!var_ok(&c, v, top->line, top->col)) break;
+        if (c.k->vars[v].storage != IR_PINDEX) {
+            terr(&c, top->line, top->col, "internal error: index '%s' of a parallel loop is not a loop index",
+                 c.k->vars[v].name ? c.k->vars[v].name : "?");
+            break;
+        }
+        td.idx_reg[d] = (uint16_t)vreg(&c, v); /* registers 0..ndim-1: never temporaries */
+    }
+    emit_block(&c, &top->body);
+    c.line = top->line;
+    c.col = top->col;
+    out(&c, DVM_OP_END, 0, 0, 0, 0);
+    int rc = task_finish(&c, &td, top->line);
+    if (c.failed) ev->failed = 1;
+    task_free(&c);
+    return rc;
+}

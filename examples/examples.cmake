@@ -1,0 +1,9 @@
+# The C API example, and `demo`: the example, then the README's command-line demo.
+add_executable(api_example examples/api_example.c)
+target_link_libraries(api_example PRIVATE dvm)
+add_custom_target(demo
+  COMMAND api_example ${CMAKE_CURRENT_SOURCE_DIR}/examples/damp.dvk
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scripts/run_demo.sh ${CMAKE_CURRENT_BINARY_DIR}
+  WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}
+  DEPENDS api_example dvm_cli
+  USES_TERMINAL)

@@ -1,0 +1,14 @@
+# Host runtime tests: the .npy reader/writer, and the `dvm` command (usage errors, argument
+# errors naming the parameter, missing files, no output files after a failed launch).
+add_executable(test_npy tests/test_npy.c)
+target_link_libraries(test_npy PRIVATE dvm)
+target_include_directories(test_npy PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+add_test(NAME test_npy COMMAND test_npy WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+
+find_package(Python3 COMPONENTS Interpreter REQUIRED)
+add_test(NAME test_cli COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_cli.py
+         $<TARGET_FILE:dvm_cli> ${CMAKE_CURRENT_SOURCE_DIR}/examples)
+
+add_executable(test_api tests/test_api.c)
+target_link_libraries(test_api PRIVATE dvm)
+add_test(NAME test_api COMMAND test_api)

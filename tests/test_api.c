@@ -1,0 +1,145 @@
+/* test_api.c: the C API's contracts: binding errors name the parameter, a failed launch
+ * leaves every array as it was, adjoint sizes are cached and invalidated by writes. */
+#include <stdio.h>
+#include <string.h>
+#include "dvm.h"
+
+static int failures = 0;
+#define EXPECT(cond, ...)                   \
+    do {                                    \
+        if (!(cond)) {                      \
+            printf("FAIL line %d: ", __LINE__); \
+            printf(__VA_ARGS__);            \
+            printf("\n");                   \
+            failures++;                     \
+        }                                   \
+    } while (0)
+
+static const char *SRC =
+    "kernel damp(x: f32[n], steps: i32[n], y: f32[1], rate: f32):\n"
+    "    for i in range(n):\n"
+    "        v = x[i]\n"
+    "        for _ in range(steps[i]):\n"
+    "            v = v * rate + 0.01\n"
+    "        y[0] += v\n"
+    "kernel fail(y: f32[n], z: f32[n], k: i32):\n"
+    "    y[0] = 5.0\n"
+    "    for i in range(n):\n"
+    "        y[i] = z[i + k]\n";
+
+int main(void) {
+    dvm_context_opts co = {"cpu", 0, 0};
+    dvm_context *ctx = NULL;
+    if (dvm_context_create(&co, &ctx) != DVM_OK) {
+        printf("FAIL: no cpu context: %s\n", dvm_errmsg(ctx));
+        return 1;
+    }
+    dvm_module *m = NULL;
+    if (dvm_compile(ctx, SRC, strlen(SRC), "t.dvk", &m) != DVM_OK) {
+        printf("FAIL: compile: %s\n", dvm_errmsg(ctx));
+        return 1;
+    }
+    const dvm_kernel *k, *kf;
+    EXPECT(dvm_kernel_find(ctx, m, "nope", &k) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'nope'"), "find: %s", dvm_errmsg(ctx));
+    if (dvm_kernel_find(ctx, m, "damp", &k) || dvm_kernel_find(ctx, m, "fail", &kf)) return 1;
+
+    int64_t n4[1] = {4}, n3[1] = {3}, n1[1] = {1};
+    dvm_array *x, *s, *s3, *y, *yg, *xg;
+    dvm_array_create(ctx, DVM_F32, 1, n4, &x);
+    dvm_array_create(ctx, DVM_I32, 1, n4, &s);
+    dvm_array_create(ctx, DVM_I32, 1, n3, &s3);
+    dvm_array_create(ctx, DVM_F32, 1, n1, &y);
+    dvm_array_create(ctx, DVM_F32, 1, n1, &yg);
+    dvm_array_create(ctx, DVM_F32, 1, n4, &xg);
+    float xv[4] = {0.5f, 1, -2, 0.25f}, one = 1, zero = 0;
+    int32_t sv[4] = {0, 1, 3, 2};
+    dvm_array_write(ctx, x, xv, 4);
+    dvm_array_write(ctx, s, sv, 4);
+    dvm_array_write(ctx, yg, &one, 1);
+    dvm_args *a;
+    dvm_args_create(ctx, k, &a);
+
+    /* binding errors */
+    EXPECT(dvm_args_array(ctx, a, "x", s) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'x'"), "mistyped: %s", dvm_errmsg(ctx));
+    EXPECT(dvm_args_array(ctx, a, "zz", x) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'zz'"), "unknown: %s", dvm_errmsg(ctx));
+    EXPECT(dvm_args_array(ctx, a, "y", x) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "extent 1"), "literal: %s", dvm_errmsg(ctx));
+    EXPECT(dvm_args_grad(ctx, a, "steps", s) == DVM_ERR_ARG, "grad of i32: %s", dvm_errmsg(ctx));
+    dvm_args_array(ctx, a, "x", x);
+    dvm_args_array(ctx, a, "steps", s3);
+    dvm_args_array(ctx, a, "y", y);
+    dvm_launch_opts fwd = {DVM_FORWARD, 0, 0}, adj = {DVM_ADJOINT, 0, 0};
+    EXPECT(dvm_launch(ctx, k, a, &fwd, NULL) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'rate'"), "missing: %s", dvm_errmsg(ctx));
+    dvm_args_f32(ctx, a, "rate", 0.9f);
+    EXPECT(dvm_launch(ctx, k, a, &fwd, NULL) == DVM_ERR_ARG &&
+               strstr(dvm_errmsg(ctx), "shape symbol 'n' is 4 from 'x' but 3 from 'steps'"),
+           "symbol: %s", dvm_errmsg(ctx));
+    dvm_args_array(ctx, a, "steps", s);
+
+    /* forward, then adjoint twice: the second reuses the sizes; a write invalidates them */
+    float yv = 0;
+    EXPECT(dvm_launch(ctx, k, a, &fwd, NULL) == DVM_OK, "forward: %s", dvm_errmsg(ctx));
+    dvm_array_read(ctx, y, &yv, 1);
+    EXPECT(yv > 0.2005f && yv < 0.2007f, "y = %g, expected 0.2006", (double)yv);
+    dvm_args_grad(ctx, a, "y", yg);
+    dvm_args_grad(ctx, a, "x", xg);
+    dvm_launch_stats st;
+    EXPECT(dvm_launch(ctx, k, a, &adj, &st) == DVM_OK, "adjoint: %s", dvm_errmsg(ctx));
+    float g[4];
+    dvm_array_read(ctx, xg, g, 4);
+    EXPECT(g[2] > 0.7289f && g[2] < 0.7291f, "x.grad[2] = %g, expected 0.729", (double)g[2]);
+    dvm_array_write(ctx, y, &zero, 1);
+    EXPECT(dvm_launch(ctx, k, a, &adj, &st) == DVM_OK && st.sizes_cached == 1, "second adjoint: cached %d %s", st.sizes_cached,
+           dvm_errmsg(ctx));
+    sv[2] = 7;
+    dvm_array_write(ctx, s, sv, 4);
+    EXPECT(dvm_launch(ctx, k, a, &adj, &st) == DVM_OK && st.sizes_cached == 0, "after a write: cached %d %s", st.sizes_cached,
+           dvm_errmsg(ctx));
+    dvm_launch_opts small = {DVM_ADJOINT, 1, 0};
+    float before[4], after[4];
+    dvm_array_read(ctx, xg, before, 4);
+    EXPECT(dvm_launch(ctx, k, a, &small, &st) == DVM_ERR_RUNTIME && strstr(dvm_errmsg(ctx), "adstack overflow") &&
+               strstr(dvm_errmsg(ctx), "ad_stack_size"),
+           "overflow: %s", dvm_errmsg(ctx));
+    dvm_array_read(ctx, xg, after, 4);
+    EXPECT(!memcmp(before, after, sizeof before), "a failed adjoint changed x.grad");
+    /* the next launch starts clean: fresh gradients equal rate^steps (steps = 0 1 7 2) */
+    float zeros[4] = {0, 0, 0, 0}, want[4] = {1.0f, 0.9f, 0.4782969f, 0.81f};
+    dvm_array_write(ctx, xg, zeros, 4);
+    dvm_array_write(ctx, yg, &one, 1);
+    EXPECT(dvm_launch(ctx, k, a, &adj, &st) == DVM_OK, "adjoint after an overflow: %s", dvm_errmsg(ctx));
+    dvm_array_read(ctx, xg, after, 4);
+    for (int i = 0; i < 4; i++)
+        EXPECT(after[i] > want[i] - 1e-5f && after[i] < want[i] + 1e-5f, "after an overflow x.grad[%d] = %g, expected %g", i,
+               (double)after[i], (double)want[i]);
+
+    /* a failed launch restores what its earlier task wrote */
+    dvm_args *af;
+    dvm_args_create(ctx, kf, &af);
+    dvm_args_array(ctx, af, "y", x);
+    dvm_args_array(ctx, af, "z", xg);
+    dvm_args_i32(ctx, af, "k", 1);
+    EXPECT(dvm_launch(ctx, kf, af, &fwd, NULL) == DVM_ERR_RUNTIME && strstr(dvm_errmsg(ctx), "t.dvk:10:") &&
+               strstr(dvm_errmsg(ctx), "out of bounds"),
+           "oob: %s", dvm_errmsg(ctx));
+    float xa[4];
+    dvm_array_read(ctx, x, xa, 4);
+    EXPECT(!memcmp(xa, xv, sizeof xa), "failed launch left x[0] = %g, expected %g", (double)xa[0], (double)xv[0]);
+    EXPECT(dvm_args_f32(ctx, af, "k", 1.5f) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'k'"), "i32 took f32: %s", dvm_errmsg(ctx));
+
+    dvm_args_destroy(af);
+    dvm_args_destroy(a);
+    dvm_array_destroy(x);
+    dvm_array_destroy(s);
+    dvm_array_destroy(s3);
+    dvm_array_destroy(y);
+    dvm_array_destroy(yg);
+    dvm_array_destroy(xg);
+    dvm_module_destroy(m);
+    dvm_context_destroy(ctx);
+    if (failures) {
+        printf("%d api check(s) failed\n", failures);
+        return 1;
+    }
+    printf("all api checks passed\n");
+    return 0;
+}

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""Tests of the `dvm` command (spec/cli.md): usage errors exit 2, bad arguments exit 1 and
+name the parameter, missing files are reported, a failed launch writes no output file, and
+run/grad/jvp/compile/verify/disasm/info work on the spec's first kernel.
+
+usage: test_cli.py PATH/TO/dvm EXAMPLES_DIR      (python3 standard library only)"""
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+DVM = os.path.abspath(sys.argv[1])
+EXAMPLES = os.path.abspath(sys.argv[2])
+DAMP = os.path.join(EXAMPLES, 'damp.dvk')
+failures = []
+
+
+def write_npy(path, descr, shape, values):
+    fmt = {'<f4': '<%df', '<i4': '<%di'}[descr]
+    dims = ''.join('%d, ' % d for d in shape) if len(shape) != 1 else '%d,' % shape[0]
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (descr, dims.rstrip(', ') if len(shape) > 1 else dims)
+    header += ' ' * ((64 - (10 + len(header) + 1) % 64) % 64) + '\n'
+    with open(path, 'wb') as f:
+        f.write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(header)) + header.encode('ascii'))
+        f.write(struct.pack(fmt % len(values), *values))
+
+
+def read_npy(path):
+    with open(path, 'rb') as f:
+        data = f.read()
+    assert data[:6] == b'\x93NUMPY', path
+    hl = struct.unpack('<H', data[8:10])[0]
+    header = data[10:10 + hl].decode('ascii')
+    body = data[10 + hl:]
+    code = 'f' if "'<f4'" in header else 'i'
+    return [x for x in struct.unpack('<%d%s' % (len(body) // 4, code), body)]
+
+
+def dvm(*args, cwd=None):
+    p = subprocess.run([DVM] + list(args), capture_output=True, text=True, timeout=120, cwd=cwd)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(name, args, rc_want, *needles, cwd=None):
+    rc, out, err = dvm(*args, cwd=cwd)
+    text = out + err
+    if rc != rc_want:
+        failures.append('%s: exit %d, expected %d; output: %s' % (name, rc, rc_want, text.strip()))
+    for n in needles:
+        if n not in text:
+            failures.append('%s: output lacks %r; output: %s' % (name, n, text.strip()))
+    return rc, out, err
+
+
+def main():
+    work = tempfile.mkdtemp(prefix='dvm_cli_')
+    try:
+        run_all(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if failures:
+        for f in failures:
+            print('FAIL', f)
+        print('%d check(s) failed' % len(failures))
+        return 1
+    print('all cli checks passed')
+    return 0
+
+
+def run_all(w):
+    j = lambda *p: os.path.join(w, *p)
+    xs, steps, rate = [0.5, 1.0, -2.0, 0.25], [0, 1, 3, 2], 0.9
+    write_npy(j('x.npy'), '<f4', (4,), xs)
+    write_npy(j('steps.npy'), '<i4', (4,), steps)
+    write_npy(j('steps3.npy'), '<i4', (3,), steps[:3])
+    write_npy(j('y.npy'), '<f4', (1,), [0.0])
+    write_npy(j('y2.npy'), '<f4', (2,), [0.0, 0.0])
+    write_npy(j('seed.npy'), '<f4', (1,), [1.0])
+    write_npy(j('xi.npy'), '<i4', (4,), [1, 2, 3, 4])
+    write_npy(j('x2d.npy'), '<f4', (2, 2), xs)
+    write_npy(j('dx.npy'), '<f4', (4,), [1.0, 0.0, 2.0, 1.0])
+    with open(j('bad.npy'), 'wb') as f:
+        f.write(b'not an npy file at all')
+    good = ['x=' + j('x.npy'), 'steps=' + j('steps.npy'), 'y=' + j('y.npy'), 'rate=%r' % rate]
+
+    # ---- usage errors: exit 2 ----
+    check('no command', [], 2, 'usage')
+    check('unknown command', ['frobnicate'], 2, "unknown command 'frobnicate'")
+    check('run without program', ['run'], 2, 'missing the program')
+    check('run without kernel', ['run', DAMP], 2, 'missing the kernel')
+    check('unknown option', ['run', DAMP, 'damp', '--frob'] + good, 2, "unknown option '--frob'")
+    check('option without value', ['run', DAMP, 'damp'] + good + ['--threads'], 2, "'--threads' needs a value")
+    check('bad --threads', ['run', DAMP, 'damp', '--threads', 'many'] + good, 2, '--threads')
+    check('bad --ad-stack-size', ['grad', DAMP, 'damp', '--ad-stack-size', '-3'] + good, 2, '--ad-stack-size')
+    check('bad --backend', ['run', DAMP, 'damp', '--backend', 'tpu'] + good, 2, "'tpu'")
+    check('argument without =', ['run', DAMP, 'damp', 'x'] + good, 2, "unexpected argument 'x'")
+    check('.grad given to run', ['run', DAMP, 'damp', 'y.grad=' + j('seed.npy')] + good, 2, "'y.grad'", 'dvm grad')
+    check('.dual given to grad', ['grad', DAMP, 'damp', 'x.dual=' + j('dx.npy')] + good, 2, "'x.dual'", 'dvm jvp')
+    check('argument twice', ['run', DAMP, 'damp', 'rate=1'] + good, 2, "'rate' is given twice")
+    check('compile without source', ['compile'], 2, 'missing the source')
+    check('verify without blob', ['verify'], 2, 'missing the blob')
+    check('info with an argument', ['info', 'x'], 2, "unexpected argument 'x'")
+    for cmd in ['compile', 'run', 'grad', 'jvp', 'disasm', 'verify', 'info']:
+        check('%s --help' % cmd, [cmd, '--help'], 0, 'usage: dvm ' + cmd)
+    check('--help', ['--help'], 0, 'dvm compile', 'dvm run', 'dvm grad', 'dvm jvp', 'dvm info')
+    check('grad --help names .grad', ['grad', '--help'], 0, 'NAME.grad=FILE.npy', '--ad-stack-size', '--default-ad-stack-size')
+
+    # ---- bad arguments: exit 1, naming the parameter ----
+    check('unknown parameter', ['run', DAMP, 'damp', 'zz=1'] + good, 1, "no parameter 'zz'", 'rate')
+    check('missing argument', ['run', DAMP, 'damp'] + good[:3], 1, "missing argument 'rate'")
+    check('two missing', ['run', DAMP, 'damp'] + good[:2], 1, "'y'", "'rate'")
+    check('mistyped array', ['run', DAMP, 'damp', 'x=' + j('xi.npy')] + good[1:], 1, "'x'", 'f32')
+    check('wrong rank', ['run', DAMP, 'damp', 'x=' + j('x2d.npy')] + good[1:], 1, "'x'", 'rank 1')
+    check('shape symbol conflict', ['run', DAMP, 'damp', 'x=' + j('x.npy'), 'steps=' + j('steps3.npy')] + good[2:], 1,
+          "shape symbol 'n' is 4 from 'x' but 3 from 'steps'")
+    check('literal extent', ['run', DAMP, 'damp', 'y=' + j('y2.npy')] + good[:2] + good[3:], 1, "'y'", 'extent 1')
+    check('scalar not a number', ['run', DAMP, 'damp', 'rate=fast'] + good[:3], 1, "'rate'", "'fast'")
+    check('scalar given a file', ['run', DAMP, 'damp', 'rate=' + j('x.npy')] + good[:3], 1, "'rate'")
+    check('array given a number', ['run', DAMP, 'damp', 'x=3'] + good[1:], 1, "'x'")
+    check('missing npy file', ['run', DAMP, 'damp', 'x=' + j('nope.npy')] + good[1:], 1, "'x'", 'nope.npy', 'cannot open')
+    check('malformed npy file', ['run', DAMP, 'damp', 'x=' + j('bad.npy')] + good[1:], 1, "'x'", 'bad.npy', 'not a .npy file')
+    check('missing program', ['run', j('nope.dvk'), 'damp'] + good, 1, 'nope.dvk', 'cannot open')
+    check('unknown kernel', ['run', DAMP, 'dampp'] + good, 1, "no kernel 'dampp'", 'damp')
+    check('grad of an i32 array', ['grad', DAMP, 'damp', 'steps.grad=' + j('x.npy')] + good, 1, "'steps.grad'")
+    check('grad of the wrong shape', ['grad', DAMP, 'damp', 'x.grad=' + j('x2d.npy')] + good, 1, "'x.grad'")
+
+    with open(j('k2.dvk'), 'w') as f:
+        f.write('kernel k2(y: f32[n], k: i32, s: f32):\n    for i in range(n):\n        y[i] = s * f32(k)\n')
+    yk = ['y=' + j('x.npy')]
+    check('i32 rejects a float', ['run', j('k2.dvk'), 'k2', 'k=1.5', 's=2'] + yk, 1, "'k'", "'1.5'")
+    check('i32 out of range', ['run', j('k2.dvk'), 'k2', 'k=9999999999', 's=2'] + yk, 1, "'k'")
+    rc, out, _ = check('f32 takes an int', ['run', j('k2.dvk'), 'k2', 'k=3', 's=2', '--out', j('o_k2')] + yk, 0)
+    if rc == 0 and read_npy(j('o_k2', 'y.npy')) != [6.0] * 4:
+        failures.append('k2: y = %r, expected [6.0]*4' % read_npy(j('o_k2', 'y.npy')))
+
+    with open(j('syntax.dvk'), 'w') as f:
+        f.write('kernel broken(y: f32[n]):\n    for i in range(n)\n        y[i] = 1.0\n')
+    rc, out, err = check('compile error', ['run', j('syntax.dvk'), 'broken', 'y=' + j('x.npy')], 1, 'syntax.dvk:2:')
+    if rc == 1 and ': error: ' not in err:
+        failures.append('compile error: stderr lacks "FILE:LINE:COL: error:": %s' % err)
+
+    # ---- a failed launch writes no output files ----
+    with open(j('oob.dvk'), 'w') as f:
+        f.write('kernel oob(x: f32[n], y: f32[n]):\n    for i in range(n):\n        y[i] = x[i + 1]\n')
+    out = j('o_fail')
+    rc, so, se = check('out-of-bounds launch', ['run', j('oob.dvk'), 'oob', 'x=' + j('x.npy'), 'y=' + j('dx.npy'),
+                                                '--out', out], 1, 'oob.dvk:3:', "'x'", 'out of bounds')
+    if os.path.isdir(out) and os.listdir(out):
+        failures.append('failed launch wrote %s' % os.listdir(out))
+    if read_npy(j('dx.npy')) != [1.0, 0.0, 2.0, 1.0]:
+        failures.append('failed launch changed an input file')
+
+    # ---- run, grad, jvp on the spec's first kernel ----
+    def damp_ref(xv):
+        tot = 0.0
+        for x0, s in zip(xv, steps):
+            v = x0
+            for _ in range(s):
+                v = v * rate + 0.01
+            tot += v
+        return tot
+
+    rc, so, se = check('run', ['run', DAMP, 'damp'] + good + ['--out', j('o_run'), '--time'], 0, 'launch')
+    if rc == 0:
+        y = read_npy(j('o_run', 'y.npy'))
+        if abs(y[0] - damp_ref(xs)) > 1e-5:
+            failures.append('run: y = %r, expected %r' % (y, damp_ref(xs)))
+        for nm in ['x', 'steps', 'y']:
+            if not os.path.exists(j('o_run', nm + '.npy')):
+                failures.append('run --out: %s.npy missing' % nm)
+    rc, so, se = check('run summary', ['run', DAMP, 'damp'] + good, 0, 'y: f32 (1,)')
+    rc, so, se = check('grad', ['grad', DAMP, 'damp'] + good + ['y.grad=' + j('seed.npy'), '--out', j('o_grad')], 0)
+    if rc == 0:
+        g = read_npy(j('o_grad', 'x.grad.npy'))
+        want = [rate ** s for s in steps]
+        if any(abs(a - b) > 1e-5 for a, b in zip(g, want)):
+            failures.append('grad: x.grad = %r, expected %r' % (g, want))
+        if abs(read_npy(j('o_grad', 'y.npy'))[0] - damp_ref(xs)) > 1e-5:
+            failures.append('grad: y is not the forward result')
+        if not os.path.exists(j('o_grad', 'y.grad.npy')):
+            failures.append('grad --out: y.grad.npy missing')
+    dx = read_npy(j('dx.npy'))
+    rc, so, se = check('jvp', ['jvp', DAMP, 'damp'] + good + ['x.dual=' + j('dx.npy'), '--out', j('o_jvp')], 0)
+    if rc == 0:
+        yd = read_npy(j('o_jvp', 'y.dual.npy'))[0]
+        want = sum(d * rate ** s for d, s in zip(dx, steps))
+        if abs(yd - want) > 1e-5:
+            failures.append('jvp: y.dual = %r, expected %r' % (yd, want))
+    check('forced adstack size too small', ['grad', DAMP, 'damp'] + good + ['--ad-stack-size', '1', '--out', j('o_small')],
+          1, 'adstack overflow', '--ad-stack-size')
+    if os.path.isdir(j('o_small')) and os.listdir(j('o_small')):
+        failures.append('overflowing grad wrote %s' % os.listdir(j('o_small')))
+
+    # ---- compile, verify, disasm, info ----
+    src = j('damp.dvk')
+    shutil.copy(DAMP, src)
+    check('compile', ['compile', src], 0)
+    blob = j('damp.dvb')
+    if not os.path.exists(blob):
+        failures.append('compile: default output damp.dvb missing')
+        return
+    check('compile -o', ['compile', src, '-o', j('other.dvb')], 0)
+    check('verify', ['verify', blob], 0, 'valid')
+    check('run a blob', ['run', blob, 'damp'] + good + ['--out', j('o_blob')], 0)
+    if os.path.exists(j('o_blob', 'y.npy')) and abs(read_npy(j('o_blob', 'y.npy'))[0] - damp_ref(xs)) > 1e-5:
+        failures.append('run of the blob gives another y')
+    data = bytearray(open(blob, 'rb').read())
+    data[len(data) // 2] ^= 0x5a
+    with open(j('corrupt.dvb'), 'wb') as f:
+        f.write(bytes(data))
+    check('verify a corrupt blob', ['verify', j('corrupt.dvb')], 1, 'corrupt.dvb')
+    check('verify a source file', ['verify', src], 1, 'damp.dvk')
+    check('verify a missing file', ['verify', j('nope.dvb')], 1, 'nope.dvb')
+    check('disasm source', ['disasm', src], 0)
+    check('disasm blob', ['disasm', blob], 0)
+    check('info', ['info'], 0, 'cpu')
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,590 @@
+/* api.c: the public C API (include/dvm.h) except dvm_launch (launch.c): contexts, modules,
+ * kernels, arrays and argument bindings. Every failure leaves its message in the context. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "runtime.h"
+#include "../bytecode/blob.h"
+#include "../compiler/compile.h"
+
+/* ---- messages ---- */
+
+dvm_status dvm_fail(dvm_context *ctx, dvm_status st, int located, const char *fmt, ...) {
+    if (ctx) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+        va_end(ap);
+        ctx->err_located = located;
+    }
+    return st;
+}
+
+void dvm_clear_err(dvm_context *ctx) {
+    if (ctx) {
+        ctx->err[0] = 0;
+        ctx->err_located = 0;
+    }
+}
+
+const char *dvm_errmsg(const dvm_context *ctx) { return ctx ? ctx->err : "no context (NULL)"; }
+int dvm_errmsg_located(const dvm_context *ctx) { return ctx ? ctx->err_located : 0; }
+void dvm_context_cli_remedies(dvm_context *ctx, int on) {
+    if (ctx) ctx->cli_remedies = on;
+}
+void dvm_free(void *p) { free(p); }
+
+const char *dvm_dtype_name(dvm_dtype t) { return t == DVM_F32 ? "f32" : t == DVM_I32 ? "i32" : "?"; }
+
+/* ---- contexts ---- */
+
+dvm_status dvm_context_create(const dvm_context_opts *opts, dvm_context **out) {
+    if (out) *out = NULL;
+    if (!out) return DVM_ERR_USAGE;
+    dvm_context *ctx = (dvm_context *)calloc(1, sizeof *ctx);
+    if (!ctx) return DVM_ERR_NOMEM;
+    *out = ctx;
+    ctx->next_array_id = 1;
+    const char *want = opts && opts->backend ? opts->backend : "auto";
+    dvm_backend_opts bo = {opts ? opts->device : 0, opts ? opts->threads : 0};
+    if (bo.device < 0) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "device index %d is negative", bo.device);
+    if (bo.threads < 0) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "thread count %d is negative", bo.threads);
+    char why[1024];
+    if (strcmp(want, "auto") != 0) {
+        if (strcmp(want, "cpu") && strcmp(want, "vulkan") && strcmp(want, "cuda") && strcmp(want, "hip"))
+            return dvm_fail(ctx, DVM_ERR_USAGE, 0, "unknown backend '%s' (expected cpu, vulkan, cuda, hip or auto)", want);
+        const dvm_backend_vtbl *vt = dvm_backend_by_name(want);
+        if (!vt)
+            return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "backend '%s' is not compiled into this build (see `dvm info`)", want);
+        why[0] = 0;
+        ctx->be = vt->open(&bo, why, sizeof why);
+        if (!ctx->be) return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "backend '%s' device %d: %s", want, bo.device, why);
+        ctx->vt = vt;
+    } else {
+        /* auto: the first that opens; keep every reason so that a total failure says why */
+        int n;
+        const dvm_backend_vtbl *const *list = dvm_backend_list(&n);
+        char reasons[2048] = "";
+        size_t rl = 0;
+        for (int i = 0; i < n && !ctx->be; i++) {
+            why[0] = 0;
+            ctx->be = list[i]->open(&bo, why, sizeof why);
+            if (ctx->be) ctx->vt = list[i];
+            else if (rl < sizeof reasons)
+                rl += (size_t)snprintf(reasons + rl, sizeof reasons - rl, "%s%s: %s", rl ? "; " : "", list[i]->name, why);
+        }
+        if (!ctx->be) return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "no backend could be opened (%s)", reasons);
+    }
+    const char *dn = ctx->vt->device_name ? ctx->vt->device_name(ctx->be) : NULL;
+    snprintf(ctx->device, sizeof ctx->device, "%s", dn ? dn : "");
+    return DVM_OK;
+}
+
+void dvm_context_destroy(dvm_context *ctx) {
+    if (!ctx) return;
+    if (ctx->be) {
+        dvm_launch_scratch_free(ctx->vt, ctx->be, &ctx->scratch);
+        ctx->vt->close(ctx->be);
+    }
+    free(ctx);
+}
+
+const char *dvm_context_backend(const dvm_context *ctx) { return ctx && ctx->vt ? ctx->vt->name : ""; }
+const char *dvm_context_device(const dvm_context *ctx) { return ctx ? ctx->device : ""; }
+
+#define NEED_CTX(ctx)                                                               \
+    do {                                                                            \
+        if (!(ctx)) return DVM_ERR_USAGE;                                           \
+        if (!(ctx)->be) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "%s: the context has no backend (its creation failed)", __func__); \
+        dvm_clear_err(ctx);                                                         \
+    } while (0)
+
+/* ---- modules ---- */
+
+static const char *str_at(const dvm_program *p, uint32_t off) {
+    return off < p->nstrings_bytes ? p->strings + off : "?";
+}
+
+/* Takes ownership of a verified program and uploads it. */
+static dvm_status module_create(dvm_context *ctx, dvm_program *prog, const char *name, dvm_module **out) {
+    dvm_module *m = (dvm_module *)calloc(1, sizeof *m);
+    struct dvm_kernel *ks = (struct dvm_kernel *)calloc(prog->nkernels ? prog->nkernels : 1, sizeof *ks);
+    if (!m || !ks) {
+        free(m);
+        free(ks);
+        dvm_program_free(prog);
+        return dvm_fail(ctx, DVM_ERR_NOMEM, 0, "%s: out of memory", name);
+    }
+    char err[1024] = "";
+    if (ctx->vt->load(ctx->be, prog, &m->loaded, err, sizeof err) != 0) {
+        free(m);
+        free(ks);
+        dvm_program_free(prog);
+        return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "%s: %s backend could not load the program: %s", name, ctx->vt->name, err);
+    }
+    m->ctx = ctx;
+    m->prog = prog;
+    m->kernels = ks;
+    for (uint32_t i = 0; i < prog->nkernels; i++) {
+        ks[i].m = m;
+        ks[i].index = i;
+        ks[i].kd = &prog->kernels[i];
+    }
+    *out = m;
+    return DVM_OK;
+}
+
+dvm_status dvm_compile(dvm_context *ctx, const char *source, size_t len, const char *filename, dvm_module **out) {
+    if (out) *out = NULL;
+    NEED_CTX(ctx);
+    if (!out || (!source && len)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_compile: NULL argument");
+    if (!filename) filename = "<source>";
+    dvm_program *prog = NULL;
+    char *msg = NULL;
+    if (dvm_compile_source(source ? source : "", len, filename, &prog, &msg) != 0) {
+        /* the diagnostics are already FILE:LINE:COL: error: ... lines */
+        size_t n = msg ? strlen(msg) : 0;
+        while (n && msg[n - 1] == '\n') msg[--n] = 0;
+        dvm_status st = dvm_fail(ctx, DVM_ERR_COMPILE, 1, "%s", msg && *msg ? msg : "compilation failed");
+        if (!msg || !*msg) ctx->err_located = 0;
+        free(msg);
+        return st;
+    }
+    free(msg);
+    char err[1024] = "";
+    if (dvm_verify(prog, err, sizeof err) != 0) {
+        dvm_program_free(prog);
+        return dvm_fail(ctx, DVM_ERR_COMPILE, 0, "%s: internal compiler error: the compiled program fails verification: %s",
+                        filename, err);
+    }
+    return module_create(ctx, prog, filename, out);
+}
+
+dvm_status dvm_load_blob(dvm_context *ctx, const void *blob, size_t len, const char *name, dvm_module **out) {
+    if (out) *out = NULL;
+    NEED_CTX(ctx);
+    if (!out || (!blob && len)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_load_blob: NULL argument");
+    if (!name) name = "<blob>";
+    dvm_program *prog = NULL;
+    char err[1024] = "";
+    if (dvm_blob_read(blob, len, &prog, err, sizeof err) != 0)
+        return dvm_fail(ctx, DVM_ERR_BLOB, 0, "%s: invalid blob: %s", name, err);
+    return module_create(ctx, prog, name, out);
+}
+
+/* Reads a whole file (NUL-terminated); the status and the reason in ctx on failure. */
+static dvm_status read_file(dvm_context *ctx, const char *path, char **out, size_t *len) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        return dvm_fail(ctx, DVM_ERR_IO, 0, "%s: cannot open: %s", path, strerror(errno));
+    }
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (cap - n < 4096) {
+            cap = cap ? cap * 2 : 65536;
+            char *nb = (char *)realloc(buf, cap + 1);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return dvm_fail(ctx, DVM_ERR_NOMEM, 0, "%s: out of memory", path);
+            }
+            buf = nb;
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (r == 0) break;
+    }
+    if (ferror(f)) {
+        fclose(f);
+        free(buf);
+        return dvm_fail(ctx, DVM_ERR_IO, 0, "%s: read error", path);
+    }
+    fclose(f);
+    buf[n] = 0;
+    *len = n;
+    *out = buf;
+    return DVM_OK;
+}
+
+dvm_status dvm_load_file(dvm_context *ctx, const char *path, dvm_module **out) {
+    if (out) *out = NULL;
+    NEED_CTX(ctx);
+    if (!out || !path) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_load_file: NULL argument");
+    size_t len = 0;
+    char *buf;
+    dvm_status rs = read_file(ctx, path, &buf, &len);
+    if (rs != DVM_OK) return rs;
+    size_t pl = strlen(path);
+    int is_blob = dvm_blob_is_blob(buf, len) || (pl >= 4 && !strcmp(path + pl - 4, ".dvb"));
+    dvm_status st = is_blob ? dvm_load_blob(ctx, buf, len, path, out) : dvm_compile(ctx, buf, len, path, out);
+    free(buf);
+    return st;
+}
+
+dvm_status dvm_module_save(dvm_context *ctx, const dvm_module *m, void **blob, size_t *len) {
+    NEED_CTX(ctx);
+    if (!m || !blob || !len) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_module_save: NULL argument");
+    char err[1024] = "";
+    if (dvm_blob_write(m->prog, blob, len, err, sizeof err) != 0)
+        return dvm_fail(ctx, DVM_ERR_BLOB, 0, "%s: cannot write the blob: %s", str_at(m->prog, m->prog->source_name), err);
+    return DVM_OK;
+}
+
+void dvm_module_destroy(dvm_module *m) {
+    if (!m) return;
+    for (uint32_t i = 0; i < m->prog->nkernels; i++)
+        for (int v = 0; v < DVM_V_COUNT; v++) dvm_size_cache_free(&m->kernels[i].cache[v]);
+    if (m->loaded) m->ctx->vt->unload(m->ctx->be, m->loaded);
+    dvm_program_free(m->prog);
+    free(m->kernels);
+    free(m);
+}
+
+int dvm_module_kernel_count(const dvm_module *m) { return m ? (int)m->prog->nkernels : 0; }
+
+const dvm_kernel *dvm_module_kernel(const dvm_module *m, int i) {
+    return m && i >= 0 && (uint32_t)i < m->prog->nkernels ? &m->kernels[i] : NULL;
+}
+
+typedef struct text_buf {
+    char *s;
+    size_t n, cap;
+    int oom;
+} text_buf;
+
+static void text_line(void *p, const char *line) {
+    text_buf *t = (text_buf *)p;
+    size_t l = strlen(line);
+    if (t->oom) return;
+    if (t->n + l + 2 > t->cap) {
+        size_t nc = (t->cap ? t->cap * 2 : 4096) + l;
+        char *ns = (char *)realloc(t->s, nc);
+        if (!ns) {
+            t->oom = 1;
+            return;
+        }
+        t->s = ns;
+        t->cap = nc;
+    }
+    memcpy(t->s + t->n, line, l);
+    t->n += l;
+    t->s[t->n++] = '\n';
+    t->s[t->n] = 0;
+}
+
+dvm_status dvm_module_disasm(dvm_context *ctx, const dvm_module *m, char **text) {
+    if (text) *text = NULL;
+    NEED_CTX(ctx);
+    if (!m || !text) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_module_disasm: NULL argument");
+    text_buf t = {NULL, 0, 0, 0};
+    text_line(&t, "");
+    t.n = 0;
+    if (t.s) t.s[0] = 0;
+    if (dvm_disasm(m->prog, text_line, &t) != 0 || t.oom || !t.s) {
+        free(t.s);
+        return dvm_fail(ctx, t.oom || !t.s ? DVM_ERR_NOMEM : DVM_ERR_BLOB, 0, "disassembly failed");
+    }
+    *text = t.s;
+    return DVM_OK;
+}
+
+/* ---- kernels ---- */
+
+dvm_status dvm_kernel_find(dvm_context *ctx, const dvm_module *m, const char *name, const dvm_kernel **out) {
+    if (out) *out = NULL;
+    NEED_CTX(ctx);
+    if (!m || !name || !out) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_kernel_find: NULL argument");
+    const dvm_program *p = m->prog;
+    for (uint32_t i = 0; i < p->nkernels; i++)
+        if (!strcmp(str_at(p, p->kernels[i].name), name)) {
+            *out = &m->kernels[i];
+            return DVM_OK;
+        }
+    char list[1024] = "";
+    size_t n = 0;
+    for (uint32_t i = 0; i < p->nkernels && n < sizeof list; i++)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", str_at(p, p->kernels[i].name));
+    return dvm_fail(ctx, DVM_ERR_ARG, 0, "%s has no kernel '%s' (%s%s)", str_at(p, p->source_name), name,
+                    p->nkernels ? "kernels: " : "it has no kernels", list);
+}
+
+const char *dvm_kernel_name(const dvm_kernel *k) { return k ? str_at(k->m->prog, k->kd->name) : ""; }
+int dvm_kernel_param_count(const dvm_kernel *k) { return k ? (int)k->kd->nparams : 0; }
+
+void dvm_kernel_param(const dvm_kernel *k, int i, dvm_param_info *info) {
+    if (!info) return;
+    memset(info, 0, sizeof *info);
+    if (!k || i < 0 || (uint32_t)i >= k->kd->nparams) return;
+    const dvm_program *p = k->m->prog;
+    const dvm_param_desc *pd = &p->params[k->kd->param_begin + (uint32_t)i];
+    info->name = str_at(p, pd->name);
+    info->is_array = pd->is_array;
+    info->dtype = pd->type == DVM_T_F32 ? DVM_F32 : DVM_I32;
+    if (!pd->is_array) return;
+    info->rank = pd->rank;
+    for (int a = 0; a < pd->rank && a < DVM_MAX_RANK; a++) {
+        if (pd->dim[a] >= 0) {
+            info->literal_dims[a] = pd->dim[a];
+        } else {
+            uint32_t s = (uint32_t)(-(pd->dim[a] + 1));
+            info->dims[a] = s < k->kd->nsyms ? str_at(p, p->syms[k->kd->sym_begin + s].name) : "?";
+        }
+    }
+}
+
+/* ---- arrays ---- */
+
+dvm_status dvm_array_create(dvm_context *ctx, dvm_dtype dtype, int rank, const int64_t *shape, dvm_array **out) {
+    if (out) *out = NULL;
+    NEED_CTX(ctx);
+    if (!out || (!shape && rank)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_create: NULL argument");
+    if (dtype != DVM_F32 && dtype != DVM_I32) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_create: bad dtype %d", (int)dtype);
+    if (rank < 1 || rank > DVM_MAX_RANK)
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_create: rank %d is outside 1..%d", rank, DVM_MAX_RANK);
+    int64_t count = 1;
+    for (int a = 0; a < rank; a++) {
+        /* extents are i32 values in kernels (shape symbols) */
+        if (shape[a] < 0 || shape[a] > INT32_MAX)
+            return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_create: extent %lld of axis %d is outside 0..%d",
+                            (long long)shape[a], a, INT32_MAX);
+        count *= shape[a];
+        if (count > ((int64_t)1 << 40)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_create: too many elements");
+    }
+    dvm_array *a = (dvm_array *)calloc(1, sizeof *a);
+    if (!a) return dvm_fail(ctx, DVM_ERR_NOMEM, 0, "dvm_array_create: out of memory");
+    char err[512] = "";
+    /* at least one word so that every array has a real buffer */
+    if (ctx->vt->alloc(ctx->be, (size_t)(count ? count : 1) * 4, &a->buf, err, sizeof err) != 0) {
+        free(a);
+        return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "cannot allocate an array of %lld elements: %s", (long long)count, err);
+    }
+    a->ctx = ctx;
+    a->dtype = dtype;
+    a->rank = rank;
+    for (int k = 0; k < DVM_MAX_RANK; k++) a->shape[k] = k < rank ? shape[k] : 1;
+    a->count = count;
+    a->id = ctx->next_array_id++;
+    *out = a;
+    return DVM_OK;
+}
+
+void dvm_array_destroy(dvm_array *a) {
+    if (!a) return;
+    a->ctx->vt->free(a->ctx->be, a->buf);
+    free(a);
+}
+
+dvm_dtype dvm_array_dtype(const dvm_array *a) { return a ? a->dtype : DVM_F32; }
+int dvm_array_rank(const dvm_array *a) { return a ? a->rank : 0; }
+int64_t dvm_array_dim(const dvm_array *a, int axis) { return a && axis >= 0 && axis < a->rank ? a->shape[axis] : 0; }
+int64_t dvm_array_count(const dvm_array *a) { return a ? a->count : 0; }
+
+dvm_status dvm_array_write(dvm_context *ctx, dvm_array *a, const void *src, int64_t count) {
+    NEED_CTX(ctx);
+    if (!a || (!src && count)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_write: NULL argument");
+    if (a->ctx != ctx) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_write: the array belongs to another context");
+    if (count != a->count)
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_write: %lld elements given, the array has %lld", (long long)count,
+                        (long long)a->count);
+    char err[512] = "";
+    a->version++;
+    if (count && ctx->vt->write(ctx->be, a->buf, 0, src, (size_t)count * 4, err, sizeof err) != 0)
+        return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "dvm_array_write: %s", err);
+    return DVM_OK;
+}
+
+dvm_status dvm_array_read(dvm_context *ctx, const dvm_array *a, void *dst, int64_t count) {
+    NEED_CTX(ctx);
+    if (!a || (!dst && count)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_read: NULL argument");
+    if (a->ctx != ctx) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_read: the array belongs to another context");
+    if (count != a->count)
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_read: %lld elements asked, the array has %lld", (long long)count,
+                        (long long)a->count);
+    char err[512] = "";
+    if (count && ctx->vt->read(ctx->be, a->buf, 0, dst, (size_t)count * 4, err, sizeof err) != 0)
+        return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "dvm_array_read: %s", err);
+    return DVM_OK;
+}
+
+/* ---- argument bindings ---- */
+
+dvm_status dvm_args_create(dvm_context *ctx, const dvm_kernel *k, dvm_args **out) {
+    if (out) *out = NULL;
+    NEED_CTX(ctx);
+    if (!k || !out) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_args_create: NULL argument");
+    if (k->m->ctx != ctx) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_args_create: the kernel belongs to another context");
+    uint32_t n = k->kd->nparams ? k->kd->nparams : 1;
+    dvm_args *a = (dvm_args *)calloc(1, sizeof *a);
+    if (a) {
+        a->arr = (dvm_array **)calloc(n, sizeof *a->arr);
+        a->grad = (dvm_array **)calloc(n, sizeof *a->grad);
+        a->dual = (dvm_array **)calloc(n, sizeof *a->dual);
+        a->scratch = (dvm_array **)calloc(n, sizeof *a->scratch);
+        a->scalar = (uint32_t *)calloc(n, sizeof *a->scalar);
+        a->scalar_set = (uint8_t *)calloc(n, 1);
+    }
+    if (!a || !a->arr || !a->grad || !a->dual || !a->scratch || !a->scalar || !a->scalar_set) {
+        dvm_args_destroy(a);
+        return dvm_fail(ctx, DVM_ERR_NOMEM, 0, "dvm_args_create: out of memory");
+    }
+    a->ctx = ctx;
+    a->k = k;
+    a->nparams = k->kd->nparams;
+    *out = a;
+    return DVM_OK;
+}
+
+void dvm_args_destroy(dvm_args *args) {
+    if (!args) return;
+    if (args->scratch)
+        for (uint32_t i = 0; i < args->nparams; i++) dvm_array_destroy(args->scratch[i]);
+    free(args->arr);
+    free(args->grad);
+    free(args->dual);
+    free(args->scratch);
+    free(args->scalar);
+    free(args->scalar_set);
+    free(args);
+}
+
+void dvm_param_decl(const dvm_kernel *k, uint32_t i, char *buf, size_t len) {
+    dvm_param_info pi;
+    dvm_kernel_param(k, (int)i, &pi);
+    size_t n = (size_t)snprintf(buf, len, "%s: %s", pi.name ? pi.name : "?", dvm_dtype_name(pi.dtype));
+    if (!pi.is_array || n >= len) return;
+    for (int a = 0; a < pi.rank && n < len; a++) {
+        if (pi.dims[a]) n += (size_t)snprintf(buf + n, len - n, "%s%s", a ? ", " : "[", pi.dims[a]);
+        else n += (size_t)snprintf(buf + n, len - n, "%s%lld", a ? ", " : "[", (long long)pi.literal_dims[a]);
+    }
+    if (n < len) snprintf(buf + n, len - n, "]");
+}
+
+/* Finds parameter `name`; on failure the message lists the kernel's parameters. */
+static int find_param(dvm_context *ctx, const dvm_kernel *k, const char *name, uint32_t *idx) {
+    const dvm_program *p = k->m->prog;
+    for (uint32_t i = 0; i < k->kd->nparams; i++)
+        if (!strcmp(str_at(p, p->params[k->kd->param_begin + i].name), name)) {
+            *idx = i;
+            return 0;
+        }
+    char list[1024] = "";
+    size_t n = 0;
+    for (uint32_t i = 0; i < k->kd->nparams && n < sizeof list; i++)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", str_at(p, p->params[k->kd->param_begin + i].name));
+    dvm_fail(ctx, DVM_ERR_ARG, 0, "kernel '%s' has no parameter '%s' (parameters: %s)", dvm_kernel_name(k), name,
+             k->kd->nparams ? list : "none");
+    return -1;
+}
+
+static const dvm_param_desc *param_desc(const dvm_kernel *k, uint32_t i) {
+    return &k->m->prog->params[k->kd->param_begin + i];
+}
+
+void dvm_shape_str(const int64_t *shape, int rank, char *buf, size_t len) {
+    size_t n = (size_t)snprintf(buf, len, "(");
+    for (int a = 0; a < rank && n < len; a++) n += (size_t)snprintf(buf + n, len - n, a ? ", %lld" : "%lld", (long long)shape[a]);
+    if (n < len) snprintf(buf + n, len - n, rank == 1 ? ",)" : ")");
+}
+
+/* Checks dtype, rank and literal extents of `a` for array parameter i; what: "" for the
+ * primal, ".grad" or ".dual". */
+static dvm_status check_array(dvm_context *ctx, dvm_args *args, uint32_t i, const char *what, const dvm_array *a) {
+    const dvm_kernel *k = args->k;
+    const dvm_param_desc *pd = param_desc(k, i);
+    const char *pname = str_at(k->m->prog, pd->name);
+    char decl[256], sh[256];
+    dvm_param_decl(k, i, decl, sizeof decl);
+    if (!a) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "kernel '%s': argument '%s%s': NULL array", dvm_kernel_name(k), pname, what);
+    if (a->ctx != ctx)
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "kernel '%s': argument '%s%s': the array belongs to another context",
+                        dvm_kernel_name(k), pname, what);
+    if (!pd->is_array)
+        return dvm_fail(ctx, DVM_ERR_ARG, 0, "kernel '%s': argument '%s%s': expected a scalar (%s), got an array",
+                        dvm_kernel_name(k), pname, what, decl);
+    dvm_dtype want = pd->type == DVM_T_F32 ? DVM_F32 : DVM_I32;
+    dvm_shape_str(a->shape, a->rank, sh, sizeof sh);
+    if (a->dtype != want)
+        return dvm_fail(ctx, DVM_ERR_ARG, 0, "kernel '%s': argument '%s%s': expected an %s array (%s), got an %s array of shape %s",
+                        dvm_kernel_name(k), pname, what, dvm_dtype_name(want), decl, dvm_dtype_name(a->dtype), sh);
+    if (a->rank != pd->rank)
+        return dvm_fail(ctx, DVM_ERR_ARG, 0, "kernel '%s': argument '%s%s': expected rank %d (%s), got rank %d with shape %s",
+                        dvm_kernel_name(k), pname, what, pd->rank, decl, a->rank, sh);
+    for (int ax = 0; ax < pd->rank; ax++)
+        if (pd->dim[ax] >= 0 && a->shape[ax] != pd->dim[ax])
+            return dvm_fail(ctx, DVM_ERR_ARG, 0, "kernel '%s': argument '%s%s': axis %d must have extent %d (%s), got shape %s",
+                            dvm_kernel_name(k), pname, what, ax, pd->dim[ax], decl, sh);
+    return DVM_OK;
+}
+
+dvm_status dvm_args_array(dvm_context *ctx, dvm_args *args, const char *name, dvm_array *a) {
+    NEED_CTX(ctx);
+    if (!args || !name) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_args_array: NULL argument");
+    uint32_t i;
+    if (find_param(ctx, args->k, name, &i)) return DVM_ERR_ARG;
+    dvm_status st = check_array(ctx, args, i, "", a);
+    if (st == DVM_OK) args->arr[i] = a;
+    return st;
+}
+
+static dvm_status bind_deriv(dvm_context *ctx, dvm_args *args, const char *name, dvm_array *a, int dual) {
+    NEED_CTX(ctx);
+    const char *fn = dual ? "dvm_args_dual" : "dvm_args_grad", *what = dual ? ".dual" : ".grad";
+    if (!args || !name) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "%s: NULL argument", fn);
+    uint32_t i;
+    if (find_param(ctx, args->k, name, &i)) return DVM_ERR_ARG;
+    const dvm_param_desc *pd = param_desc(args->k, i);
+    if (!pd->is_array || pd->type != DVM_T_F32) {
+        char decl[256];
+        dvm_param_decl(args->k, i, decl, sizeof decl);
+        return dvm_fail(ctx, DVM_ERR_ARG, 0, "kernel '%s': argument '%s%s': only f32 array parameters have a %s (%s)",
+                        dvm_kernel_name(args->k), name, what, dual ? "tangent" : "gradient", decl);
+    }
+    dvm_status st = check_array(ctx, args, i, what, a);
+    if (st == DVM_OK) (dual ? args->dual : args->grad)[i] = a;
+    return st;
+}
+
+dvm_status dvm_args_grad(dvm_context *ctx, dvm_args *args, const char *name, dvm_array *a) {
+    return bind_deriv(ctx, args, name, a, 0);
+}
+dvm_status dvm_args_dual(dvm_context *ctx, dvm_args *args, const char *name, dvm_array *a) {
+    return bind_deriv(ctx, args, name, a, 1);
+}
+
+static dvm_status bind_scalar(dvm_context *ctx, dvm_args *args, const char *name, int is_f32, float f, int32_t v) {
+    NEED_CTX(ctx);
+    if (!args || !name) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_args_%s: NULL argument", is_f32 ? "f32" : "i32");
+    uint32_t i;
+    if (find_param(ctx, args->k, name, &i)) return DVM_ERR_ARG;
+    const dvm_param_desc *pd = param_desc(args->k, i);
+    char decl[256];
+    dvm_param_decl(args->k, i, decl, sizeof decl);
+    if (pd->is_array)
+        return dvm_fail(ctx, DVM_ERR_ARG, 0, "kernel '%s': argument '%s': expected an array (%s), got a scalar",
+                        dvm_kernel_name(args->k), name, decl);
+    uint32_t bits;
+    if (pd->type == DVM_T_F32) {
+        /* an f32 parameter accepts an integer too, converted */
+        float x = is_f32 ? f : (float)v;
+        memcpy(&bits, &x, 4);
+    } else {
+        if (is_f32)
+            return dvm_fail(ctx, DVM_ERR_ARG, 0, "kernel '%s': argument '%s': expected an i32 (%s), got an f32 (use dvm_args_i32)",
+                            dvm_kernel_name(args->k), name, decl);
+        memcpy(&bits, &v, 4);
+    }
+    args->scalar[i] = bits;
+    args->scalar_set[i] = 1;
+    return DVM_OK;
+}
+
+dvm_status dvm_args_f32(dvm_context *ctx, dvm_args *args, const char *name, float v) {
+    return bind_scalar(ctx, args, name, 1, v, 0);
+}
+dvm_status dvm_args_i32(dvm_context *ctx, dvm_args *args, const char *name, int32_t v) {
+    return bind_scalar(ctx, args, name, 0, 0.0f, v);
+}

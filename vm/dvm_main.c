@@ -1,0 +1,781 @@
+/* dvm_main.c: the `dvm` command (spec/cli.md is its contract; docs/cli.md documents it).
+ * Exit status: 0 success, 1 the program or launch failed, 2 wrong usage of the command. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include "dvm.h"
+#include "vm/npy.h"
+#include "vm/runtime.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+static const char *help_main =
+    "usage: dvm COMMAND ...\n"
+    "\n"
+    "  dvm compile SRC.dvk [-o OUT.dvb]              compile every kernel in SRC to one blob\n"
+    "                                                (default OUT: SRC with .dvb)\n"
+    "  dvm run    PROGRAM KERNEL [ARG ...] [OPTIONS] launch KERNEL\n"
+    "  dvm grad   PROGRAM KERNEL [ARG ...] [OPTIONS] launch KERNEL, then its adjoint\n"
+    "  dvm jvp    PROGRAM KERNEL [ARG ...] [OPTIONS] launch KERNEL's forward-mode tangent\n"
+    "  dvm disasm PROGRAM                            print the bytecode, with source lines\n"
+    "  dvm verify BLOB.dvb                           check a blob; exit 0 only if it is valid\n"
+    "  dvm info                                      list the backends and devices found\n"
+    "\n"
+    "PROGRAM is a source file (.dvk, compiled in memory) or a blob (.dvb).\n"
+    "`dvm COMMAND --help` describes a command's arguments and options.\n"
+    "Exit status: 0 success, 1 the program or the launch failed, 2 wrong usage.\n";
+
+static const char *help_launch =
+    "usage: dvm %s PROGRAM KERNEL [ARG ...] [OPTIONS]\n"
+    "\n"
+    "%s\n"
+    "\n"
+    "Arguments (every kernel parameter must be bound):\n"
+    "  NAME=FILE.npy             an array parameter: a NumPy .npy file, '<f4' for f32, '<i4'\n"
+    "                            for i32, C order, the declared rank\n"
+    "  NAME=VALUE                a scalar parameter (3, -2, 0.5, 1e-3); an f32 parameter takes\n"
+    "                            integers too, an i32 parameter only integers\n"
+    "%s"
+    "\n"
+    "Options:\n"
+    "  --backend B               cpu, vulkan, cuda, hip or auto (default: the first available\n"
+    "                            of cuda, hip, vulkan, cpu)\n"
+    "  --device N                device index within the backend (default 0)\n"
+    "  --out DIR                 after a successful launch, write every array argument to\n"
+    "                            DIR/NAME.npy%s (DIR is created); without it, a summary of\n"
+    "                            each output array is printed\n"
+    "  --ad-stack-size N         force every adstack to capacity N\n"
+    "  --default-ad-stack-size N capacity of adstacks whose bound the compiler cannot derive\n"
+    "                            (while loops); default 256\n"
+    "  --threads N               CPU backend worker threads (default: all cores)\n"
+    "  --time                    print compile, load and launch times to stderr\n"
+    "\n"
+    "A launch that fails writes no output files.\n";
+
+static const char *help_compile =
+    "usage: dvm compile SRC.dvk [-o OUT.dvb] [--time]\n"
+    "\n"
+    "Compiles every kernel in SRC (with its adjoint and tangent) to one portable blob.\n"
+    "  -o OUT.dvb   the blob to write (default: SRC with its extension replaced by .dvb)\n"
+    "  --time       print the compile time to stderr\n";
+
+static const char *help_disasm =
+    "usage: dvm disasm PROGRAM\n"
+    "\n"
+    "Prints the bytecode of every kernel variant, size program and table of PROGRAM (a .dvk\n"
+    "source, compiled in memory, or a .dvb blob), with source lines.\n";
+
+static const char *help_verify =
+    "usage: dvm verify BLOB.dvb\n"
+    "\n"
+    "Reads and verifies a blob (format, opcode table, checksum, every index, jump and\n"
+    "register); exits 0 only if it is valid, else 1 with the reason.\n";
+
+static const char *help_info =
+    "usage: dvm info\n"
+    "\n"
+    "Lists the backends compiled into this build, the devices each finds, and why a\n"
+    "backend found none.\n";
+
+static int usage_error(const char *cmd, const char *fmt, const char *a) {
+    fprintf(stderr, "dvm: error: ");
+    fprintf(stderr, fmt, a);
+    if (cmd) fprintf(stderr, "\n(see `dvm %s --help`)\n", cmd);
+    else fprintf(stderr, "\n(see `dvm --help`)\n");
+    return EXIT_USAGE;
+}
+
+/* Prints the context's last message in the command's format. */
+static int ctx_error(const dvm_context *ctx) {
+    const char *m = dvm_errmsg(ctx);
+    if (dvm_errmsg_located(ctx)) fprintf(stderr, "%s\n", m);
+    else fprintf(stderr, "dvm: error: %s\n", m);
+    return EXIT_FAIL;
+}
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* A non-negative decimal integer option value, whole string, at most max. */
+static int parse_count(const char *s, long long lo, long long max, long long *out) {
+    if (!s || !*s) return -1;
+    for (const char *c = s; *c; c++)
+        if (*c < '0' || *c > '9') return -1;
+    errno = 0;
+    long long v = strtoll(s, NULL, 10);
+    if (errno || v < lo || v > max) return -1;
+    *out = v;
+    return 0;
+}
+
+typedef struct opts {
+    const char *backend, *out;
+    long long device, ad_stack, default_ad_stack, threads;
+    int time;
+} opts;
+
+/* Recognizes an option at argv[*i]; 1 if it was one (consumed), 0 if not, -1 usage error. */
+static int take_option(const char *cmd, int argc, char **argv, int *i, opts *o) {
+    const char *a = argv[*i], *val = NULL;
+    static const char *const with_value[] = {"--backend", "--device", "--out", "--ad-stack-size", "--default-ad-stack-size",
+                                             "--threads"};
+    if (strncmp(a, "--", 2) != 0) return 0;
+    if (!strcmp(a, "--time")) {
+        o->time = 1;
+        return 1;
+    }
+    size_t nl = strcspn(a, "=");
+    int which = -1;
+    for (int k = 0; k < 6; k++)
+        if (strlen(with_value[k]) == nl && !strncmp(a, with_value[k], nl)) which = k;
+    if (which < 0) {
+        usage_error(cmd, "unknown option '%s'", a);
+        return -1;
+    }
+    if (a[nl] == '=') {
+        val = a + nl + 1;
+    } else {
+        if (*i + 1 >= argc) {
+            usage_error(cmd, "option '%s' needs a value", a);
+            return -1;
+        }
+        val = argv[++*i];
+    }
+    long long v = 0;
+    switch (which) {
+    case 0:
+        if (strcmp(val, "cpu") && strcmp(val, "vulkan") && strcmp(val, "cuda") && strcmp(val, "hip") && strcmp(val, "auto")) {
+            usage_error(cmd, "--backend must be cpu, vulkan, cuda, hip or auto, not '%s'", val);
+            return -1;
+        }
+        o->backend = val;
+        return 1;
+    case 2:
+        if (!*val) {
+            usage_error(cmd, "--out needs a directory%s", "");
+            return -1;
+        }
+        o->out = val;
+        return 1;
+    case 1:
+        if (parse_count(val, 0, INT_MAX, &v)) break;
+        o->device = v;
+        return 1;
+    case 3:
+        if (parse_count(val, 1, INT32_MAX, &v)) break;
+        o->ad_stack = v;
+        return 1;
+    case 4:
+        if (parse_count(val, 1, INT32_MAX, &v)) break;
+        o->default_ad_stack = v;
+        return 1;
+    case 5:
+        if (parse_count(val, 1, 65536, &v)) break;
+        o->threads = v;
+        return 1;
+    }
+    fprintf(stderr, "dvm: error: %s needs a %s integer, not '%s'\n(see `dvm %s --help`)\n", with_value[which],
+            which == 1 ? "non-negative" : "positive", val, cmd);
+    return -1;
+}
+
+static int is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
+
+static dvm_context *open_ctx(const opts *o, int *rc) {
+    dvm_context_opts co = {o ? o->backend : "cpu", o ? (int)o->device : 0, o ? (int)o->threads : 0};
+    dvm_context *ctx = NULL;
+    dvm_status st = dvm_context_create(&co, &ctx);
+    if (st != DVM_OK) {
+        if (ctx) ctx_error(ctx);
+        else fprintf(stderr, "dvm: error: cannot create a context (out of memory)\n");
+        *rc = st == DVM_ERR_USAGE ? EXIT_USAGE : EXIT_FAIL;
+        dvm_context_destroy(ctx);
+        return NULL;
+    }
+    dvm_context_cli_remedies(ctx, 1);
+    return ctx;
+}
+
+/* ---- compile ---- */
+
+static int cmd_compile(int argc, char **argv) {
+    const char *src = NULL, *out = NULL;
+    int timing = 0;
+    for (int i = 2; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(help_compile, stdout);
+            return EXIT_OK;
+        }
+        if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
+            if (i + 1 >= argc) return usage_error("compile", "%s needs a file name", argv[i]);
+            out = argv[++i];
+        } else if (!strcmp(argv[i], "--time")) {
+            timing = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return usage_error("compile", "unknown option '%s'", argv[i]);
+        } else if (!src) {
+            src = argv[i];
+        } else {
+            return usage_error("compile", "unexpected argument '%s' (one source file only)", argv[i]);
+        }
+    }
+    if (!src) return usage_error("compile", "missing the source file%s", "");
+    char *defout = NULL;
+    if (!out) {
+        size_t l = strlen(src);
+        defout = (char *)malloc(l + 5);
+        if (!defout) return EXIT_FAIL;
+        memcpy(defout, src, l + 1);
+        if (l > 4 && !strcmp(src + l - 4, ".dvk")) defout[l - 4] = 0;
+        strcat(defout, ".dvb");
+        out = defout;
+    }
+    int rc = EXIT_FAIL;
+    dvm_context *ctx = open_ctx(NULL, &rc);
+    dvm_module *m = NULL;
+    void *blob = NULL;
+    size_t len = 0;
+    if (!ctx) goto done;
+    FILE *f = fopen(src, "rb");
+    if (!f) {
+        fprintf(stderr, "dvm: error: %s: cannot open: %s\n", src, strerror(errno));
+        goto done;
+    }
+    char *text = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (cap - n < 4096) {
+            char *nt = (char *)realloc(text, cap = cap * 2 + 65536);
+            if (!nt) break;
+            text = nt;
+        }
+        size_t r = fread(text + n, 1, cap - n, f);
+        n += r;
+        if (!r) break;
+    }
+    fclose(f);
+    if (!text) goto done;
+    double t0 = now_ms();
+    dvm_status st = dvm_compile(ctx, text, n, src, &m);
+    double t1 = now_ms();
+    free(text);
+    if (st != DVM_OK) {
+        ctx_error(ctx);
+        goto done;
+    }
+    if (timing) fprintf(stderr, "dvm: compile %.3f ms\n", t1 - t0);
+    if (dvm_module_save(ctx, m, &blob, &len) != DVM_OK) {
+        ctx_error(ctx);
+        goto done;
+    }
+    f = fopen(out, "wb");
+    if (!f) {
+        fprintf(stderr, "dvm: error: %s: cannot create: %s\n", out, strerror(errno));
+        goto done;
+    }
+    int ok = fwrite(blob, 1, len, f) == len;
+    if (fclose(f) != 0) ok = 0;
+    if (!ok) {
+        fprintf(stderr, "dvm: error: %s: write failed\n", out);
+        remove(out);
+        goto done;
+    }
+    printf("%s: %d kernel%s, %zu bytes\n", out, dvm_module_kernel_count(m), dvm_module_kernel_count(m) == 1 ? "" : "s", len);
+    rc = EXIT_OK;
+done:
+    dvm_free(blob);
+    dvm_module_destroy(m);
+    dvm_context_destroy(ctx);
+    free(defout);
+    return rc;
+}
+
+/* ---- disasm, verify, info ---- */
+
+static int cmd_disasm(int argc, char **argv) {
+    const char *prog = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(help_disasm, stdout);
+            return EXIT_OK;
+        }
+        if (argv[i][0] == '-' && argv[i][1]) return usage_error("disasm", "unknown option '%s'", argv[i]);
+        if (prog) return usage_error("disasm", "unexpected argument '%s' (one program only)", argv[i]);
+        prog = argv[i];
+    }
+    if (!prog) return usage_error("disasm", "missing the program (a .dvk or .dvb file)%s", "");
+    int rc = EXIT_FAIL;
+    dvm_context *ctx = open_ctx(NULL, &rc);
+    dvm_module *m = NULL;
+    char *text = NULL;
+    if (!ctx) return rc;
+    if (dvm_load_file(ctx, prog, &m) != DVM_OK || dvm_module_disasm(ctx, m, &text) != DVM_OK) {
+        ctx_error(ctx);
+    } else {
+        fputs(text, stdout);
+        rc = EXIT_OK;
+    }
+    dvm_free(text);
+    dvm_module_destroy(m);
+    dvm_context_destroy(ctx);
+    return rc;
+}
+
+static int cmd_verify(int argc, char **argv) {
+    const char *path = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(help_verify, stdout);
+            return EXIT_OK;
+        }
+        if (argv[i][0] == '-' && argv[i][1]) return usage_error("verify", "unknown option '%s'", argv[i]);
+        if (path) return usage_error("verify", "unexpected argument '%s' (one blob only)", argv[i]);
+        path = argv[i];
+    }
+    if (!path) return usage_error("verify", "missing the blob file%s", "");
+    int rc = EXIT_FAIL;
+    dvm_context *ctx = open_ctx(NULL, &rc);
+    if (!ctx) return rc;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "dvm: error: %s: cannot open: %s\n", path, strerror(errno));
+        dvm_context_destroy(ctx);
+        return EXIT_FAIL;
+    }
+    unsigned char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (cap - n < 4096) {
+            unsigned char *nb = (unsigned char *)realloc(buf, cap = cap * 2 + 65536);
+            if (!nb) break;
+            buf = nb;
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (!r) break;
+    }
+    fclose(f);
+    dvm_module *m = NULL;
+    /* only a blob: source text is not a blob, and verify says so rather than compiling it */
+    if (!buf || dvm_load_blob(ctx, buf, n, path, &m) != DVM_OK) {
+        ctx_error(ctx);
+    } else {
+        printf("%s: valid blob, %d kernel%s\n", path, dvm_module_kernel_count(m), dvm_module_kernel_count(m) == 1 ? "" : "s");
+        rc = EXIT_OK;
+    }
+    free(buf);
+    dvm_module_destroy(m);
+    dvm_context_destroy(ctx);
+    return rc;
+}
+
+static int cmd_info(int argc, char **argv) {
+    for (int i = 2; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(help_info, stdout);
+            return EXIT_OK;
+        }
+        return usage_error("info", "unexpected argument '%s'", argv[i]);
+    }
+    char *r = dvm_backends_report();
+    if (!r) {
+        fprintf(stderr, "dvm: error: out of memory\n");
+        return EXIT_FAIL;
+    }
+    fputs(r, stdout);
+    dvm_free(r);
+    return EXIT_OK;
+}
+
+/* ---- run, grad, jvp ---- */
+
+typedef struct binding {
+    const char *name; /* as given, e.g. "x.grad" */
+    const char *value;
+} binding;
+
+/* Prints "  name: f32 (3,) [1, 2, 3]" with the first few values. */
+static void summarize(dvm_context *ctx, const char *name, const char *suffix, dvm_array *a) {
+    int64_t shp[DVM_MAX_RANK], n = dvm_array_count(a);
+    int rank = dvm_array_rank(a);
+    for (int k = 0; k < rank; k++) shp[k] = dvm_array_dim(a, k);
+    char sh[160];
+    dvm_shape_str(shp, rank, sh, sizeof sh);
+    printf("%s%s: %s %s [", name, suffix, dvm_dtype_name(dvm_array_dtype(a)), sh);
+    uint32_t *v = (uint32_t *)malloc((size_t)(n ? n : 1) * 4);
+    if (v && dvm_array_read(ctx, a, v, n) == DVM_OK) {
+        int64_t show = n < 8 ? n : 8;
+        for (int64_t i = 0; i < show; i++) {
+            if (dvm_array_dtype(a) == DVM_F32) {
+                float f;
+                memcpy(&f, &v[i], 4);
+                printf("%s%.7g", i ? ", " : "", (double)f);
+            } else {
+                printf("%s%d", i ? ", " : "", (int32_t)v[i]);
+            }
+        }
+        if (n > show) printf(", ... (%lld values)", (long long)n);
+    }
+    printf("]\n");
+    free(v);
+}
+
+static int write_npy(dvm_context *ctx, const char *dir, const char *name, const char *suffix, dvm_array *a) {
+    int64_t shp[DVM_MAX_RANK], n = dvm_array_count(a);
+    int rank = dvm_array_rank(a);
+    for (int k = 0; k < rank; k++) shp[k] = dvm_array_dim(a, k);
+    void *v = malloc((size_t)(n ? n : 1) * 4);
+    if (!v) return -1;
+    if (dvm_array_read(ctx, a, v, n) != DVM_OK) {
+        free(v);
+        return ctx_error(ctx);
+    }
+    size_t pl = strlen(dir) + strlen(name) + strlen(suffix) + 8;
+    char *path = (char *)malloc(pl);
+    char err[1024];
+    int rc = 0;
+    if (!path) rc = -1;
+    else {
+        snprintf(path, pl, "%s/%s%s.npy", dir, name, suffix);
+        if (dvm_npy_write(path, dvm_array_dtype(a), rank, shp, v, err, sizeof err) != 0) {
+            fprintf(stderr, "dvm: error: %s\n", err);
+            rc = -1;
+        }
+    }
+    free(path);
+    free(v);
+    return rc;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *dir) {
+    char *p = strdup(dir);
+    if (!p) return -1;
+    for (char *c = p + 1;; c++) {
+        if (*c == '/' || !*c) {
+            char save = *c;
+            *c = 0;
+            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+                fprintf(stderr, "dvm: error: %s: cannot create the directory: %s\n", p, strerror(errno));
+                free(p);
+                return -1;
+            }
+            *c = save;
+            if (!save) break;
+        }
+    }
+    struct stat sb;
+    int ok = stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+    if (!ok) fprintf(stderr, "dvm: error: %s: not a directory\n", p);
+    free(p);
+    return ok ? 0 : -1;
+}
+
+/* Binds one scalar from its text; f32 takes any number, i32 only integers. */
+static int bind_scalar_text(dvm_context *ctx, dvm_args *args, const dvm_param_info *pi, const char *decl, const char *v) {
+    char *end = NULL;
+    errno = 0;
+    if (pi->dtype == DVM_F32) {
+        float f = strtof(v, &end);
+        if (!*v || *end || end == v) {
+            fprintf(stderr, "dvm: error: argument '%s': expected a number for the scalar parameter (%s), got '%s'\n", pi->name,
+                    decl, v);
+            return EXIT_FAIL;
+        }
+        if (dvm_args_f32(ctx, args, pi->name, f) != DVM_OK) return ctx_error(ctx);
+    } else {
+        long long x = strtoll(v, &end, 10);
+        if (!*v || *end || end == v) {
+            fprintf(stderr, "dvm: error: argument '%s': expected an integer for the scalar parameter (%s), got '%s'\n", pi->name,
+                    decl, v);
+            return EXIT_FAIL;
+        }
+        if (errno || x < INT32_MIN || x > INT32_MAX) {
+            fprintf(stderr, "dvm: error: argument '%s': %s is outside the i32 range (%s)\n", pi->name, v, decl);
+            return EXIT_FAIL;
+        }
+        if (dvm_args_i32(ctx, args, pi->name, (int32_t)x) != DVM_OK) return ctx_error(ctx);
+    }
+    return EXIT_OK;
+}
+
+/* Reads FILE.npy into a new array for parameter pi (role suffix "", ".grad" or ".dual"). */
+static int load_npy_arg(dvm_context *ctx, const dvm_param_info *pi, const char *decl, const char *suffix, const char *path,
+                        dvm_array **out) {
+    dvm_npy np;
+    char err[1024];
+    *out = NULL;
+    if (dvm_npy_read(path, &np, err, sizeof err) != 0) {
+        fprintf(stderr, "dvm: error: argument '%s%s': %s\n", pi->name, suffix, err);
+        return EXIT_FAIL;
+    }
+    int rc = EXIT_OK;
+    if (np.rank == 0 || np.rank != pi->rank) {
+        char sh[160];
+        dvm_shape_str(np.shape, np.rank, sh, sizeof sh);
+        fprintf(stderr, "dvm: error: argument '%s%s': %s: expected rank %d (%s), got %s array of shape %s\n", pi->name, suffix,
+                path, pi->rank, decl, np.rank == 0 ? "a 0-d" : "an", sh);
+        rc = EXIT_FAIL;
+    } else if (np.dtype != pi->dtype) {
+        fprintf(stderr, "dvm: error: argument '%s%s': %s: expected '%s' (%s), got '%s'\n", pi->name, suffix, path,
+                pi->dtype == DVM_F32 ? "<f4" : "<i4", decl, np.dtype == DVM_F32 ? "<f4" : "<i4");
+        rc = EXIT_FAIL;
+    } else if (dvm_array_create(ctx, np.dtype, np.rank, np.shape, out) != DVM_OK ||
+               dvm_array_write(ctx, *out, np.data, np.count) != DVM_OK) {
+        rc = ctx_error(ctx);
+        dvm_array_destroy(*out);
+        *out = NULL;
+    }
+    dvm_npy_free(&np);
+    return rc;
+}
+
+static int cmd_launch(const char *cmd, int argc, char **argv) {
+    dvm_mode mode = !strcmp(cmd, "grad") ? DVM_ADJOINT : !strcmp(cmd, "jvp") ? DVM_TANGENT : DVM_FORWARD;
+    const char *dsuffix = mode == DVM_ADJOINT ? ".grad" : ".dual";
+    opts o;
+    memset(&o, 0, sizeof o);
+    o.backend = "auto";
+    const char *prog = NULL, *kname = NULL;
+    binding *b = (binding *)calloc((size_t)argc, sizeof *b);
+    int nb = 0;
+    if (!b) return EXIT_FAIL;
+    for (int i = 2; i < argc; i++) {
+        if (is_help(argv[i])) {
+            const char *what = mode == DVM_ADJOINT ? "Launches KERNEL, then its adjoint (reverse mode), in one context: the adjoint adds\n"
+                                                     "dL/dx into every x.grad, seeded by the .grad values of the outputs."
+                               : mode == DVM_TANGENT ? "Launches KERNEL's tangent (forward mode): the primal outputs and, in every\n"
+                                                       "output's .dual, the directional derivative along the given .dual inputs."
+                                                     : "Launches KERNEL.";
+            const char *extra = mode == DVM_ADJOINT ? "  NAME.grad=FILE.npy        the initial gradient of an f32 array (default zero)\n"
+                                : mode == DVM_TANGENT ? "  NAME.dual=FILE.npy        the tangent of an f32 array (default zero)\n"
+                                                      : "";
+            const char *outs = mode == DVM_ADJOINT ? " and every gradient to DIR/NAME.grad.npy"
+                               : mode == DVM_TANGENT ? " and every tangent to DIR/NAME.dual.npy"
+                                                     : "";
+            printf(help_launch, cmd, what, extra, outs);
+            free(b);
+            return EXIT_OK;
+        }
+        int r = take_option(cmd, argc, argv, &i, &o);
+        if (r < 0) {
+            free(b);
+            return EXIT_USAGE;
+        }
+        if (r) continue;
+        if (!prog) prog = argv[i];
+        else if (!kname) kname = argv[i];
+        else {
+            const char *eq = strchr(argv[i], '=');
+            if (!eq || eq == argv[i]) {
+                free(b);
+                return usage_error(cmd, "unexpected argument '%s' (arguments are NAME=FILE.npy or NAME=VALUE)", argv[i]);
+            }
+            b[nb].name = argv[i];
+            b[nb].value = eq + 1;
+            nb++;
+        }
+    }
+    if (!prog || !kname) {
+        free(b);
+        return usage_error(cmd, !prog ? "missing the program (a .dvk or .dvb file)%s" : "missing the kernel name%s", "");
+    }
+    /* names: split "x.grad=..." into "x" and the role; reject roles this command has none of */
+    char **names = (char **)calloc((size_t)(nb ? nb : 1), sizeof *names);
+    int *role = (int *)calloc((size_t)(nb ? nb : 1), sizeof *role);
+    int rc = EXIT_FAIL;
+    dvm_context *ctx = NULL;
+    dvm_module *m = NULL;
+    dvm_args *args = NULL;
+    int np = 0;
+    dvm_array **arr = NULL, **der = NULL;
+    if (!names || !role) goto done;
+    for (int i = 0; i < nb; i++) {
+        size_t l = (size_t)(b[i].value - 1 - b[i].name);
+        names[i] = strndup(b[i].name, l);
+        if (!names[i]) goto done;
+        char *dot = strchr(names[i], '.');
+        if (dot) {
+            if (strcmp(dot, ".grad") && strcmp(dot, ".dual")) {
+                rc = usage_error(cmd, "bad argument name '%s' (expected NAME, NAME.grad or NAME.dual)", names[i]);
+                goto done;
+            }
+            if ((!strcmp(dot, ".grad") && mode != DVM_ADJOINT) || (!strcmp(dot, ".dual") && mode != DVM_TANGENT)) {
+                fprintf(stderr, "dvm: error: '%s' is only accepted by `dvm %s`\n(see `dvm %s --help`)\n", names[i],
+                        !strcmp(dot, ".grad") ? "grad" : "jvp", cmd);
+                rc = EXIT_USAGE;
+                goto done;
+            }
+            *dot = 0;
+            role[i] = 1;
+        }
+        for (int j = 0; j < i; j++)
+            if (role[j] == role[i] && !strcmp(names[j], names[i])) {
+                fprintf(stderr, "dvm: error: argument '%s%s' is given twice\n", names[i], role[i] ? dsuffix : "");
+                rc = EXIT_USAGE;
+                goto done;
+            }
+    }
+    double t0 = now_ms();
+    ctx = open_ctx(&o, &rc);
+    if (!ctx) goto done;
+    double t1 = now_ms();
+    if (dvm_load_file(ctx, prog, &m) != DVM_OK) {
+        rc = ctx_error(ctx);
+        goto done;
+    }
+    double t2 = now_ms();
+    const dvm_kernel *k;
+    if (dvm_kernel_find(ctx, m, kname, &k) != DVM_OK || dvm_args_create(ctx, k, &args) != DVM_OK) {
+        rc = ctx_error(ctx);
+        goto done;
+    }
+    np = dvm_kernel_param_count(k);
+    arr = (dvm_array **)calloc((size_t)(np ? np : 1), sizeof *arr);
+    der = (dvm_array **)calloc((size_t)(np ? np : 1), sizeof *der);
+    if (!arr || !der) goto done;
+    rc = EXIT_FAIL;
+    for (int i = 0; i < nb; i++) {
+        int pi_idx = -1;
+        for (int p = 0; p < np; p++) {
+            dvm_param_info pi;
+            dvm_kernel_param(k, p, &pi);
+            if (!strcmp(pi.name, names[i])) pi_idx = p;
+        }
+        if (pi_idx < 0) {
+            /* let the library name the kernel's parameters */
+            dvm_args_f32(ctx, args, names[i], 0.0f);
+            ctx_error(ctx);
+            goto done;
+        }
+        dvm_param_info pi;
+        dvm_kernel_param(k, pi_idx, &pi);
+        char decl[256];
+        dvm_param_decl(k, (uint32_t)pi_idx, decl, sizeof decl);
+        if (role[i]) {
+            if (!pi.is_array || pi.dtype != DVM_F32) {
+                fprintf(stderr, "dvm: error: argument '%s%s': only f32 array parameters have a %s (%s)\n", pi.name, dsuffix,
+                        mode == DVM_ADJOINT ? "gradient" : "tangent", decl);
+                goto done;
+            }
+            if (load_npy_arg(ctx, &pi, decl, dsuffix, b[i].value, &der[pi_idx]) != EXIT_OK) goto done;
+        } else if (pi.is_array) {
+            if (load_npy_arg(ctx, &pi, decl, "", b[i].value, &arr[pi_idx]) != EXIT_OK) goto done;
+            if (dvm_args_array(ctx, args, pi.name, arr[pi_idx]) != DVM_OK) {
+                ctx_error(ctx);
+                goto done;
+            }
+        } else {
+            if (bind_scalar_text(ctx, args, &pi, decl, b[i].value) != EXIT_OK) goto done;
+        }
+    }
+    /* every f32 array gets a gradient / tangent the command can write out: zero if not given */
+    for (int p = 0; p < np && mode != DVM_FORWARD; p++) {
+        dvm_param_info pi;
+        dvm_kernel_param(k, p, &pi);
+        if (!pi.is_array || pi.dtype != DVM_F32 || !arr[p]) continue;
+        if (!der[p]) {
+            int64_t shp[DVM_MAX_RANK];
+            for (int a = 0; a < pi.rank; a++) shp[a] = dvm_array_dim(arr[p], a);
+            if (dvm_array_create(ctx, DVM_F32, pi.rank, shp, &der[p]) != DVM_OK) {
+                ctx_error(ctx);
+                goto done;
+            }
+        }
+        dvm_status st = mode == DVM_ADJOINT ? dvm_args_grad(ctx, args, pi.name, der[p]) : dvm_args_dual(ctx, args, pi.name, der[p]);
+        if (st != DVM_OK) {
+            ctx_error(ctx);
+            goto done;
+        }
+    }
+    double t3 = now_ms();
+    dvm_launch_opts lo = {mode, o.ad_stack, o.default_ad_stack};
+    dvm_launch_stats ls;
+    if (dvm_launch(ctx, k, args, &lo, &ls) != DVM_OK) {
+        ctx_error(ctx);
+        goto done;
+    }
+    double t4 = now_ms();
+    if (o.time)
+        fprintf(stderr,
+                "dvm: backend %s (%s): context %.3f ms, %s %.3f ms, arguments %.3f ms, launch %.3f ms "
+                "(sizing %.3f ms%s, exec %.3f ms, adstack heap %lld bytes)\n",
+                dvm_context_backend(ctx), dvm_context_device(ctx), t1 - t0,
+                strlen(prog) > 4 && !strcmp(prog + strlen(prog) - 4, ".dvk") ? "compile" : "load", t2 - t1, t3 - t2, t4 - t3,
+                ls.size_ms, ls.sizes_cached ? ", cached" : "", ls.exec_ms, (long long)ls.heap_bytes);
+    /* outputs: only now, after a successful launch */
+    if (o.out) {
+        if (make_dirs(o.out) != 0) goto done;
+        for (int p = 0; p < np; p++) {
+            dvm_param_info pi;
+            dvm_kernel_param(k, p, &pi);
+            if (arr[p] && write_npy(ctx, o.out, pi.name, "", arr[p]) != 0) goto done;
+            if (der[p] && write_npy(ctx, o.out, pi.name, dsuffix, der[p]) != 0) goto done;
+        }
+    } else {
+        /* a summary of what the launch produced: arrays it may write, and every gradient/tangent */
+        const dvm_variant_desc *var = &k->kd->v[mode == DVM_TANGENT ? DVM_V_TANGENT : DVM_V_FORWARD];
+        const dvm_program *pr = m->prog;
+        for (int p = 0; p < np; p++) {
+            dvm_param_info pi;
+            dvm_kernel_param(k, p, &pi);
+            int written = 0;
+            for (uint32_t j = 0; j < var->nslots; j++) {
+                const dvm_slot_desc *sd = &pr->slots[var->slot_begin + j];
+                if (sd->param == (uint32_t)p && sd->role == DVM_ROLE_PRIMAL && sd->writes) written = 1;
+            }
+            if (arr[p] && written) summarize(ctx, pi.name, "", arr[p]);
+        }
+        for (int p = 0; p < np; p++) {
+            dvm_param_info pi;
+            dvm_kernel_param(k, p, &pi);
+            if (der[p]) summarize(ctx, pi.name, dsuffix, der[p]);
+        }
+    }
+    rc = EXIT_OK;
+done:
+    for (int p = 0; p < np; p++) {
+        if (arr) dvm_array_destroy(arr[p]);
+        if (der) dvm_array_destroy(der[p]);
+    }
+    free(arr);
+    free(der);
+    dvm_args_destroy(args);
+    dvm_module_destroy(m);
+    dvm_context_destroy(ctx);
+    if (names)
+        for (int i = 0; i < nb; i++) free(names[i]);
+    free(names);
+    free(role);
+    free(b);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fputs(help_main, stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (is_help(cmd) || !strcmp(cmd, "help")) {
+        fputs(help_main, stdout);
+        return EXIT_OK;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("dvm %s\n", DVM_VERSION_STRING);
+        return EXIT_OK;
+    }
+    if (!strcmp(cmd, "compile")) return cmd_compile(argc, argv);
+    if (!strcmp(cmd, "run") || !strcmp(cmd, "grad") || !strcmp(cmd, "jvp")) return cmd_launch(cmd, argc, argv);
+    if (!strcmp(cmd, "disasm")) return cmd_disasm(argc, argv);
+    if (!strcmp(cmd, "verify")) return cmd_verify(argc, argv);
+    if (!strcmp(cmd, "info")) return cmd_info(argc, argv);
+    return usage_error(NULL, "unknown command '%s'", cmd);
+}

@@ -1,0 +1,48 @@
+# cuda.cmake: the CUDA backend. nvcc compiles THE interpreter (interp_core.h, through
+# interp_cuda.cu) into one fatbin at build time: SASS for every architecture in
+# DVM_CUDA_ARCHS plus PTX for the newest, so newer GPUs JIT it once. The fatbin is embedded
+# in the library as a byte array; libcuda.so.1 is opened at run time (nothing links to it).
+if(DVM_CUDA STREQUAL "OFF")
+  return()
+endif()
+find_program(DVM_NVCC nvcc HINTS ENV CUDA_HOME ENV CUDA_PATH PATH_SUFFIXES bin PATHS /usr/local/cuda/bin)
+if(NOT DVM_NVCC)
+  if(DVM_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "DVM_CUDA=ON but nvcc was not found (set CUDA_HOME or put nvcc on PATH)")
+  endif()
+  message(STATUS "dvm: CUDA backend off (nvcc not found)")
+  return()
+endif()
+
+# nvcc 13 dropped sm_70 (Volta) and older: 75 is the oldest it can target.
+set(DVM_CUDA_ARCHS "75;80;86;89;90" CACHE STRING "SASS architectures of the embedded CUDA interpreter")
+list(GET DVM_CUDA_ARCHS -1 _dvm_ptx)
+set(_dvm_gencode)
+set(_dvm_targets)
+foreach(a ${DVM_CUDA_ARCHS})
+  list(APPEND _dvm_gencode -gencode=arch=compute_${a},code=sm_${a})
+  string(APPEND _dvm_targets "sm_${a} ")
+endforeach()
+list(APPEND _dvm_gencode -gencode=arch=compute_${_dvm_ptx},code=compute_${_dvm_ptx})
+string(APPEND _dvm_targets "compute_${_dvm_ptx} (PTX)")
+set(DVM_CUDA_TARGETS "${_dvm_targets}" CACHE INTERNAL "")
+
+set(_dvm_gpu ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_gpu)
+set(_dvm_fatbin ${CMAKE_CURRENT_BINARY_DIR}/dvm_interp_cuda.fatbin)
+set(_dvm_cuda_c ${CMAKE_CURRENT_BINARY_DIR}/dvm_cuda_image.c)
+add_custom_command(OUTPUT ${_dvm_fatbin}
+  COMMAND ${DVM_NVCC} -fatbin -O3 -std=c++17 ${_dvm_gencode} -Xptxas -warn-spills
+          -I${CMAKE_CURRENT_SOURCE_DIR} -o ${_dvm_fatbin} ${_dvm_gpu}/interp_cuda.cu
+  DEPENDS ${_dvm_gpu}/interp_cuda.cu ${_dvm_gpu}/gpu_abi.h ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_cpu/interp_core.h
+          ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/bc.h ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/ops.def
+  COMMENT "nvcc: the CUDA interpreter for ${_dvm_targets}"
+  VERBATIM)
+add_custom_command(OUTPUT ${_dvm_cuda_c}
+  COMMAND ${CMAKE_COMMAND} -DIN=${_dvm_fatbin} -DOUT=${_dvm_cuda_c} -DNAME=dvm_cuda
+          "-DTARGETS=${_dvm_targets}" -P ${_dvm_gpu}/embed.cmake
+  DEPENDS ${_dvm_fatbin} ${_dvm_gpu}/embed.cmake
+  VERBATIM)
+target_sources(dvm PRIVATE ${_dvm_gpu}/cuda_backend.c ${_dvm_gpu}/gpu_backend.c ${_dvm_cuda_c})
+target_compile_definitions(dvm PUBLIC DVM_HAVE_CUDA)
+set(DVM_CUDA_FATBIN ${_dvm_fatbin} CACHE INTERNAL "")
+message(STATUS "dvm: CUDA backend on (${DVM_NVCC}; ${_dvm_targets})")

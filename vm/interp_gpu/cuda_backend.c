@@ -1,0 +1,199 @@
+/* cuda_backend.c: the CUDA driver API behind gpu_driver.h. libcuda.so.1 is opened at run
+ * time (nothing links against it), so one build runs on machines with or without NVIDIA
+ * GPUs; the interpreter is the fatbin embedded at build time (cuda.cmake). */
+#include "gpu_driver.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The few driver API types and entry points we use (cuda.h, stable ABI). */
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef unsigned long long CUdeviceptr;
+
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+#define CUDA_ERROR_NO_BINARY_FOR_GPU 209
+
+extern const unsigned char dvm_cuda_image[];
+extern const size_t dvm_cuda_image_len;
+extern const char dvm_cuda_targets[];
+
+static struct {
+    int tried, ok;
+    char why[400];
+    void *lib;
+    CUresult (*Init)(unsigned);
+    CUresult (*DeviceGetCount)(int *);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetName)(char *, int, CUdevice);
+    CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*ModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void **, void **);
+    CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
+    CUresult (*FuncSetAttribute)(CUfunction, int, int);
+    CUresult (*GetErrorName)(CUresult, const char **);
+    CUresult (*GetErrorString)(CUresult, const char **);
+} cu;
+
+static int cu_load(char *err, size_t errlen) {
+    if (!cu.tried) {
+        cu.tried = 1;
+        cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!cu.lib) {
+            const char *e = dlerror();
+            snprintf(cu.why, sizeof cu.why, "cuda backend: the NVIDIA driver library libcuda.so.1 was not found (%s)",
+                     e ? e : "dlopen failed");
+        } else {
+            struct { void **fn; const char *name; } syms[] = {
+#define SYM(f, n) {(void **)&cu.f, n}
+                SYM(Init, "cuInit"), SYM(DeviceGetCount, "cuDeviceGetCount"), SYM(DeviceGet, "cuDeviceGet"),
+                SYM(DeviceGetName, "cuDeviceGetName"), SYM(DeviceGetAttribute, "cuDeviceGetAttribute"),
+                SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+                SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+                SYM(CtxSetCurrent, "cuCtxSetCurrent"), SYM(CtxSynchronize, "cuCtxSynchronize"),
+                SYM(ModuleLoadData, "cuModuleLoadData"), SYM(ModuleUnload, "cuModuleUnload"),
+                SYM(ModuleGetFunction, "cuModuleGetFunction"), SYM(ModuleGetGlobal, "cuModuleGetGlobal_v2"),
+                SYM(MemAlloc, "cuMemAlloc_v2"), SYM(MemFree, "cuMemFree_v2"), SYM(MemsetD8, "cuMemsetD8_v2"),
+                SYM(MemcpyHtoD, "cuMemcpyHtoD_v2"), SYM(MemcpyDtoH, "cuMemcpyDtoH_v2"),
+                SYM(MemcpyDtoD, "cuMemcpyDtoD_v2"), SYM(LaunchKernel, "cuLaunchKernel"),
+                SYM(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
+                SYM(FuncSetAttribute, "cuFuncSetAttribute"), SYM(GetErrorName, "cuGetErrorName"),
+                SYM(GetErrorString, "cuGetErrorString"),
+#undef SYM
+            };
+            int ok = 1;
+            for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+                *syms[i].fn = dlsym(cu.lib, syms[i].name);
+                if (!*syms[i].fn) {
+                    snprintf(cu.why, sizeof cu.why, "cuda backend: libcuda.so.1 lacks %s (driver too old)", syms[i].name);
+                    ok = 0;
+                    break;
+                }
+            }
+            if (ok) {
+                CUresult rc = cu.Init(0);
+                if (rc != 0) {
+                    const char *n = "?";
+                    cu.GetErrorName(rc, &n);
+                    snprintf(cu.why, sizeof cu.why, "cuda backend: cuInit failed: %s (no usable NVIDIA GPU or driver)", n);
+                } else {
+                    cu.ok = 1;
+                }
+            }
+        }
+    }
+    if (!cu.ok) {
+        snprintf(err, errlen, "%s", cu.why);
+        return -1;
+    }
+    return 0;
+}
+
+static int cu_count(int *n) { return cu.DeviceGetCount(n); }
+static int cu_dev_name(int ord, char *buf, int len) {
+    CUdevice d;
+    int rc = cu.DeviceGet(&d, ord);
+    return rc ? rc : cu.DeviceGetName(buf, len, d);
+}
+static int cu_attr(int ord, int which, int *v) {
+    static const int map[] = {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                              CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                              CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN};
+    CUdevice d;
+    int rc = cu.DeviceGet(&d, ord);
+    return rc ? rc : cu.DeviceGetAttribute(v, map[which], d);
+}
+static int cu_ctx_open(int ord, void **ctx) {
+    CUdevice d;
+    CUcontext c = NULL;
+    int rc = cu.DeviceGet(&d, ord);
+    if (!rc) rc = cu.DevicePrimaryCtxRetain(&c, d);
+    if (!rc) rc = cu.CtxSetCurrent(c);
+    *ctx = c;
+    return rc;
+}
+static void cu_ctx_close(int ord, void *ctx) {
+    CUdevice d;
+    (void)ctx;
+    if (cu.DeviceGet(&d, ord) == 0) cu.DevicePrimaryCtxRelease(d);
+}
+static int cu_bind(int ord, void *ctx) {
+    (void)ord;
+    return cu.CtxSetCurrent((CUcontext)ctx);
+}
+static int cu_mod_load(const void *image, void **mod) { return cu.ModuleLoadData((CUmodule *)mod, image); }
+static void cu_mod_unload(void *mod) { cu.ModuleUnload((CUmodule)mod); }
+static int cu_func(void *mod, const char *name, void **fn) {
+    return cu.ModuleGetFunction((CUfunction *)fn, (CUmodule)mod, name);
+}
+static int cu_global(void *mod, const char *name, uint64_t *p, size_t *bytes) {
+    CUdeviceptr d = 0;
+    int rc = cu.ModuleGetGlobal(&d, bytes, (CUmodule)mod, name);
+    *p = d;
+    return rc;
+}
+static int cu_alloc(uint64_t *p, size_t n) {
+    CUdeviceptr d = 0;
+    int rc = cu.MemAlloc(&d, n);
+    *p = d;
+    return rc;
+}
+static void cu_free(uint64_t p) { cu.MemFree(p); }
+static int cu_zero(uint64_t p, size_t n) { return cu.MemsetD8(p, 0, n); }
+static int cu_h2d(uint64_t d, const void *s, size_t n) { return cu.MemcpyHtoD(d, s, n); }
+static int cu_d2h(void *d, uint64_t s, size_t n) { return cu.MemcpyDtoH(d, s, n); }
+static int cu_d2d(uint64_t d, uint64_t s, size_t n) { return cu.MemcpyDtoD(d, s, n); }
+static int cu_launch(void *fn, unsigned grid, unsigned block, unsigned smem, void **params) {
+    return cu.LaunchKernel((CUfunction)fn, grid, 1, 1, block, 1, 1, smem, NULL, params, NULL);
+}
+static int cu_sync(void) { return cu.CtxSynchronize(); }
+static int cu_occupancy(int *nb, void *fn, int block, size_t smem) {
+    return cu.OccupancyMaxActiveBlocksPerMultiprocessor(nb, (CUfunction)fn, block, smem);
+}
+static int cu_set_max_smem(void *fn, int bytes) {
+    return cu.FuncSetAttribute((CUfunction)fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+}
+static const char *cu_errstr(int code) {
+    static char buf[256];
+    const char *n = "unknown", *s = "";
+    if (cu.GetErrorName) cu.GetErrorName(code, &n);
+    if (cu.GetErrorString) cu.GetErrorString(code, &s);
+    snprintf(buf, sizeof buf, "%s (%d: %s)", n ? n : "unknown", code, s ? s : "");
+    return buf;
+}
+
+static const dvm_gpu_driver cuda_driver = {
+    "cuda", "CUDA driver", cu_load, cu_count, cu_dev_name, cu_attr, cu_ctx_open, cu_ctx_close, cu_bind,
+    cu_mod_load, cu_mod_unload, cu_func, cu_global, cu_alloc, cu_free, cu_zero, cu_h2d, cu_d2h, cu_d2d,
+    cu_launch, cu_sync, cu_occupancy, cu_set_max_smem, cu_errstr, CUDA_ERROR_NO_BINARY_FOR_GPU,
+    dvm_cuda_image, 0, dvm_cuda_targets};
+
+static dvm_backend *cuda_open(const dvm_backend_opts *opts, char *err, size_t errlen) {
+    return dvm_gpu_open(&cuda_driver, opts, err, errlen);
+}
+static int cuda_probe(char *out, size_t outlen) { return dvm_gpu_probe(&cuda_driver, out, outlen); }
+
+const dvm_backend_vtbl dvm_backend_cuda = DVM_GPU_VTBL("cuda", cuda_open, cuda_probe);

@@ -1,0 +1,54 @@
+/* gpu_abi.h: the kernel-parameter structs shared by the host side of the CUDA/HIP backends
+ * (C, gpu_backend.c) and the device entry points (interp_cuda.cu, compiled by nvcc/hipcc).
+ * Device addresses travel as uint64_t so that the layout is the same on both sides; every
+ * field is naturally aligned and the structs have no implicit padding. */
+#ifndef DVM_GPU_ABI_H
+#define DVM_GPU_ABI_H
+
+#include <stdint.h>
+
+/* Top-level SZ_RANGE nodes handled by one max-reducer launch (more: several launches). */
+#define DVM_GPU_MAX_RANGES 32
+/* Threads per block of every parallel entry point. */
+#define DVM_GPU_BLOCK 128
+
+/* exec flags */
+#define DVM_GPU_F_ZERO_SERIAL 1u /* serial task: zero the serial slot's stack counts first */
+#define DVM_GPU_F_SMEM_CODE 2u   /* copy the task's nodes into shared memory per block */
+#define DVM_GPU_F_SMEM_REGS 4u   /* register files in shared memory (else regs_global) */
+#define DVM_GPU_F_STACKS 8u      /* the variant has stacks: call dvm_thread_begin */
+
+typedef struct dvm_gpu_exec_args {
+    uint64_t nodes, consts;        /* program */
+    uint64_t arr, arr_len, arr_shape; /* per-slot tables (device) */
+    uint64_t uni, heap, stack_off, stack_cap, err;
+    uint64_t task;                 /* device address of this task's dvm_task_desc */
+    uint64_t regs_global;          /* fallback register files: nthreads * nregs_pad words */
+    int64_t stride;
+    int64_t slot;                  /* serial tasks: the serial slot (= nthread_slots) */
+    uint32_t nstacks, task_index;
+    uint32_t code_begin, code_len; /* for the shared-memory copy of the nodes */
+    uint32_t nregs_pad;            /* words per thread in the register file (odd: no bank conflicts) */
+    uint32_t flags;
+    /* iteration space, copied from the task descriptor (the extents live in uniforms) */
+    uint32_t ndim;
+    uint32_t start_u;              /* DVM_NO_SLOT or a uniform slot */
+    uint32_t ext_u[3];
+    uint32_t ops_hash_lo;          /* unused by the device: keeps the layout 8-byte aligned */
+} dvm_gpu_exec_args;
+
+typedef struct dvm_gpu_size_args {
+    uint64_t nodes, consts, arr, arr_len, arr_shape, uni;
+    uint64_t range_lo, range_hi, range_val; /* len slots each, indexed by node - begin */
+    uint64_t scratch;                       /* single-thread passes: len slots */
+    uint64_t scratch_par;                   /* max-reducer: nthreads * len slots */
+    uint64_t err, caps;
+    int64_t walk_cap;
+    uint32_t begin, len;                    /* the size program's node range */
+    uint32_t stack, cap_index;              /* for the error record / caps[cap_index] */
+    uint32_t nranges, pad;
+    uint32_t range_node[DVM_GPU_MAX_RANGES]; /* top-level SZ_RANGE nodes, relative to begin */
+    uint32_t range_end[DVM_GPU_MAX_RANGES];  /* their body ends (node.c), relative */
+} dvm_gpu_size_args;
+
+#endif

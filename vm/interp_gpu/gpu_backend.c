@@ -1,0 +1,593 @@
+/* gpu_backend.c: the CUDA and HIP backends, written once over gpu_driver.h. It uploads
+ * programs, packs each launch's tables into one upload, runs tasks and the sizer passes
+ * with the entry points of interp_cuda.cu, and reads back once per launch (the error
+ * record, with the uniforms when they are few; the capacities for the sizer). */
+#include "gpu_driver.h"
+#include "gpu_abi.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct dvm_buffer {
+    uint64_t ptr;
+    size_t bytes;
+};
+
+struct dvm_loaded {
+    uint64_t nodes, consts, tasks;
+    uint32_t nnodes, nconsts;
+};
+
+/* Per-task launch configuration; slots() and exec() derive it the same way. */
+typedef struct gpu_cfg {
+    uint32_t flags, nregs_pad, smem;
+    uint32_t blocks; /* parallel: grid size */
+} gpu_cfg;
+
+struct dvm_backend {
+    const dvm_gpu_driver *drv;
+    int ordinal;
+    void *ctx, *mod;
+    void *k_serial, *k_parallel, *k_ranges, *k_reduce, *k_final;
+    int sms, cc_major, cc_minor, smem_max; /* smem_max: dynamic shared memory we may use */
+    int use_smem_code, use_smem_regs;      /* DVM_GPU_SMEM_CODE / DVM_GPU_SMEM_REGS=0 turn off */
+    char name[320];
+    /* growable scratch on the device and its host staging copy */
+    uint64_t tab;
+    size_t tab_cap;
+    unsigned char *stage;
+    size_t stage_cap;
+    uint64_t regs;
+    size_t regs_cap;
+    uint64_t work;
+    size_t work_cap;
+};
+
+#define SMEM_CODE_BUDGET (16u * 1024u) /* largest task copied into shared memory */
+#define SMEM_REGS_BUDGET (48u * 1024u) /* register files of one block in shared memory */
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* Names a failed driver call: "cuda: cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (...)". */
+#define CHECK(be_drv, call, what)                                                               \
+    do {                                                                                        \
+        int rc_ = (call);                                                                       \
+        if (rc_ != 0)                                                                           \
+            return fail(err, errlen, "%s backend (%s:%d): %s failed: %s", (be_drv)->name,       \
+                        __FILE__, __LINE__, what, (be_drv)->errstr(rc_));                       \
+    } while (0)
+
+static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+static int grow(dvm_backend *be, uint64_t *p, size_t *cap, size_t need, char *err, size_t errlen) {
+    if (need <= *cap) return 0;
+    size_t n = *cap ? *cap : 4096;
+    while (n < need) n *= 2;
+    if (*p) be->drv->free(*p);
+    *p = 0;
+    *cap = 0;
+    CHECK(be->drv, be->drv->alloc(p, n), "device allocation of scratch");
+    *cap = n;
+    return 0;
+}
+
+static int grow_stage(dvm_backend *be, size_t need, char *err, size_t errlen) {
+    if (need <= be->stage_cap) return 0;
+    size_t n = be->stage_cap ? be->stage_cap : 4096;
+    while (n < need) n *= 2;
+    unsigned char *s = realloc(be->stage, n);
+    if (!s) return fail(err, errlen, "%s backend: out of host memory (%zu bytes)", be->drv->name, n);
+    be->stage = s;
+    be->stage_cap = n;
+    return 0;
+}
+
+static int env_off(const char *name) {
+    const char *v = getenv(name);
+    return v && strcmp(v, "0") == 0;
+}
+
+int dvm_gpu_probe(const dvm_gpu_driver *drv, char *out, size_t outlen) {
+    char msg[512];
+    size_t used = out ? strlen(out) : 0;
+#define APPEND(...)                                                                             \
+    do {                                                                                        \
+        if (out && used < outlen) {                                                             \
+            int w_ = snprintf(out + used, outlen - used, __VA_ARGS__);                          \
+            if (w_ > 0) used += (size_t)w_ < outlen - used ? (size_t)w_ : outlen - used - 1;    \
+        }                                                                                       \
+    } while (0)
+    if (drv->load(msg, sizeof msg) != 0) {
+        APPEND("%s: unavailable: %s\n", drv->name, msg);
+        return 0;
+    }
+    int n = 0;
+    int rc = drv->count(&n);
+    if (rc != 0) {
+        APPEND("%s: unavailable: counting devices failed: %s\n", drv->name, drv->errstr(rc));
+        return 0;
+    }
+    if (n == 0) APPEND("%s: no device found by the %s\n", drv->name, drv->api);
+    for (int i = 0; i < n; i++) {
+        char nm[256] = "?";
+        int sms = 0, ma = 0, mi = 0;
+        drv->dev_name(i, nm, (int)sizeof nm);
+        drv->attr(i, DVM_GPU_A_SMS, &sms);
+        drv->attr(i, DVM_GPU_A_CC_MAJOR, &ma);
+        drv->attr(i, DVM_GPU_A_CC_MINOR, &mi);
+        APPEND("%s: device %d: %s (compute capability %d.%d, %d multiprocessors)\n", drv->name, i, nm,
+               ma, mi, sms);
+    }
+#undef APPEND
+    return n;
+}
+
+void dvm_gpu_close(dvm_backend *be) {
+    if (!be) return;
+    const dvm_gpu_driver *d = be->drv;
+    if (be->ctx) {
+        d->bind(be->ordinal, be->ctx);
+        if (be->tab) d->free(be->tab);
+        if (be->regs) d->free(be->regs);
+        if (be->work) d->free(be->work);
+        if (be->mod) d->mod_unload(be->mod);
+        d->ctx_close(be->ordinal, be->ctx);
+    }
+    free(be->stage);
+    free(be);
+}
+
+static int open_fail(dvm_backend *be, int rc) {
+    dvm_gpu_close(be);
+    return rc;
+}
+
+dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opts, char *err, size_t errlen) {
+    if (drv->load(err, errlen) != 0) return NULL;
+    int n = 0, rc = drv->count(&n);
+    if (rc != 0) {
+        fail(err, errlen, "%s backend: counting devices failed: %s", drv->name, drv->errstr(rc));
+        return NULL;
+    }
+    int ordinal = opts ? opts->device : 0;
+    if (n == 0) {
+        fail(err, errlen, "%s backend: the %s found no device", drv->name, drv->api);
+        return NULL;
+    }
+    if (ordinal < 0 || ordinal >= n) {
+        fail(err, errlen, "%s backend: device %d does not exist (%d found)", drv->name, ordinal, n);
+        return NULL;
+    }
+    dvm_backend *be = calloc(1, sizeof *be);
+    if (!be) {
+        fail(err, errlen, "%s backend: out of host memory", drv->name);
+        return NULL;
+    }
+    be->drv = drv;
+    be->ordinal = ordinal;
+    char nm[256] = "?";
+    drv->dev_name(ordinal, nm, (int)sizeof nm);
+    drv->attr(ordinal, DVM_GPU_A_SMS, &be->sms);
+    drv->attr(ordinal, DVM_GPU_A_CC_MAJOR, &be->cc_major);
+    drv->attr(ordinal, DVM_GPU_A_CC_MINOR, &be->cc_minor);
+    int optin = 48 * 1024;
+    if (drv->attr(ordinal, DVM_GPU_A_SMEM_OPTIN, &optin) != 0 || optin <= 0) optin = 48 * 1024;
+    be->smem_max = optin < (int)(SMEM_CODE_BUDGET + SMEM_REGS_BUDGET) ? optin : (int)(SMEM_CODE_BUDGET + SMEM_REGS_BUDGET);
+    if (be->sms <= 0) be->sms = 1;
+    snprintf(be->name, sizeof be->name, "%s device %d: %s (compute capability %d.%d, %d multiprocessors)",
+             drv->name, ordinal, nm, be->cc_major, be->cc_minor, be->sms);
+    be->use_smem_code = !env_off("DVM_GPU_SMEM_CODE");
+    be->use_smem_regs = !env_off("DVM_GPU_SMEM_REGS");
+
+    rc = drv->ctx_open(ordinal, &be->ctx);
+    if (rc != 0) {
+        fail(err, errlen, "%s backend: creating a context on device %d failed: %s", drv->name, ordinal, drv->errstr(rc));
+        be->ctx = NULL;
+        open_fail(be, 0);
+        return NULL;
+    }
+    rc = drv->mod_load(drv->image, &be->mod);
+    if (rc != 0) {
+        if (rc == drv->no_binary_code)
+            fail(err, errlen, "%s backend: the embedded interpreter has no code for %s (compute capability %d.%d); it was built for %s",
+                 drv->name, nm, be->cc_major, be->cc_minor, drv->targets);
+        else
+            fail(err, errlen, "%s backend: loading the embedded interpreter failed: %s", drv->name, drv->errstr(rc));
+        be->mod = NULL;
+        open_fail(be, 0);
+        return NULL;
+    }
+    static const char *const names[5] = {"dvm_k_serial", "dvm_k_parallel", "dvm_k_size_ranges",
+                                         "dvm_k_size_reduce", "dvm_k_size_final"};
+    void **fns[5] = {&be->k_serial, &be->k_parallel, &be->k_ranges, &be->k_reduce, &be->k_final};
+    for (int i = 0; i < 5; i++) {
+        rc = drv->func(be->mod, names[i], fns[i]);
+        if (rc != 0) {
+            fail(err, errlen, "%s backend: the embedded interpreter lacks %s: %s", drv->name, names[i], drv->errstr(rc));
+            open_fail(be, 0);
+            return NULL;
+        }
+    }
+    /* A stale interpreter (built from another ops.def) is detected, not run. */
+    uint64_t hp = 0;
+    size_t hb = 0;
+    unsigned long long dev_hash = 0;
+    rc = drv->global(be->mod, "dvm_interp_ops_hash", &hp, &hb);
+    if (rc == 0 && hb == sizeof dev_hash) rc = drv->d2h(&dev_hash, hp, sizeof dev_hash);
+    if (rc != 0 || hb != sizeof dev_hash) {
+        fail(err, errlen, "%s backend: the embedded interpreter has no ops-table hash", drv->name);
+        open_fail(be, 0);
+        return NULL;
+    }
+    if ((uint64_t)dev_hash != dvm_ops_hash()) {
+        fail(err, errlen, "%s backend: the embedded interpreter was built from another opcode table "
+             "(hash %016llx, this library %016llx): rebuild dvm", drv->name, dev_hash,
+             (unsigned long long)dvm_ops_hash());
+        open_fail(be, 0);
+        return NULL;
+    }
+    if (be->smem_max > 48 * 1024) {
+        if (drv->set_max_smem(be->k_parallel, be->smem_max) != 0) be->smem_max = 48 * 1024;
+    }
+    return be;
+}
+
+const char *dvm_gpu_device_name(dvm_backend *be) { return be->name; }
+
+int dvm_gpu_alloc(dvm_backend *be, size_t bytes, dvm_buffer **out, char *err, size_t errlen) {
+    *out = NULL;
+    dvm_buffer *b = calloc(1, sizeof *b);
+    if (!b) return fail(err, errlen, "%s backend: out of host memory", be->drv->name);
+    size_t n = bytes ? align_up(bytes, 16) : 16; /* zero-size arrays still get an address */
+    int rc;
+    if ((rc = be->drv->bind(be->ordinal, be->ctx)) != 0 || (rc = be->drv->alloc(&b->ptr, n)) != 0) {
+        free(b);
+        return fail(err, errlen, "%s backend: allocating %zu bytes of device memory failed: %s",
+                    be->drv->name, bytes, be->drv->errstr(rc));
+    }
+    if ((rc = be->drv->zero(b->ptr, n)) != 0) {
+        be->drv->free(b->ptr);
+        free(b);
+        return fail(err, errlen, "%s backend: zero-filling %zu bytes failed: %s", be->drv->name, n, be->drv->errstr(rc));
+    }
+    b->bytes = bytes;
+    *out = b;
+    return 0;
+}
+
+void dvm_gpu_free(dvm_backend *be, dvm_buffer *b) {
+    if (!b) return;
+    be->drv->bind(be->ordinal, be->ctx);
+    be->drv->free(b->ptr);
+    free(b);
+}
+
+int dvm_gpu_write(dvm_backend *be, dvm_buffer *b, size_t off, const void *src, size_t n, char *err, size_t errlen) {
+    if (off > b->bytes || n > b->bytes - off)
+        return fail(err, errlen, "%s backend: write of %zu bytes at %zu past a %zu-byte buffer", be->drv->name, n, off, b->bytes);
+    if (n == 0) return 0;
+    CHECK(be->drv, be->drv->bind(be->ordinal, be->ctx), "binding the context");
+    CHECK(be->drv, be->drv->h2d(b->ptr + off, src, n), "host-to-device copy");
+    return 0;
+}
+
+int dvm_gpu_read(dvm_backend *be, dvm_buffer *b, size_t off, void *dst, size_t n, char *err, size_t errlen) {
+    if (off > b->bytes || n > b->bytes - off)
+        return fail(err, errlen, "%s backend: read of %zu bytes at %zu past a %zu-byte buffer", be->drv->name, n, off, b->bytes);
+    if (n == 0) return 0;
+    CHECK(be->drv, be->drv->bind(be->ordinal, be->ctx), "binding the context");
+    CHECK(be->drv, be->drv->d2h(dst, b->ptr + off, n), "device-to-host copy");
+    return 0;
+}
+
+int dvm_gpu_copy(dvm_backend *be, dvm_buffer *dst, dvm_buffer *src, size_t n, char *err, size_t errlen) {
+    if (n > dst->bytes || n > src->bytes)
+        return fail(err, errlen, "%s backend: copy of %zu bytes between buffers of %zu and %zu bytes",
+                    be->drv->name, n, src->bytes, dst->bytes);
+    if (n == 0) return 0;
+    CHECK(be->drv, be->drv->bind(be->ordinal, be->ctx), "binding the context");
+    CHECK(be->drv, be->drv->d2d(dst->ptr, src->ptr, n), "device-to-device copy");
+    return 0;
+}
+
+static int upload(dvm_backend *be, uint64_t *p, const void *src, size_t n, char *err, size_t errlen) {
+    *p = 0;
+    CHECK(be->drv, be->drv->alloc(p, n ? n : 16), "device allocation for the program");
+    if (n) CHECK(be->drv, be->drv->h2d(*p, src, n), "program upload");
+    return 0;
+}
+
+int dvm_gpu_load(dvm_backend *be, const dvm_program *prog, dvm_loaded **out, char *err, size_t errlen) {
+    *out = NULL;
+    dvm_loaded *l = calloc(1, sizeof *l);
+    if (!l) return fail(err, errlen, "%s backend: out of host memory", be->drv->name);
+    CHECK(be->drv, be->drv->bind(be->ordinal, be->ctx), "binding the context");
+    if (upload(be, &l->nodes, prog->nodes, (size_t)prog->nnodes * sizeof(dvm_node), err, errlen) ||
+        upload(be, &l->consts, prog->consts, (size_t)prog->nconsts * 4u, err, errlen) ||
+        upload(be, &l->tasks, prog->tasks, (size_t)prog->ntasks * sizeof(dvm_task_desc), err, errlen)) {
+        dvm_gpu_unload(be, l);
+        return -1;
+    }
+    l->nnodes = prog->nnodes;
+    l->nconsts = prog->nconsts;
+    *out = l;
+    return 0;
+}
+
+void dvm_gpu_unload(dvm_backend *be, dvm_loaded *l) {
+    if (!l) return;
+    be->drv->bind(be->ordinal, be->ctx);
+    if (l->nodes) be->drv->free(l->nodes);
+    if (l->consts) be->drv->free(l->consts);
+    if (l->tasks) be->drv->free(l->tasks);
+    free(l);
+}
+
+/* ---- per-launch tables: one host staging block, one upload ----
+   [err record (64 B)][caps or nothing][uniforms][arr ptrs][arr_len][arr_shape][stack_off][stack_cap] */
+typedef struct tab_layout {
+    size_t err, caps, uni, arr, len, shape, soff, scap, total;
+} tab_layout;
+
+static tab_layout layout(uint32_t ncaps, uint32_t nuni, uint32_t nslots, uint32_t nstacks) {
+    tab_layout t;
+    t.err = 0;
+    t.caps = 64;
+    t.uni = align_up(t.caps + (size_t)ncaps * 8u, 16);
+    t.arr = align_up(t.uni + (size_t)nuni * 4u, 16);
+    t.len = t.arr + (size_t)nslots * 8u;
+    t.shape = t.len + (size_t)nslots * 8u;
+    t.soff = align_up(t.shape + (size_t)nslots * 4u * DVM_MAX_RANK, 16);
+    t.scap = t.soff + (size_t)nstacks * 8u;
+    t.total = align_up(t.scap + (size_t)nstacks * 8u, 16);
+    return t;
+}
+
+static int stage_tables(dvm_backend *be, const tab_layout *t, uint32_t nuni, const uint32_t *uni, uint32_t nslots,
+                        dvm_buffer *const *arrays, const int64_t *arr_len, const int32_t *arr_shape, uint32_t nstacks,
+                        const int64_t *soff, const int64_t *scap, char *err, size_t errlen) {
+    if (grow_stage(be, t->total, err, errlen) || grow(be, &be->tab, &be->tab_cap, t->total, err, errlen)) return -1;
+    unsigned char *s = be->stage;
+    memset(s, 0, t->uni); /* error record and caps start at zero */
+    if (nuni) memcpy(s + t->uni, uni, (size_t)nuni * 4u);
+    for (uint32_t i = 0; i < nslots; i++) {
+        uint64_t p = arrays[i] ? arrays[i]->ptr : 0;
+        memcpy(s + t->arr + i * 8u, &p, 8);
+    }
+    if (nslots) {
+        memcpy(s + t->len, arr_len, (size_t)nslots * 8u);
+        memcpy(s + t->shape, arr_shape, (size_t)nslots * 4u * DVM_MAX_RANK);
+    }
+    if (nstacks) {
+        memcpy(s + t->soff, soff, (size_t)nstacks * 8u);
+        memcpy(s + t->scap, scap, (size_t)nstacks * 8u);
+    }
+    CHECK(be->drv, be->drv->h2d(be->tab, s, t->total), "upload of the launch tables");
+    return 0;
+}
+
+/* Launch shape of a task: nodes and register files in shared memory when they fit. */
+static gpu_cfg task_cfg(dvm_backend *be, const dvm_task_desc *t, int has_stacks) {
+    gpu_cfg c;
+    memset(&c, 0, sizeof c);
+    uint32_t nregs = t->nregs ? t->nregs : 1;
+    c.nregs_pad = nregs | 1u; /* odd stride: a warp's register r hits 32 different banks */
+    c.flags = has_stacks ? DVM_GPU_F_STACKS : 0;
+    uint32_t code = 0;
+    if (t->kind == DVM_TASK_PARALLEL && be->use_smem_code && (size_t)t->code_len * 8u <= SMEM_CODE_BUDGET) {
+        c.flags |= DVM_GPU_F_SMEM_CODE;
+        code = t->code_len * 8u;
+    }
+    uint32_t nthr = t->kind == DVM_TASK_PARALLEL ? DVM_GPU_BLOCK : 1;
+    uint32_t regs = c.nregs_pad * 4u * nthr;
+    if (be->use_smem_regs && code + regs <= (uint32_t)be->smem_max) {
+        c.flags |= DVM_GPU_F_SMEM_REGS;
+        c.smem = code + regs;
+    } else {
+        c.smem = code;
+    }
+    if (t->kind == DVM_TASK_PARALLEL) {
+        int nb = 0;
+        if (be->drv->occupancy(&nb, be->k_parallel, DVM_GPU_BLOCK, c.smem) != 0 || nb <= 0) nb = 1;
+        c.blocks = (uint32_t)nb * (uint32_t)be->sms;
+    } else {
+        c.blocks = 1;
+    }
+    return c;
+}
+
+int64_t dvm_gpu_slots(dvm_backend *be, const dvm_exec *x) {
+    const dvm_program *p = x->prog;
+    int64_t best = 1;
+    if (be->drv->bind(be->ordinal, be->ctx) != 0) return best;
+    for (uint32_t i = 0; i < x->var->ntasks; i++) {
+        const dvm_task_desc *t = &p->tasks[x->var->task_begin + i];
+        if (t->kind != DVM_TASK_PARALLEL) continue;
+        gpu_cfg c = task_cfg(be, t, x->nstacks > 0);
+        int64_t n = (int64_t)c.blocks * DVM_GPU_BLOCK;
+        if (n > best) best = n;
+    }
+    return best;
+}
+
+static int launch(dvm_backend *be, void *fn, unsigned grid, unsigned block, unsigned smem, void *args, const char *what,
+                  char *err, size_t errlen) {
+    void *params[1] = {args};
+    CHECK(be->drv, be->drv->launch(fn, grid, block, smem, params), what);
+    return 0;
+}
+
+/* Reads back the error record (and, if small, the uniforms right after it): the one
+   readback of a launch. */
+#define UNI_READBACK_MAX 256u
+
+int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err, size_t errlen) {
+    const dvm_program *p = x->prog;
+    const dvm_loaded *l = x->loaded;
+    CHECK(be->drv, be->drv->bind(be->ordinal, be->ctx), "binding the context");
+    tab_layout t = layout(0, x->nuniforms, x->nslots, x->nstacks);
+    if (stage_tables(be, &t, x->nuniforms, x->uniforms, x->nslots, x->arrays, x->arr_len, x->arr_shape, x->nstacks,
+                     x->stack_off, x->stack_cap, err, errlen))
+        return -1;
+    dvm_gpu_exec_args a;
+    memset(&a, 0, sizeof a);
+    a.nodes = l->nodes;
+    a.consts = l->consts;
+    a.arr = be->tab + t.arr;
+    a.arr_len = be->tab + t.len;
+    a.arr_shape = be->tab + t.shape;
+    a.uni = be->tab + t.uni;
+    a.heap = x->heap ? x->heap->ptr : 0;
+    a.stack_off = be->tab + t.soff;
+    a.stack_cap = be->tab + t.scap;
+    a.err = be->tab + t.err;
+    a.stride = x->stride;
+    a.slot = x->nthread_slots;
+    a.nstacks = x->nstacks;
+    int zero_serial = x->nstacks > 0;
+    for (uint32_t i = 0; i < x->var->ntasks; i++) {
+        uint32_t ti = x->var->task_begin + i;
+        const dvm_task_desc *td = &p->tasks[ti];
+        gpu_cfg c = task_cfg(be, td, x->nstacks > 0);
+        a.task = l->tasks + (uint64_t)ti * sizeof(dvm_task_desc);
+        a.task_index = i;
+        a.code_begin = td->code_begin;
+        a.code_len = td->code_len;
+        a.nregs_pad = c.nregs_pad;
+        a.flags = c.flags;
+        a.ndim = td->ndim;
+        a.start_u = td->start_u;
+        for (int d = 0; d < 3; d++) a.ext_u[d] = td->ext_u[d];
+        if (td->kind == DVM_TASK_SERIAL) {
+            if (zero_serial) a.flags |= DVM_GPU_F_ZERO_SERIAL;
+            zero_serial = 0;
+            if (!(c.flags & DVM_GPU_F_SMEM_REGS)) {
+                if (grow(be, &be->regs, &be->regs_cap, (size_t)c.nregs_pad * 4u, err, errlen)) return -1;
+                a.regs_global = be->regs;
+            }
+            if (launch(be, be->k_serial, 1, 1, c.smem, &a, "launching a serial task", err, errlen)) return -1;
+        } else {
+            if ((int64_t)c.blocks * DVM_GPU_BLOCK > x->nthread_slots)
+                return fail(err, errlen, "%s backend: %lld heap slots for a grid of %u threads (slots() disagrees with exec)",
+                            be->drv->name, (long long)x->nthread_slots, c.blocks * DVM_GPU_BLOCK);
+            if (!(c.flags & DVM_GPU_F_SMEM_REGS)) {
+                if (grow(be, &be->regs, &be->regs_cap, (size_t)c.blocks * DVM_GPU_BLOCK * c.nregs_pad * 4u, err, errlen))
+                    return -1;
+                a.regs_global = be->regs;
+            }
+            if (launch(be, be->k_parallel, c.blocks, DVM_GPU_BLOCK, c.smem, &a, "launching a parallel task", err, errlen))
+                return -1;
+        }
+    }
+    /* One readback: the error record, and the uniforms that follow it when they are few. */
+    size_t nread = x->nuniforms <= UNI_READBACK_MAX ? t.uni + (size_t)x->nuniforms * 4u : sizeof(dvm_rt_error);
+    int rc = be->drv->d2h(be->stage, be->tab, nread);
+    if (rc != 0)
+        return fail(err, errlen, "%s backend: running kernel tasks failed: %s", be->drv->name, be->drv->errstr(rc));
+    dvm_rt_error e;
+    memcpy(&e, be->stage + t.err, sizeof e);
+    if (x->nuniforms <= UNI_READBACK_MAX && x->nuniforms && x->uniforms)
+        memcpy(x->uniforms, be->stage + t.uni, (size_t)x->nuniforms * 4u);
+    if (e.code != 0) {
+        if (rt) *rt = e;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- sizer: RANGES (1 thread), the max-reducer (grid), FINAL (1 thread) per stack;
+   one readback of every capacity and the error record at the end ---- */
+int dvm_gpu_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_rt_error *rt, char *err, size_t errlen) {
+    const dvm_program *p = job->prog;
+    const dvm_variant_desc *v = job->var;
+    CHECK(be->drv, be->drv->bind(be->ordinal, be->ctx), "binding the context");
+    uint32_t maxlen = 0, nprog = 0;
+    for (uint32_t i = 0; i < v->nstacks; i++) {
+        const dvm_stack_desc *sd = &p->stacks[v->stack_begin + i];
+        if (sd->sizing != DVM_SZ_PROGRAM) continue;
+        nprog++;
+        if (sd->size_len > maxlen) maxlen = sd->size_len;
+    }
+    if (nprog == 0) return 0;
+    int nb = 0;
+    if (be->drv->occupancy(&nb, be->k_reduce, DVM_GPU_BLOCK, 0) != 0 || nb <= 0) nb = 1;
+    uint32_t blocks = (uint32_t)nb * (uint32_t)be->sms;
+    size_t nthreads = (size_t)blocks * DVM_GPU_BLOCK;
+    /* work: range_lo, range_hi, range_val, scratch (maxlen each), then per-thread scratch */
+    size_t per = (size_t)maxlen * 8u;
+    if (grow(be, &be->work, &be->work_cap, per * 4u + per * nthreads, err, errlen)) return -1;
+    tab_layout t = layout(v->nstacks, job->nuniforms, job->nslots, 0);
+    if (stage_tables(be, &t, job->nuniforms, job->uniforms, job->nslots, job->arrays, job->arr_len, job->arr_shape, 0,
+                     NULL, NULL, err, errlen))
+        return -1;
+    dvm_gpu_size_args a;
+    memset(&a, 0, sizeof a);
+    a.nodes = job->loaded->nodes;
+    a.consts = job->loaded->consts;
+    a.arr = be->tab + t.arr;
+    a.arr_len = be->tab + t.len;
+    a.arr_shape = be->tab + t.shape;
+    a.uni = be->tab + t.uni;
+    a.range_lo = be->work;
+    a.range_hi = be->work + per;
+    a.range_val = be->work + 2 * per;
+    a.scratch = be->work + 3 * per;
+    a.scratch_par = be->work + 4 * per;
+    a.err = be->tab + t.err;
+    a.caps = be->tab + t.caps;
+    a.walk_cap = job->walk_cap;
+    for (uint32_t i = 0; i < v->nstacks; i++) {
+        const dvm_stack_desc *sd = &p->stacks[v->stack_begin + i];
+        if (sd->sizing != DVM_SZ_PROGRAM) continue;
+        a.begin = sd->size_begin;
+        a.len = sd->size_len;
+        a.stack = i;
+        a.cap_index = i;
+        /* top-level ranges: a range's body (k+1 .. end-1) is skipped by the walk */
+        uint32_t k = 0;
+        int launched = 0;
+        while (k < sd->size_len || !launched) {
+            a.nranges = 0;
+            while (k < sd->size_len && a.nranges < DVM_GPU_MAX_RANGES) {
+                const dvm_node *nd = &p->nodes[sd->size_begin + k];
+                if (nd->op == DVM_OP_SZ_RANGE && nd->c > k && nd->c <= sd->size_len) {
+                    a.range_node[a.nranges] = k;
+                    a.range_end[a.nranges] = nd->c;
+                    a.nranges++;
+                    k = nd->c;
+                } else {
+                    k++;
+                }
+            }
+            if (launch(be, be->k_ranges, 1, 1, 0, &a, "launching the sizer", err, errlen)) return -1;
+            if (a.nranges && launch(be, be->k_reduce, blocks, DVM_GPU_BLOCK, 0, &a, "launching the max-reducer", err, errlen))
+                return -1;
+            launched = 1;
+        }
+        if (launch(be, be->k_final, 1, 1, 0, &a, "launching the sizer", err, errlen)) return -1;
+    }
+    size_t nread = t.caps + (size_t)v->nstacks * 8u;
+    int rc = be->drv->d2h(be->stage, be->tab, nread);
+    if (rc != 0) return fail(err, errlen, "%s backend: running the sizer failed: %s", be->drv->name, be->drv->errstr(rc));
+    dvm_rt_error e;
+    memcpy(&e, be->stage + t.err, sizeof e);
+    if (e.code != 0) {
+        if (rt) *rt = e;
+        return 1;
+    }
+    for (uint32_t i = 0; i < v->nstacks; i++) {
+        const dvm_stack_desc *sd = &p->stacks[v->stack_begin + i];
+        if (sd->sizing == DVM_SZ_PROGRAM) memcpy(&caps[i], be->stage + t.caps + (size_t)i * 8u, 8);
+    }
+    return 0;
+}

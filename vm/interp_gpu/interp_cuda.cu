@@ -1,0 +1,244 @@
+/* interp_cuda.cu: the device entry points of the CUDA and HIP backends. THE interpreter
+ * (vm/interp_cpu/interp_core.h) is compiled here by nvcc (and, through interp_hip.cpp, by
+ * hipcc); this file only adds the launch shapes: a serial task on one thread, a parallel
+ * task grid-stride over its iteration space, and the three sizer passes. The host side is
+ * gpu_backend.c; the parameter structs are in gpu_abi.h. */
+#include <stdint.h>
+
+#if defined(__HIP__) || defined(__HIPCC__)
+#include <hip/hip_runtime.h>
+#endif
+
+#define DVM_FN __device__ static inline
+#define DVM_ATOMIC_ADD_F32(p, v) atomicAdd((float *)(p), (v))
+#define DVM_ATOMIC_ADD_I32(p, v) atomicAdd((int *)(p), (int)(v))
+#define DVM_ATOMIC_MAX_I32(p, v) atomicMax((int *)(p), (int)(v))
+#define DVM_ATOMIC_MIN_I32(p, v) atomicMin((int *)(p), (int)(v))
+#define DVM_ATOMIC_CAS_I32(p, e, d) ((uint32_t)atomicCAS((unsigned int *)(p), (unsigned int)(e), (unsigned int)(d)))
+
+/* Signed 64-bit max as a CAS loop: HIP has no signed 64-bit atomicMax. Called once per
+   thread and range by the max-reducer, so the loop costs nothing measurable. */
+__device__ static inline void dvm_gpu_atomic_max_i64(int64_t *p, int64_t v) {
+    unsigned long long *q = (unsigned long long *)p;
+    unsigned long long old = *(volatile unsigned long long *)q;
+    while ((int64_t)old < v) {
+        unsigned long long prev = atomicCAS(q, old, (unsigned long long)v);
+        if (prev == old) return;
+        old = prev;
+    }
+}
+#define DVM_ATOMIC_MAX_I64(p, v) dvm_gpu_atomic_max_i64((int64_t *)(p), (int64_t)(v))
+
+/* f32 max/min with the shared semantics (first operand kept when equal or unordered):
+   a compare-and-swap loop that stores only when the value changes. */
+__device__ static inline void dvm_gpu_atomic_maxf(uint32_t *p, float v) {
+    unsigned int old = *(volatile unsigned int *)p;
+    for (;;) {
+        float cur = __uint_as_float(old);
+        if (!(v > cur)) return;
+        unsigned int prev = atomicCAS((unsigned int *)p, old, __float_as_uint(v));
+        if (prev == old) return;
+        old = prev;
+    }
+}
+__device__ static inline void dvm_gpu_atomic_minf(uint32_t *p, float v) {
+    unsigned int old = *(volatile unsigned int *)p;
+    for (;;) {
+        float cur = __uint_as_float(old);
+        if (!(v < cur)) return;
+        unsigned int prev = atomicCAS((unsigned int *)p, old, __float_as_uint(v));
+        if (prev == old) return;
+        old = prev;
+    }
+}
+#define DVM_ATOMIC_MAX_F32(p, v) dvm_gpu_atomic_maxf((uint32_t *)(p), (v))
+#define DVM_ATOMIC_MIN_F32(p, v) dvm_gpu_atomic_minf((uint32_t *)(p), (v))
+
+#include "../interp_cpu/interp_core.h"
+#include "gpu_abi.h"
+
+/* ---- the ops-table hash, computed at compile time from the same ops.def rows and in the
+   same way as bytecode/ops.c (FNV-1a 64: number, name, format, flags); the host refuses an
+   interpreter binary whose hash differs from dvm_ops_hash(). ---- */
+struct dvm_gpu_fnv {
+    uint64_t h;
+    constexpr dvm_gpu_fnv byte(unsigned char b) const { return dvm_gpu_fnv{(h ^ b) * 0x100000001b3ull}; }
+    constexpr dvm_gpu_fnv u32(uint32_t v) const {
+        return byte((unsigned char)v).byte((unsigned char)(v >> 8)).byte((unsigned char)(v >> 16)).byte((unsigned char)(v >> 24));
+    }
+    template <unsigned N> constexpr dvm_gpu_fnv str(const char (&s)[N]) const {
+        dvm_gpu_fnv f = *this;
+        for (unsigned i = 0; i < N; i++) f = f.byte((unsigned char)s[i]);
+        return f;
+    }
+};
+static constexpr uint64_t dvm_gpu_ops_hash(void) {
+    dvm_gpu_fnv f{0xcbf29ce484222325ull};
+#define DVM_OP(name, num, fmt, flags, doc) f = f.u32((uint32_t)(num)).str(#name).str(fmt).u32((uint32_t)(flags));
+#define DVM_DOP(name, num, fmt, flags, doc) DVM_OP(name, num, fmt, (flags) | DVM_F_DIFF, doc)
+#include "../../bytecode/ops.def"
+#undef DVM_OP
+#undef DVM_DOP
+    return f.h;
+}
+extern "C" __device__ const unsigned long long dvm_interp_ops_hash = dvm_gpu_ops_hash();
+
+/* ---- exec ---- */
+__device__ static inline void dvm_gpu_env(const dvm_gpu_exec_args &a, dvm_env *e, const dvm_node *nodes) {
+    e->nodes = nodes;
+    e->consts = (const uint32_t *)a.consts;
+    e->arr = (uint32_t *const *)a.arr;
+    e->arr_len = (const int64_t *)a.arr_len;
+    e->arr_shape = (const int32_t *)a.arr_shape;
+    e->uni = (uint32_t *)a.uni;
+    e->heap = (uint32_t *)a.heap;
+    e->stride = a.stride;
+    e->stack_off = (const int64_t *)a.stack_off;
+    e->stack_cap = (const int64_t *)a.stack_cap;
+    e->nstacks = a.nstacks;
+    e->err = (dvm_rt_error *)a.err;
+}
+
+extern __shared__ uint64_t dvm_gpu_smem[];
+
+/* Dynamic shared memory: [nodes of the task, if SMEM_CODE][register files, if SMEM_REGS].
+   Returns the node array to interpret (indexed by absolute node number, like the global one). */
+__device__ static inline const dvm_node *dvm_gpu_stage_code(const dvm_gpu_exec_args &a, uint32_t **regs_base) {
+    const dvm_node *gnodes = (const dvm_node *)a.nodes;
+    const dvm_node *nodes = gnodes;
+    unsigned char *p = (unsigned char *)dvm_gpu_smem;
+    if (a.flags & DVM_GPU_F_SMEM_CODE) {
+        uint64_t *dst = dvm_gpu_smem;
+        const uint64_t *src = (const uint64_t *)(gnodes + a.code_begin);
+        for (uint32_t i = threadIdx.x; i < a.code_len; i += blockDim.x) dst[i] = src[i];
+        __syncthreads();
+        /* absolute node n lives at dst[n - code_begin]; the core reads only this task's nodes */
+        nodes = (const dvm_node *)dst - a.code_begin;
+        p += (size_t)a.code_len * 8u;
+    }
+    *regs_base = (uint32_t *)p;
+    return nodes;
+}
+
+__device__ static inline uint32_t *dvm_gpu_regs(const dvm_gpu_exec_args &a, uint32_t *smem_regs, uint64_t gtid) {
+    if (a.flags & DVM_GPU_F_SMEM_REGS) return smem_regs + (size_t)threadIdx.x * a.nregs_pad;
+    return (uint32_t *)a.regs_global + gtid * a.nregs_pad;
+}
+
+extern "C" __global__ void dvm_k_serial(dvm_gpu_exec_args a) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    uint32_t *smem_regs;
+    const dvm_node *nodes = dvm_gpu_stage_code(a, &smem_regs);
+    dvm_env e;
+    dvm_gpu_env(a, &e, nodes);
+    if (e.err->code != 0) return;
+    if (a.flags & DVM_GPU_F_ZERO_SERIAL) dvm_thread_begin(&e, a.slot);
+    uint32_t *regs = dvm_gpu_regs(a, smem_regs, 0);
+    for (uint32_t r = 0; r < a.nregs_pad; r++) regs[r] = 0;
+    const int32_t idx[3] = {0, 0, 0};
+    dvm_run(&e, a.task_index, (const dvm_task_desc *)a.task, idx, a.slot, regs);
+}
+
+extern "C" __global__ void __launch_bounds__(DVM_GPU_BLOCK) dvm_k_parallel(dvm_gpu_exec_args a) {
+    uint32_t *smem_regs;
+    const dvm_node *nodes = dvm_gpu_stage_code(a, &smem_regs);
+    dvm_env e;
+    dvm_gpu_env(a, &e, nodes);
+    const uint32_t *U = (const uint32_t *)a.uni;
+    /* The extents are read on the device: a serial task just before may have computed them. */
+    int64_t ext[3] = {1, 1, 1}, start = 0, total = 1;
+    for (uint32_t d = 0; d < a.ndim; d++) {
+        int64_t x = (int64_t)(int32_t)U[a.ext_u[d]];
+        if (d == 0 && a.start_u != DVM_NO_SLOT) {
+            start = (int64_t)(int32_t)U[a.start_u];
+            x -= start;
+        }
+        ext[d] = x < 0 ? 0 : x;
+        total *= ext[d];
+    }
+    const uint64_t gtid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const uint64_t nthreads = (uint64_t)gridDim.x * blockDim.x;
+    if ((int64_t)gtid >= total) return;
+    if (a.flags & DVM_GPU_F_STACKS) dvm_thread_begin(&e, (int64_t)gtid);
+    uint32_t *regs = dvm_gpu_regs(a, smem_regs, gtid);
+    for (uint32_t r = 0; r < a.nregs_pad; r++) regs[r] = 0;
+    const dvm_task_desc *t = (const dvm_task_desc *)a.task;
+    for (int64_t lin = (int64_t)gtid; lin < total; lin += (int64_t)nthreads) {
+        int32_t idx[3];
+        int64_t rest = lin;
+        for (int d = (int)a.ndim - 1; d >= 1; d--) {
+            idx[d] = (int32_t)(rest % ext[d]);
+            rest /= ext[d];
+        }
+        idx[0] = (int32_t)(rest + start);
+        if (dvm_run(&e, a.task_index, t, idx, (int64_t)gtid, regs)) return;
+    }
+}
+
+/* ---- sizer ---- */
+__device__ static inline void dvm_gpu_size_env(const dvm_gpu_size_args &a, dvm_size_env *s) {
+    s->nodes = (const dvm_node *)a.nodes;
+    s->consts = (const uint32_t *)a.consts;
+    s->arr = (uint32_t *const *)a.arr;
+    s->arr_len = (const int64_t *)a.arr_len;
+    s->arr_shape = (const int32_t *)a.arr_shape;
+    s->uni = (const uint32_t *)a.uni;
+    s->range_lo = (int64_t *)a.range_lo;
+    s->range_hi = (int64_t *)a.range_hi;
+    s->range_val = (int64_t *)a.range_val;
+    s->walk_cap = a.walk_cap;
+    s->stack = a.stack;
+    s->prog_begin = a.begin;
+    s->err = (dvm_rt_error *)a.err;
+}
+
+/* Pass RANGES (one thread): the bounds of every top-level range; their maxima start at
+   INT64_MIN (the reducer's identity) or 0 for an empty range. */
+extern "C" __global__ void dvm_k_size_ranges(dvm_gpu_size_args a) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    dvm_size_env s;
+    dvm_gpu_size_env(a, &s);
+    if (s.err->code != 0) return;
+    dvm_size_eval(&s, a.begin, a.len, DVM_SZ_PASS_RANGES, 0, 0, (int64_t *)a.scratch);
+    for (uint32_t r = 0; r < a.nranges; r++) {
+        uint32_t k = a.range_node[r];
+        s.range_val[k] = s.range_lo[k] < s.range_hi[k] ? INT64_MIN : 0;
+    }
+}
+
+/* The max-reducer: grid-stride over each top-level range, the body evaluated per value,
+   a per-thread maximum, then one 64-bit atomic max per thread and range. A body may read
+   slots computed before its range: each thread starts from a copy of the RANGES scratch. */
+extern "C" __global__ void __launch_bounds__(DVM_GPU_BLOCK) dvm_k_size_reduce(dvm_gpu_size_args a) {
+    dvm_size_env s;
+    dvm_gpu_size_env(a, &s);
+    const uint64_t gtid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t nthreads = (int64_t)gridDim.x * blockDim.x;
+    int64_t *scratch = (int64_t *)a.scratch_par + gtid * a.len;
+    const int64_t *base = (const int64_t *)a.scratch;
+    for (uint32_t r = 0; r < a.nranges; r++) {
+        const uint32_t k = a.range_node[r], end = a.range_end[r];
+        const int64_t lo = s.range_lo[k], hi = s.range_hi[k];
+        int64_t m = INT64_MIN;
+        if (lo + (int64_t)gtid < hi)
+            for (uint32_t i = 0; i <= k; i++) scratch[i] = base[i];
+        for (int64_t v = lo + (int64_t)gtid; v < hi; v += nthreads) {
+            if (s.err->code != 0) return;
+            int64_t bound[1] = {v};
+            int64_t x = dvm_size_eval(&s, a.begin + k + 1, end - k - 1, DVM_SZ_PASS_BODY, bound, 1, scratch);
+            if (x > m) m = x;
+        }
+        if (m != INT64_MIN) DVM_ATOMIC_MAX_I64(&s.range_val[k], m);
+    }
+}
+
+/* Pass FINAL (one thread): the capacity, clamped at 0, into caps[cap_index]. */
+extern "C" __global__ void dvm_k_size_final(dvm_gpu_size_args a) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    dvm_size_env s;
+    dvm_gpu_size_env(a, &s);
+    if (s.err->code != 0) return;
+    int64_t v = dvm_size_eval(&s, a.begin, a.len, DVM_SZ_PASS_FINAL, 0, 0, (int64_t *)a.scratch);
+    if (s.err->code != 0) return;
+    ((int64_t *)a.caps)[a.cap_index] = v < 0 ? 0 : v;
+}

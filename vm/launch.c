@@ -1,0 +1,604 @@
+/* launch.c: dvm_launch, following the protocol at the top of vm/backend.h: bind and check
+ * the arguments, fill the uniforms, size the adstacks (cached), lay out the heap, snapshot
+ * every array the launch may write, run, and on a runtime error restore the snapshots and
+ * turn the error record into a message with the source location. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "runtime.h"
+
+#define DVM_DEFAULT_AD_STACK 256
+/* serial steps one size-program evaluation may take before it is an error, not a hang */
+#define DVM_SIZER_WALK_CAP ((int64_t)1 << 26)
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static const char *pstr(const dvm_program *p, uint32_t off) { return off < p->nstrings_bytes ? p->strings + off : "?"; }
+
+void dvm_size_cache_free(dvm_size_cache *c) {
+    free(c->key);
+    free(c->caps);
+    free(c->load_slot);
+    memset(c, 0, sizeof *c);
+}
+
+void dvm_launch_scratch_free(const dvm_backend_vtbl *vt, dvm_backend *be, dvm_launch_scratch *s) {
+    dvm_heap_release(&s->heap, vt, be);
+    for (uint32_t i = 0; i < s->nsnap; i++)
+        if (s->snap[i]) vt->free(be, s->snap[i]);
+    free(s->snap);
+    free(s->snap_bytes);
+    memset(s, 0, sizeof *s);
+}
+
+/* A scratch buffer of at least `bytes` from the context's pool, position i. */
+static int scratch_buf(dvm_context *ctx, uint32_t i, size_t bytes, dvm_buffer **out, char *err, size_t errlen) {
+    dvm_launch_scratch *s = &ctx->scratch;
+    if (i >= s->nsnap) {
+        uint32_t n = i + 8;
+        dvm_buffer **nb = (dvm_buffer **)realloc(s->snap, n * sizeof *nb);
+        if (nb) s->snap = nb;
+        size_t *nz = (size_t *)realloc(s->snap_bytes, n * sizeof *nz);
+        if (nz) s->snap_bytes = nz;
+        if (!nb || !nz) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        for (uint32_t j = s->nsnap; j < n; j++) {
+            s->snap[j] = NULL;
+            s->snap_bytes[j] = 0;
+        }
+        s->nsnap = n;
+    }
+    if (s->snap_bytes[i] < bytes) {
+        if (s->snap[i]) ctx->vt->free(ctx->be, s->snap[i]);
+        s->snap[i] = NULL;
+        s->snap_bytes[i] = 0;
+        if (ctx->vt->alloc(ctx->be, bytes, &s->snap[i], err, errlen) != 0) return -1;
+        s->snap_bytes[i] = bytes;
+    }
+    *out = s->snap[i];
+    return 0;
+}
+
+/* ---- per-launch state ---- */
+
+typedef struct snap_entry {
+    dvm_array *a;
+    dvm_buffer *buf; /* its contents before the launch */
+} snap_entry;
+
+typedef struct launch {
+    dvm_context *ctx;
+    struct dvm_kernel *k;
+    const dvm_program *p;
+    dvm_args *args;
+    const dvm_launch_opts *o;
+    int64_t *sym;           /* per shape symbol: its extent */
+    snap_entry *snaps;
+    uint32_t nsnaps;
+    /* adjoint launches: per parameter, the buffer the adjoint reads as the primal */
+    dvm_buffer **adj_primal;
+    dvm_launch_stats st;
+    int sized, cached;
+} launch;
+
+static const char *variant_label(uint32_t vk) {
+    return vk == DVM_V_ADJOINT ? " (adjoint)" : vk == DVM_V_TANGENT ? " (tangent)" : "";
+}
+
+static dvm_array *slot_array(const launch *L, const dvm_slot_desc *sd) {
+    if (sd->role == DVM_ROLE_GRAD) return L->args->grad[sd->param] ? L->args->grad[sd->param] : L->args->scratch[sd->param];
+    if (sd->role == DVM_ROLE_DUAL) return L->args->dual[sd->param] ? L->args->dual[sd->param] : L->args->scratch[sd->param];
+    return L->args->arr[sd->param];
+}
+
+static int is_scratch(const launch *L, const dvm_array *a) {
+    for (uint32_t i = 0; i < L->args->nparams; i++)
+        if (L->args->scratch[i] == a) return 1;
+    return 0;
+}
+
+/* Checks that every parameter is bound and that shapes agree; fills L->sym. */
+static dvm_status check_bindings(launch *L, dvm_mode mode) {
+    dvm_context *ctx = L->ctx;
+    const dvm_kernel_desc *kd = L->k->kd;
+    const dvm_program *p = L->p;
+    const char *kname = pstr(p, kd->name);
+    char missing[1024] = "", decl[256];
+    size_t mn = 0;
+    int nmissing = 0;
+    for (uint32_t i = 0; i < kd->nparams; i++) {
+        const dvm_param_desc *pd = &p->params[kd->param_begin + i];
+        if (pd->is_array ? L->args->arr[i] != NULL : L->args->scalar_set[i]) continue;
+        dvm_param_decl(L->k, i, decl, sizeof decl);
+        if (mn < sizeof missing) mn += (size_t)snprintf(missing + mn, sizeof missing - mn, "%s'%s' (%s)", nmissing ? ", " : "", pstr(p, pd->name), decl);
+        nmissing++;
+    }
+    if (nmissing)
+        return dvm_fail(ctx, DVM_ERR_ARG, 0, "kernel '%s': missing argument%s %s", kname, nmissing > 1 ? "s" : "", missing);
+    /* shape symbols: the first array that uses one sets it; every other must agree */
+    uint32_t *src = (uint32_t *)calloc(kd->nsyms ? kd->nsyms : 1, sizeof *src);
+    L->sym = (int64_t *)calloc(kd->nsyms ? kd->nsyms : 1, sizeof *L->sym);
+    if (!src || !L->sym) {
+        free(src);
+        return dvm_fail(ctx, DVM_ERR_NOMEM, 0, "kernel '%s': out of memory", kname);
+    }
+    for (uint32_t s = 0; s < kd->nsyms; s++) L->sym[s] = -1;
+    dvm_status st = DVM_OK;
+    for (uint32_t i = 0; i < kd->nparams && st == DVM_OK; i++) {
+        const dvm_param_desc *pd = &p->params[kd->param_begin + i];
+        if (!pd->is_array) continue;
+        const dvm_array *a = L->args->arr[i];
+        for (int ax = 0; ax < pd->rank; ax++) {
+            if (pd->dim[ax] >= 0) continue; /* literal extents were checked when bound */
+            uint32_t s = (uint32_t)(-(pd->dim[ax] + 1));
+            if (s >= kd->nsyms) continue;
+            if (L->sym[s] < 0) {
+                L->sym[s] = a->shape[ax];
+                src[s] = i;
+            } else if (L->sym[s] != a->shape[ax]) {
+                st = dvm_fail(ctx, DVM_ERR_ARG, 0, "kernel '%s': shape symbol '%s' is %lld from '%s' but %lld from '%s'", kname,
+                              pstr(p, p->syms[kd->sym_begin + s].name), (long long)L->sym[s],
+                              pstr(p, p->params[kd->param_begin + src[s]].name), (long long)a->shape[ax], pstr(p, pd->name));
+                break;
+            }
+        }
+    }
+    free(src);
+    if (st != DVM_OK) return st;
+    /* gradients / tangents: the primal's shape; unbound ones become zeroed scratch arrays */
+    if (mode == DVM_FORWARD) return DVM_OK;
+    dvm_array **bound = mode == DVM_ADJOINT ? L->args->grad : L->args->dual;
+    const char *what = mode == DVM_ADJOINT ? "grad" : "dual";
+    for (uint32_t i = 0; i < kd->nparams; i++) {
+        const dvm_param_desc *pd = &p->params[kd->param_begin + i];
+        if (!pd->is_array || pd->type != DVM_T_F32) continue;
+        const dvm_array *a = L->args->arr[i];
+        if (bound[i]) {
+            if (bound[i] == a)
+                return dvm_fail(ctx, DVM_ERR_ARG, 0, "kernel '%s': argument '%s.%s' is the same array as '%s'", kname,
+                                pstr(p, pd->name), what, pstr(p, pd->name));
+            int same = bound[i]->rank == a->rank;
+            for (int ax = 0; same && ax < a->rank; ax++) same = bound[i]->shape[ax] == a->shape[ax];
+            if (!same) {
+                char s1[128], s2[128];
+                dvm_shape_str(a->shape, a->rank, s1, sizeof s1);
+                dvm_shape_str(bound[i]->shape, bound[i]->rank, s2, sizeof s2);
+                return dvm_fail(ctx, DVM_ERR_ARG, 0, "kernel '%s': argument '%s.%s' must have the shape of '%s' %s, got %s", kname,
+                                pstr(p, pd->name), what, pstr(p, pd->name), s1, s2);
+            }
+            continue;
+        }
+        dvm_array *sc = L->args->scratch[i];
+        int same = sc && sc->rank == a->rank;
+        for (int ax = 0; same && ax < a->rank; ax++) same = sc->shape[ax] == a->shape[ax];
+        if (!same) {
+            dvm_array_destroy(sc);
+            L->args->scratch[i] = NULL;
+            st = dvm_array_create(ctx, DVM_F32, a->rank, a->shape, &L->args->scratch[i]);
+            if (st != DVM_OK) return st; /* created zeroed */
+        } else if (sc->count) {
+            float *z = (float *)calloc((size_t)sc->count, 4);
+            if (!z) return dvm_fail(ctx, DVM_ERR_NOMEM, 0, "kernel '%s': out of memory", kname);
+            st = dvm_array_write(ctx, sc, z, sc->count);
+            free(z);
+            if (st != DVM_OK) return st;
+        }
+    }
+    return DVM_OK;
+}
+
+static snap_entry *find_snap(const launch *L, const dvm_array *a) {
+    for (uint32_t i = 0; i < L->nsnaps; i++)
+        if (L->snaps[i].a == a) return &L->snaps[i];
+    return NULL;
+}
+
+/* Copies every user array that a variant of this launch may write (step 4). */
+static dvm_status take_snapshots(launch *L, dvm_mode mode) {
+    dvm_context *ctx = L->ctx;
+    const dvm_kernel_desc *kd = L->k->kd;
+    uint32_t vks[2] = {DVM_V_FORWARD, DVM_V_ADJOINT}, nv = 1;
+    if (mode == DVM_ADJOINT) nv = 2;
+    if (mode == DVM_TANGENT) vks[0] = DVM_V_TANGENT;
+    uint32_t cap = 0;
+    for (uint32_t v = 0; v < nv; v++) cap += kd->v[vks[v]].nslots;
+    L->snaps = (snap_entry *)calloc(cap ? cap : 1, sizeof *L->snaps);
+    if (!L->snaps) return dvm_fail(ctx, DVM_ERR_NOMEM, 0, "out of memory");
+    char err[512] = "";
+    for (uint32_t v = 0; v < nv; v++) {
+        const dvm_variant_desc *var = &kd->v[vks[v]];
+        for (uint32_t j = 0; j < var->nslots; j++) {
+            const dvm_slot_desc *sd = &L->p->slots[var->slot_begin + j];
+            dvm_array *a = slot_array(L, sd);
+            if (!sd->writes || !a || is_scratch(L, a) || find_snap(L, a)) continue;
+            snap_entry *e = &L->snaps[L->nsnaps];
+            size_t bytes = (size_t)(a->count ? a->count : 1) * 4;
+            if (scratch_buf(ctx, L->nsnaps, bytes, &e->buf, err, sizeof err) != 0 ||
+                ctx->vt->copy(ctx->be, e->buf, a->buf, bytes, err, sizeof err) != 0)
+                return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "kernel '%s': cannot snapshot '%s': %s", dvm_kernel_name(L->k),
+                                pstr(L->p, L->p->params[kd->param_begin + sd->param].name), err);
+            e->a = a;
+            L->nsnaps++;
+        }
+    }
+    return DVM_OK;
+}
+
+/* Step 6: puts every snapshot back. */
+static int restore_snapshots(launch *L, char *err, size_t errlen) {
+    int rc = 0;
+    for (uint32_t i = 0; i < L->nsnaps; i++) {
+        snap_entry *e = &L->snaps[i];
+        size_t bytes = (size_t)(e->a->count ? e->a->count : 1) * 4;
+        if (L->ctx->vt->copy(L->ctx->be, e->a->buf, e->buf, bytes, err, errlen) != 0) rc = -1;
+    }
+    return rc;
+}
+
+/* The message for a runtime error record, with the source location of its node. */
+static dvm_status rt_fail(launch *L, uint32_t vk, const dvm_exec *x, const dvm_rt_error *rt) {
+    const dvm_program *p = L->p;
+    const dvm_kernel_desc *kd = L->k->kd;
+    const dvm_variant_desc *var = &kd->v[vk];
+    char loc[512] = "", msg[2048];
+    uint32_t line = 0, col = 0;
+    if (rt->node < p->nnodes) {
+        line = p->lines ? p->lines[rt->node] : 0;
+        col = p->cols ? p->cols[rt->node] : 0;
+    }
+    const dvm_stack_desc *sd = NULL;
+    if ((rt->code == DVM_RT_ADSTACK_OVERFLOW || rt->code == DVM_RT_SIZER_CAP || rt->code == DVM_RT_ADSTACK_UNDERFLOW) &&
+        rt->p[0] >= 0 && (uint64_t)rt->p[0] < var->nstacks)
+        sd = &p->stacks[var->stack_begin + (uint32_t)rt->p[0]];
+    if (!line && sd) line = sd->line; /* size-program nodes may carry no line: use the stack's */
+    const char *file = pstr(p, p->source_name);
+    if (line) {
+        if (col) snprintf(loc, sizeof loc, "%s:%u:%u: error: ", file, line, col);
+        else snprintf(loc, sizeof loc, "%s:%u: error: ", file, line);
+    }
+    const char *kname = pstr(p, kd->name), *vl = variant_label(vk);
+    char sname[256] = "a hidden value";
+    if (sd && sd->name && *pstr(p, sd->name)) snprintf(sname, sizeof sname, "'%s'", pstr(p, sd->name));
+    switch (rt->code) {
+    case DVM_RT_OOB: {
+        char aname[300] = "?", sh[160] = "?";
+        if (rt->p[0] >= 0 && (uint64_t)rt->p[0] < x->nslots) {
+            const dvm_slot_desc *sl = &p->slots[var->slot_begin + (uint32_t)rt->p[0]];
+            const dvm_param_desc *pd = &p->params[kd->param_begin + sl->param];
+            snprintf(aname, sizeof aname, "%s%s", pstr(p, pd->name),
+                     sl->role == DVM_ROLE_GRAD ? ".grad" : sl->role == DVM_ROLE_DUAL ? ".dual" : "");
+            int64_t shp[DVM_MAX_RANK];
+            for (int a = 0; a < pd->rank && a < DVM_MAX_RANK; a++) shp[a] = x->arr_shape[(size_t)rt->p[0] * DVM_MAX_RANK + (size_t)a];
+            dvm_shape_str(shp, pd->rank, sh, sizeof sh);
+        }
+        if (rt->p[1] < 0)
+            snprintf(msg, sizeof msg, "kernel '%s'%s: index %lld is out of bounds for '%s' with shape %s (%lld elements)", kname, vl,
+                     (long long)rt->p[2], aname, sh, (long long)rt->p[3]);
+        else
+            snprintf(msg, sizeof msg, "kernel '%s'%s: index %lld is out of bounds for axis %lld of '%s' with shape %s", kname, vl,
+                     (long long)rt->p[2], (long long)rt->p[1], aname, sh);
+        break;
+    }
+    case DVM_RT_ASSERT:
+        if ((uint64_t)rt->p[0] == 0xFFFFFFFFu || rt->p[0] < 0 || (uint64_t)rt->p[0] >= p->nstrings_bytes || !p->strings[rt->p[0]])
+            snprintf(msg, sizeof msg, "kernel '%s'%s: assertion failed", kname, vl);
+        else
+            snprintf(msg, sizeof msg, "kernel '%s'%s: assertion failed: %s", kname, vl, p->strings + rt->p[0]);
+        break;
+    case DVM_RT_ADSTACK_OVERFLOW: {
+        long long capn = (long long)rt->p[1], more = capn > 0 ? capn * 2 : DVM_DEFAULT_AD_STACK;
+        char where[64] = "";
+        if (sd && sd->line) snprintf(where, sizeof where, " (line %u)", sd->line);
+        if (L->ctx->cli_remedies)
+            snprintf(msg, sizeof msg,
+                     "kernel '%s'%s: adstack overflow: %s%s needs more than its capacity of %lld entries; rerun with "
+                     "--ad-stack-size %lld (or raise --default-ad-stack-size)",
+                     kname, vl, sname, where, capn, more);
+        else
+            snprintf(msg, sizeof msg,
+                     "kernel '%s'%s: adstack overflow: %s%s needs more than its capacity of %lld entries; launch again with "
+                     "opts.ad_stack_size = %lld (or raise opts.default_ad_stack_size)",
+                     kname, vl, sname, where, capn, more);
+        break;
+    }
+    case DVM_RT_DIVZERO:
+        snprintf(msg, sizeof msg, "kernel '%s'%s: integer division by zero", kname, vl);
+        break;
+    case DVM_RT_NEGPOW:
+        snprintf(msg, sizeof msg, "kernel '%s'%s: negative exponent in an i32 power", kname, vl);
+        break;
+    case DVM_RT_SIZER_CAP:
+        snprintf(msg, sizeof msg,
+                 "kernel '%s'%s: sizing adstack %s took more than %lld steps; set its capacity with %s",
+                 kname, vl, sname, (long long)rt->p[1], L->ctx->cli_remedies ? "--ad-stack-size N" : "opts.ad_stack_size");
+        break;
+    case DVM_RT_ADSTACK_UNDERFLOW:
+        snprintf(msg, sizeof msg, "kernel '%s'%s: internal error: adstack %s popped while empty", kname, vl, sname);
+        break;
+    case DVM_RT_BAD_OP:
+        snprintf(msg, sizeof msg, "kernel '%s'%s: internal error: the interpreter met an unknown opcode at node %u", kname, vl,
+                 rt->node);
+        break;
+    default:
+        snprintf(msg, sizeof msg, "kernel '%s'%s: runtime error code %d at node %u", kname, vl, (int)rt->code, rt->node);
+        break;
+    }
+    return dvm_fail(L->ctx, DVM_ERR_RUNTIME, line != 0, "%s%s", loc, msg);
+}
+
+/* Which array slots the variant's size programs read elements of (their key in the cache). */
+static int scan_load_slots(const dvm_program *p, const dvm_variant_desc *var, dvm_size_cache *c) {
+    c->load_slot = (uint8_t *)calloc(var->nslots ? var->nslots : 1, 1);
+    if (!c->load_slot) return -1;
+    for (uint32_t i = 0; i < var->nstacks; i++) {
+        const dvm_stack_desc *sd = &p->stacks[var->stack_begin + i];
+        if (sd->sizing != DVM_SZ_PROGRAM) continue;
+        for (uint32_t n = sd->size_begin; n < sd->size_begin + sd->size_len && n < p->nnodes; n++)
+            if (p->nodes[n].op == DVM_OP_SZ_LOAD && p->nodes[n].x < var->nslots) c->load_slot[p->nodes[n].x] = 1;
+    }
+    c->scanned = 1;
+    return 0;
+}
+
+/* Steps 1-5 for one variant. */
+static dvm_status run_variant(launch *L, uint32_t vk) {
+    dvm_context *ctx = L->ctx;
+    const dvm_program *p = L->p;
+    const dvm_kernel_desc *kd = L->k->kd;
+    const dvm_variant_desc *var = &kd->v[vk];
+    const char *kname = pstr(p, kd->name), *vl = variant_label(vk);
+    uint32_t ns = var->nslots, nst = var->nstacks, nu = var->nuniforms;
+    dvm_buffer **bufs = (dvm_buffer **)calloc(ns ? ns : 1, sizeof *bufs);
+    int64_t *len = (int64_t *)calloc(ns ? ns : 1, sizeof *len);
+    int32_t *shape = (int32_t *)calloc((size_t)(ns ? ns : 1) * DVM_MAX_RANK, sizeof *shape);
+    uint32_t *uni = (uint32_t *)calloc(nu ? nu : 1, sizeof *uni);
+    int64_t *caps = (int64_t *)calloc(nst ? nst : 1, sizeof *caps);
+    int64_t *off = (int64_t *)calloc(nst ? nst : 1, sizeof *off);
+    dvm_status st = DVM_OK;
+    char err[1024] = "";
+    if (!bufs || !len || !shape || !uni || !caps || !off) {
+        st = dvm_fail(ctx, DVM_ERR_NOMEM, 0, "kernel '%s'%s: out of memory", kname, vl);
+        goto done;
+    }
+    for (uint32_t j = 0; j < ns; j++) {
+        const dvm_slot_desc *sd = &p->slots[var->slot_begin + j];
+        dvm_array *a = slot_array(L, sd);
+        bufs[j] = a->buf;
+        if (vk == DVM_V_ADJOINT && sd->role == DVM_ROLE_PRIMAL && L->adj_primal && L->adj_primal[sd->param])
+            bufs[j] = L->adj_primal[sd->param];
+        len[j] = a->count;
+        for (int ax = 0; ax < DVM_MAX_RANK; ax++) shape[(size_t)j * DVM_MAX_RANK + (size_t)ax] = ax < a->rank ? (int32_t)a->shape[ax] : 1;
+    }
+    /* 1. uniforms: scalars, then shape symbols; every other word stays zero */
+    for (uint32_t i = 0; i < kd->nparams; i++) {
+        const dvm_param_desc *pd = &p->params[kd->param_begin + i];
+        if (!pd->is_array && pd->uslot < nu) uni[pd->uslot] = L->args->scalar[i];
+    }
+    for (uint32_t s = 0; s < kd->nsyms; s++) {
+        const dvm_sym_desc *sy = &p->syms[kd->sym_begin + s];
+        if (sy->uslot < nu) uni[sy->uslot] = (uint32_t)(int32_t)L->sym[s];
+    }
+    dvm_exec x;
+    memset(&x, 0, sizeof x);
+    x.prog = p;
+    x.loaded = L->k->m->loaded;
+    x.kernel = L->k->index;
+    x.variant = vk;
+    x.var = var;
+    x.nslots = ns;
+    x.arrays = bufs;
+    x.arr_len = len;
+    x.arr_shape = shape;
+    x.uniforms = uni;
+    x.nuniforms = nu;
+    x.stack_off = off;
+    x.stack_cap = caps;
+    x.nstacks = nst;
+    /* 2. sizes */
+    int64_t def = L->o->default_ad_stack_size > 0 ? L->o->default_ad_stack_size : DVM_DEFAULT_AD_STACK;
+    int need_sizer = 0;
+    for (uint32_t i = 0; i < nst; i++) {
+        const dvm_stack_desc *sd = &p->stacks[var->stack_begin + i];
+        if (L->o->ad_stack_size > 0) caps[i] = L->o->ad_stack_size;
+        else if (sd->sizing == DVM_SZ_CONSTANT) caps[i] = sd->const_cap;
+        else if (sd->sizing == DVM_SZ_DEFAULT) caps[i] = def;
+        else need_sizer = 1;
+    }
+    if (need_sizer) {
+        dvm_size_cache *c = &L->k->cache[vk];
+        if (!c->scanned && scan_load_slots(p, var, c) != 0) {
+            st = dvm_fail(ctx, DVM_ERR_NOMEM, 0, "kernel '%s'%s: out of memory", kname, vl);
+            goto done;
+        }
+        size_t keylen = nu + 2;
+        for (uint32_t j = 0; j < ns; j++) keylen += c->load_slot[j] ? 4 : 0;
+        uint32_t *key = (uint32_t *)malloc(keylen * sizeof *key);
+        if (!key) {
+            st = dvm_fail(ctx, DVM_ERR_NOMEM, 0, "kernel '%s'%s: out of memory", kname, vl);
+            goto done;
+        }
+        size_t q = 0;
+        memcpy(key, uni, nu * sizeof *uni);
+        q = nu;
+        key[q++] = (uint32_t)def;
+        key[q++] = (uint32_t)((uint64_t)def >> 32);
+        for (uint32_t j = 0; j < ns; j++) {
+            if (!c->load_slot[j]) continue;
+            const dvm_array *a = slot_array(L, &p->slots[var->slot_begin + j]);
+            /* versions are bumped after the whole launch, so this is the content the sizer reads */
+            key[q++] = (uint32_t)a->id;
+            key[q++] = (uint32_t)(a->id >> 32);
+            key[q++] = (uint32_t)a->version;
+            key[q++] = (uint32_t)(a->version >> 32);
+        }
+        if (c->valid && c->keylen == keylen && c->ncaps == nst && !memcmp(c->key, key, keylen * sizeof *key)) {
+            for (uint32_t i = 0; i < nst; i++)
+                if (p->stacks[var->stack_begin + i].sizing == DVM_SZ_PROGRAM) caps[i] = c->caps[i];
+            free(key);
+            L->cached = 1;
+        } else {
+            dvm_size_job job = {p, x.loaded, var, ns, bufs, len, shape, uni, nu, DVM_SIZER_WALK_CAP};
+            dvm_rt_error rt;
+            memset(&rt, 0, sizeof rt);
+            double t0 = now_ms();
+            int rc = ctx->vt->size(ctx->be, &job, caps, &rt, err, sizeof err);
+            L->st.size_ms += now_ms() - t0;
+            L->sized = 1;
+            if (rc != 0) {
+                free(key);
+                st = rc == 1 ? rt_fail(L, vk, &x, &rt)
+                             : dvm_fail(ctx, DVM_ERR_BACKEND, 0, "kernel '%s'%s: sizing the adstacks failed: %s", kname, vl, err);
+                goto done;
+            }
+            int64_t *nc = (int64_t *)realloc(c->caps, (nst ? nst : 1) * sizeof *nc);
+            if (!nc) {
+                free(key);
+                c->valid = 0;
+            } else {
+                c->caps = nc;
+                memcpy(c->caps, caps, nst * sizeof *caps);
+                free(c->key);
+                c->key = key;
+                c->keylen = keylen;
+                c->ncaps = nst;
+                c->valid = 1;
+            }
+        }
+    }
+    for (uint32_t i = 0; i < nst; i++)
+        if (caps[i] < 0 || caps[i] > DVM_SIZE_SAT) {
+            const dvm_stack_desc *sd = &p->stacks[var->stack_begin + i];
+            st = dvm_fail(ctx, DVM_ERR_RUNTIME, 0, "kernel '%s'%s: adstack '%s' (line %u) would need %lld entries, more than the limit of %lld",
+                          kname, vl, pstr(p, sd->name), sd->line, (long long)caps[i], (long long)DVM_SIZE_SAT);
+            goto done;
+        }
+    /* 3. heap (heap/heap.h owns the layout and its growth) */
+    x.nthread_slots = ctx->vt->slots(ctx->be, &x);
+    dvm_heap_layout hl;
+    if (dvm_heap_layout_compute(caps, nst, x.nthread_slots, off, &hl, err, sizeof err) != 0) {
+        st = dvm_fail(ctx, DVM_ERR_RUNTIME, 0, "kernel '%s'%s: adstack heap: %s; lower the adstack sizes or the thread count",
+                      kname, vl, err);
+        goto done;
+    }
+    x.stride = hl.stride;
+    size_t hbytes = (size_t)hl.total_words * 4;
+    /* every exec gets a real buffer, even one with no stacks */
+    if (dvm_heap_reserve(&ctx->scratch.heap, ctx->vt, ctx->be, hbytes > 64 ? hbytes : 64, err, sizeof err) != 0) {
+        st = dvm_fail(ctx, DVM_ERR_BACKEND, 0,
+                      "kernel '%s'%s: cannot allocate the adstack heap of %zu bytes (%lld thread slots of %lld words): %s; "
+                      "lower the adstack sizes or the thread count",
+                      kname, vl, hbytes, (long long)x.nthread_slots, (long long)hl.stride, err);
+        goto done;
+    }
+    x.heap = ctx->scratch.heap.buf;
+    if ((int64_t)ctx->scratch.heap.bytes > L->st.heap_bytes) L->st.heap_bytes = (int64_t)ctx->scratch.heap.bytes;
+    if (hl.min_words * 4 > L->st.heap_min_bytes) L->st.heap_min_bytes = hl.min_words * 4;
+    /* 5. run */
+    {
+        dvm_rt_error rt;
+        memset(&rt, 0, sizeof rt);
+        double t0 = now_ms();
+        int rc = ctx->vt->exec(ctx->be, &x, &rt, err, sizeof err);
+        L->st.exec_ms += now_ms() - t0;
+        if (rc == 1) st = rt_fail(L, vk, &x, &rt);
+        else if (rc != 0) st = dvm_fail(ctx, DVM_ERR_BACKEND, 0, "kernel '%s'%s: %s backend: %s", kname, vl, ctx->vt->name, err);
+    }
+done:
+    free(bufs);
+    free(len);
+    free(shape);
+    free(uni);
+    free(caps);
+    free(off);
+    return st;
+}
+
+dvm_status dvm_launch(dvm_context *ctx, const dvm_kernel *kc, dvm_args *args, const dvm_launch_opts *opts, dvm_launch_stats *stats) {
+    if (stats) memset(stats, 0, sizeof *stats);
+    if (!ctx) return DVM_ERR_USAGE;
+    if (!ctx->be) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: the context has no backend (its creation failed)");
+    dvm_clear_err(ctx);
+    if (!kc || !args) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: NULL argument");
+    if (args->k != kc) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: the arguments were created for kernel '%s', not '%s'",
+                                       dvm_kernel_name(args->k), dvm_kernel_name(kc));
+    if (kc->m->ctx != ctx) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: the kernel belongs to another context");
+    dvm_launch_opts o = {DVM_FORWARD, 0, 0};
+    if (opts) o = *opts;
+    if (o.mode != DVM_FORWARD && o.mode != DVM_ADJOINT && o.mode != DVM_TANGENT)
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: unknown mode %d", (int)o.mode);
+    if (o.ad_stack_size < 0 || o.ad_stack_size > INT32_MAX || o.default_ad_stack_size < 0 || o.default_ad_stack_size > INT32_MAX)
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: adstack sizes must be in 0..%d", INT32_MAX);
+    double t0 = now_ms();
+    launch L;
+    memset(&L, 0, sizeof L);
+    L.ctx = ctx;
+    L.k = (struct dvm_kernel *)kc; /* the size cache is launch state behind the borrowed handle */
+    L.p = kc->m->prog;
+    L.args = args;
+    L.o = &o;
+    const char *kname = pstr(L.p, kc->kd->name);
+    uint32_t vks[2] = {DVM_V_FORWARD, DVM_V_ADJOINT}, nv = o.mode == DVM_ADJOINT ? 2 : 1;
+    if (o.mode == DVM_TANGENT) vks[0] = DVM_V_TANGENT;
+    for (uint32_t v = 0; v < nv; v++)
+        if (!kc->kd->v[vks[v]].present)
+            return dvm_fail(ctx, DVM_ERR_ARG, 0, "kernel '%s' has no %s variant in this program", kname,
+                            vks[v] == DVM_V_ADJOINT ? "adjoint" : vks[v] == DVM_V_TANGENT ? "tangent" : "forward");
+    char err[1024] = "";
+    dvm_status st = check_bindings(&L, o.mode);
+    if (st == DVM_OK) st = take_snapshots(&L, o.mode);
+    uint32_t extra = L.nsnaps;
+    if (st == DVM_OK && o.mode == DVM_ADJOINT) {
+        /* the adjoint reads each primal the forward wrote as it was before the launch */
+        L.adj_primal = (dvm_buffer **)calloc(kc->kd->nparams ? kc->kd->nparams : 1, sizeof *L.adj_primal);
+        if (!L.adj_primal) st = dvm_fail(ctx, DVM_ERR_NOMEM, 0, "out of memory");
+        const dvm_variant_desc *fv = &kc->kd->v[DVM_V_FORWARD], *av = &kc->kd->v[DVM_V_ADJOINT];
+        for (uint32_t j = 0; st == DVM_OK && j < fv->nslots; j++) {
+            const dvm_slot_desc *sd = &L.p->slots[fv->slot_begin + j];
+            if (!sd->writes || sd->role != DVM_ROLE_PRIMAL) continue;
+            snap_entry *e = find_snap(&L, args->arr[sd->param]);
+            if (!e) continue;
+            L.adj_primal[sd->param] = e->buf;
+            int adj_writes = 0;
+            for (uint32_t q = 0; q < av->nslots; q++) {
+                const dvm_slot_desc *aq = &L.p->slots[av->slot_begin + q];
+                if (aq->param == sd->param && aq->role == DVM_ROLE_PRIMAL && aq->writes) adj_writes = 1;
+            }
+            if (adj_writes) {
+                /* it must not write into the snapshot that a failure restores from */
+                size_t bytes = (size_t)(e->a->count ? e->a->count : 1) * 4;
+                dvm_buffer *b;
+                if (scratch_buf(ctx, extra++, bytes, &b, err, sizeof err) != 0 || ctx->vt->copy(ctx->be, b, e->buf, bytes, err, sizeof err) != 0)
+                    st = dvm_fail(ctx, DVM_ERR_BACKEND, 0, "kernel '%s': cannot copy a snapshot: %s", kname, err);
+                else L.adj_primal[sd->param] = b;
+            }
+        }
+    }
+    int ran = 0;
+    for (uint32_t v = 0; st == DVM_OK && v < nv; v++) {
+        ran = 1;
+        st = run_variant(&L, vks[v]);
+    }
+    if (st != DVM_OK && ran) {
+        /* a failed launch leaves every array as it was */
+        if (restore_snapshots(&L, err, sizeof err) != 0) {
+            size_t n = strlen(ctx->err);
+            snprintf(ctx->err + n, sizeof ctx->err - n, " (and restoring the arrays failed: %s)", err);
+        }
+    } else if (st == DVM_OK) {
+        for (uint32_t i = 0; i < L.nsnaps; i++) L.snaps[i].a->version++;
+    }
+    L.st.total_ms = now_ms() - t0;
+    L.st.sizes_cached = L.cached && !L.sized;
+    if (stats) *stats = L.st;
+    free(L.sym);
+    free(L.snaps);
+    free(L.adj_primal);
+    return st;
+}

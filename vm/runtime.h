@@ -1,0 +1,87 @@
+/* runtime.h: the host runtime's private structures, shared by api.c, launch.c, registry.c
+ * and the `dvm` command (which links the library statically). Not part of the public API:
+ * include/dvm.h is. */
+#ifndef DVM_RUNTIME_H
+#define DVM_RUNTIME_H
+
+#include <stdint.h>
+#include "dvm.h"
+#include "backend.h"
+#include "launch.h"
+
+#define DVM_ERRMSG_MAX 8192
+
+struct dvm_context {
+    const dvm_backend_vtbl *vt; /* NULL when creation failed */
+    dvm_backend *be;
+    char device[256];
+    char err[DVM_ERRMSG_MAX];
+    int err_located;      /* err starts with FILE:LINE:COL: error: */
+    int cli_remedies;     /* overflow remedies name command-line options, not opts fields */
+    uint64_t next_array_id;
+    dvm_launch_scratch scratch; /* heap and snapshot buffers, reused across launches */
+};
+
+struct dvm_kernel {
+    const struct dvm_module *m;
+    uint32_t index; /* in prog->kernels */
+    const dvm_kernel_desc *kd;
+    dvm_size_cache cache[DVM_V_COUNT]; /* mutable launch state behind a const handle */
+};
+
+struct dvm_module {
+    dvm_context *ctx;
+    dvm_program *prog; /* verified */
+    dvm_loaded *loaded;
+    struct dvm_kernel *kernels;
+};
+
+struct dvm_array {
+    dvm_context *ctx;
+    dvm_dtype dtype;
+    int rank;
+    int64_t shape[DVM_MAX_RANK];
+    int64_t count;
+    dvm_buffer *buf;
+    uint64_t id;      /* unique within the context: with version, keys the size cache */
+    uint64_t version; /* bumped by dvm_array_write and by launches that may write it */
+};
+
+struct dvm_args {
+    dvm_context *ctx;
+    const struct dvm_kernel *k;
+    uint32_t nparams;
+    dvm_array **arr;     /* per parameter (arrays only) */
+    dvm_array **grad;    /* per parameter: bound gradient or NULL */
+    dvm_array **dual;    /* per parameter: bound tangent or NULL */
+    dvm_array **scratch; /* per parameter: zeroed stand-in for an unbound grad/dual */
+    uint32_t *scalar;    /* per parameter: the 32-bit value of a scalar */
+    uint8_t *scalar_set;
+};
+
+/* Records a message on ctx (printf-style) and returns st. located: the message starts with
+ * its source location. */
+dvm_status dvm_fail(dvm_context *ctx, dvm_status st, int located, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+void dvm_clear_err(dvm_context *ctx);
+
+/* For the command: 1 if the last message carries its own FILE:LINE:COL: error: prefix. */
+int dvm_errmsg_located(const dvm_context *ctx);
+/* For the command: overflow messages name --ad-stack-size instead of opts.ad_stack_size. */
+void dvm_context_cli_remedies(dvm_context *ctx, int on);
+
+/* registry.c: the compiled-in backends, in `auto` order (cuda, hip, vulkan, cpu). */
+const dvm_backend_vtbl *const *dvm_backend_list(int *n);
+const dvm_backend_vtbl *dvm_backend_by_name(const char *name);
+
+/* "x: f32[n, 3]": parameter i's declaration, for messages. */
+void dvm_param_decl(const dvm_kernel *k, uint32_t i, char *buf, size_t len);
+/* "(10, 3)", "(10,)": a shape as NumPy prints it. */
+void dvm_shape_str(const int64_t *shape, int rank, char *buf, size_t len);
+/* Name of an element type for messages ("f32", "i32"). */
+const char *dvm_dtype_name(dvm_dtype t);
+
+#endif
