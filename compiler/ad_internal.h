@@ -49,6 +49,7 @@ typedef struct ad_ctx {
 
 void *ad_alloc(ad_ctx *c, size_t n);
 int ad_newvar(ad_ctx *c, const char *name, int type, int storage, int line, int primal);
+int ad_derived_slots(ad_ctx *c, ir_variant *v, const ir_variant *f, int role);
 ir_expr *ad_ex(ad_ctx *c, int kind, int type, int line, int col);
 ir_expr *ad_kf(ad_ctx *c, float f);
 ir_expr *ad_ki(ad_ctx *c, int32_t i);

@@ -142,14 +142,5 @@ int ad_tangent(ad_ctx *c) {
     v->ntops = n;
     v->nstacks = 0;
     v->stacks = NULL;
-    v->nslots = f->nslots;
-    for (int i = 0; i < f->nslots; i++)
-        if (c->dslot[i] >= 0) v->nslots++;
-    v->slots = ad_alloc(c, sizeof(ir_slot) * (size_t)(v->nslots + 1));
-    if (c->oom) return -1;
-    for (int i = 0; i < f->nslots; i++) {
-        v->slots[i] = f->slots[i];
-        if (c->dslot[i] >= 0) v->slots[c->dslot[i]] = (ir_slot){f->slots[i].param, DVM_ROLE_DUAL};
-    }
-    return 0;
+    return ad_derived_slots(c, v, f, DVM_ROLE_DUAL);
 }

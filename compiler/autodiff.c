@@ -20,26 +20,13 @@ void *ad_alloc(ad_ctx *c, size_t n) {
 }
 
 int ad_newvar(ad_ctx *c, const char *name, int type, int storage, int line, int primal) {
-    ir_kernel *k = c->k;
-    if (k->nvars == k->capvars) {
-        int cap = k->capvars ? 2 * k->capvars : 32;
-        ir_var *v = dvm_arena_grow(c->A, k->vars, sizeof(ir_var) * (size_t)k->capvars, sizeof(ir_var) * (size_t)cap);
-        if (!v) {
-            c->oom = 1;
-            return 0;
-        }
-        k->vars = v;
-        k->capvars = cap;
+    int id = ir_var_new(c->A, c->k, name, type, storage, line, 0);
+    if (id < 0) {
+        c->oom = 1;
+        return 0;
     }
-    ir_var *v = &k->vars[k->nvars];
-    memset(v, 0, sizeof *v);
-    v->name = name;
-    v->type = (uint8_t)type;
-    v->storage = (uint8_t)storage;
-    v->line = line;
-    v->param = -1;
-    v->primal = primal;
-    return k->nvars++;
+    c->k->vars[id].primal = primal;
+    return id;
 }
 
 ir_expr *ad_ex(ad_ctx *c, int kind, int type, int line, int col) {
@@ -880,6 +867,12 @@ static int adjoint(ad_ctx *c) {
     v->ntops = ntops;
     v->stacks = c->stacks;
     v->nstacks = c->nstacks;
+    return ad_derived_slots(c, v, f, DVM_ROLE_GRAD);
+}
+
+/* The derived variant's array slots: the forward ones, then a `role` (GRAD or DUAL) slot per
+   f32 array parameter, at c->dslot[i] for forward slot i. */
+int ad_derived_slots(ad_ctx *c, ir_variant *v, const ir_variant *f, int role) {
     v->nslots = f->nslots;
     for (int i = 0; i < f->nslots; i++)
         if (c->dslot[i] >= 0) v->nslots++;
@@ -887,7 +880,7 @@ static int adjoint(ad_ctx *c) {
     if (c->oom) return -1;
     for (int i = 0; i < f->nslots; i++) {
         v->slots[i] = f->slots[i];
-        if (c->dslot[i] >= 0) v->slots[c->dslot[i]] = (ir_slot){f->slots[i].param, DVM_ROLE_GRAD};
+        if (c->dslot[i] >= 0) v->slots[c->dslot[i]] = (ir_slot){f->slots[i].param, (uint8_t)role};
     }
     return 0;
 }

@@ -102,6 +102,15 @@ int main(void) {
            "overflow: %s", dvm_errmsg(ctx));
     dvm_array_read(ctx, xg, after, 4);
     EXPECT(!memcmp(before, after, sizeof before), "a failed adjoint changed x.grad");
+    /* the next launch starts clean: fresh gradients equal rate^steps (steps = 0 1 7 2) */
+    float zeros[4] = {0, 0, 0, 0}, want[4] = {1.0f, 0.9f, 0.4782969f, 0.81f};
+    dvm_array_write(ctx, xg, zeros, 4);
+    dvm_array_write(ctx, yg, &one, 1);
+    EXPECT(dvm_launch(ctx, k, a, &adj, &st) == DVM_OK, "adjoint after an overflow: %s", dvm_errmsg(ctx));
+    dvm_array_read(ctx, xg, after, 4);
+    for (int i = 0; i < 4; i++)
+        EXPECT(after[i] > want[i] - 1e-5f && after[i] < want[i] + 1e-5f, "after an overflow x.grad[%d] = %g, expected %g", i,
+               (double)after[i], (double)want[i]);
 
     /* a failed launch restores what its earlier task wrote */
     dvm_args *af;

@@ -1,0 +1,584 @@
+/* test_vulkan.c: the Vulkan backend against the CPU backend. Hand-built programs run on both
+ * and are compared: i32 results and f32 results of exact operations (+ - * min max abs neg
+ * floor ceil compares conversions) bit for bit; other f32 results within a relative 2e-5 or
+ * absolute 1e-6 (Vulkan leaves the precision of transcendental functions and division to
+ * the driver); error records field by field. Also: device limits (largest allocation), the
+ * pipeline cache (cold, warm, corrupt), probe. Exits 77 (ctest SKIP) when no Vulkan device
+ * is found. Run under DVM_VK_NO_INT64=1 / DVM_VK_NO_FLOAT_ATOMICS=1 by tests/vulkan.cmake. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "heap/heap.h"
+#include "vm/backend.h"
+
+static int fails;
+#define CHECK(cond, ...)                                                                  \
+    do {                                                                                  \
+        if (!(cond)) {                                                                    \
+            fails++;                                                                      \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+            printf(__VA_ARGS__);                                                          \
+            printf("\n");                                                                 \
+        }                                                                                 \
+    } while (0)
+
+static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+/* ---- a program under construction: one kernel, forward variant ---- */
+static dvm_node nodes[4096];
+static uint32_t nn;
+static dvm_task_desc tasks[8];
+static uint32_t nt;
+static dvm_stack_desc stacks[4];
+static uint32_t ns;
+static uint32_t consts[16];
+static uint32_t nk;
+static char strings[16] = "\0boom";
+static dvm_program prog;
+static dvm_variant_desc var;
+
+static void reset(void) { nn = nt = ns = nk = 0; memset(tasks, 0, sizeof tasks); memset(stacks, 0, sizeof stacks); }
+static void N(uint8_t op, uint8_t x, uint16_t a, uint16_t b, uint16_t c) { dvm_node n = {op, x, a, b, c}; nodes[nn++] = n; }
+static void CI(uint16_t r, uint32_t v) { N(DVM_OP_CONST, 0, r, (uint16_t)(v & 0xFFFF), (uint16_t)(v >> 16)); }
+static dvm_task_desc *task(int kind, int ndim)
+{
+    dvm_task_desc *t = &tasks[nt++];
+    t->kind = (uint8_t)kind;
+    t->ndim = (uint8_t)ndim;
+    t->nregs = 64;
+    t->code_begin = nn;
+    t->start_u = DVM_NO_SLOT;
+    return t;
+}
+static void end_task(dvm_task_desc *t) { t->code_len = nn - t->code_begin; }
+static uint16_t rel(dvm_task_desc *t) { return (uint16_t)(nn - t->code_begin); }
+
+static void make_prog(uint32_t nslots, uint32_t nuni)
+{
+    memset(&prog, 0, sizeof prog);
+    prog.nodes = nodes; prog.nnodes = nn;
+    prog.tasks = tasks; prog.ntasks = nt;
+    prog.stacks = stacks; prog.nstacks = ns;
+    prog.consts = consts; prog.nconsts = nk;
+    prog.strings = strings; prog.nstrings_bytes = sizeof strings;
+    memset(&var, 0, sizeof var);
+    var.ntasks = nt; var.nstacks = ns; var.nslots = nslots; var.nuniforms = nuni; var.present = 1;
+}
+
+#define NARR 4
+typedef struct run_in {
+    uint32_t n;
+    uint32_t *data[NARR];
+    int64_t len[NARR];
+    int32_t shape[NARR * DVM_MAX_RANK];
+    uint32_t uni[8];
+    uint32_t nuni;
+    int64_t caps[4];
+} run_in;
+
+typedef struct run_out {
+    int rc;
+    dvm_rt_error rt;
+    uint32_t *data[NARR];
+    uint32_t uni[8];
+    char err[256];
+} run_out;
+
+static void arr1(run_in *A, uint32_t slot, uint32_t *data, int64_t n)
+{
+    if (A->n <= slot) A->n = slot + 1;
+    A->data[slot] = data;
+    A->len[slot] = n;
+    for (int d = 0; d < DVM_MAX_RANK; d++) A->shape[slot * DVM_MAX_RANK + d] = 1;
+    A->shape[slot * DVM_MAX_RANK] = (int32_t)n;
+}
+
+/* Runs the current program on one backend; out->data are fresh copies (free them). */
+static void launch(const dvm_backend_vtbl *vt, dvm_backend *be, const run_in *A, run_out *o)
+{
+    memset(o, 0, sizeof *o);
+    make_prog(A->n, A->nuni);
+    dvm_buffer *bufs[NARR] = {0};
+    for (uint32_t i = 0; i < A->n; i++) {
+        size_t bytes = (size_t)A->len[i] * 4;
+        if (vt->alloc(be, bytes, &bufs[i], o->err, sizeof o->err) || vt->write(be, bufs[i], 0, A->data[i], bytes, o->err, sizeof o->err)) {
+            printf("FAIL %s alloc/write: %s\n", vt->name, o->err);
+            exit(1);
+        }
+    }
+    dvm_loaded *ld = NULL;
+    if (vt->load(be, &prog, &ld, o->err, sizeof o->err)) { printf("FAIL %s load: %s\n", vt->name, o->err); exit(1); }
+    memcpy(o->uni, A->uni, sizeof o->uni);
+    dvm_exec x;
+    memset(&x, 0, sizeof x);
+    x.prog = &prog; x.loaded = ld; x.var = &var; x.nslots = A->n; x.arrays = bufs;
+    x.arr_len = A->len; x.arr_shape = A->shape; x.uniforms = o->uni; x.nuniforms = A->nuni;
+    x.nthread_slots = vt->slots(be, &x);
+    int64_t off[4];
+    dvm_heap heap = {0, 0, 0};
+    if (ns) {
+        dvm_heap_layout L;
+        if (dvm_heap_layout_compute(A->caps, ns, x.nthread_slots, off, &L, o->err, sizeof o->err) ||
+            dvm_heap_reserve(&heap, vt, be, (size_t)L.total_words * 4, o->err, sizeof o->err)) {
+            printf("FAIL %s heap: %s\n", vt->name, o->err);
+            exit(1);
+        }
+        x.heap = heap.buf; x.stride = L.stride; x.stack_off = off; x.stack_cap = A->caps; x.nstacks = ns;
+    }
+    o->rc = vt->exec(be, &x, &o->rt, o->err, sizeof o->err);
+    for (uint32_t i = 0; i < A->n; i++) {
+        o->data[i] = calloc((size_t)A->len[i] + 1, 4);
+        vt->read(be, bufs[i], 0, o->data[i], (size_t)A->len[i] * 4, o->err + strlen(o->err), 1);
+        vt->free(be, bufs[i]);
+    }
+    dvm_heap_release(&heap, vt, be);
+    vt->unload(be, ld);
+}
+
+static dvm_backend *cpu, *vk;
+static const dvm_backend_vtbl *VC = &dvm_backend_cpu, *VV = &dvm_backend_vulkan;
+
+enum { EXACT = 0, LOOSE = 1 };
+/* Runs the program on both and compares every array word (kind[slot]: EXACT or LOOSE f32). */
+static void both(const char *what, const run_in *A, const int *kind)
+{
+    run_out c, v;
+    launch(VC, cpu, A, &c);
+    launch(VV, vk, A, &v);
+    CHECK(c.rc == v.rc, "%s: cpu status %d (%s), vulkan status %d (%s)", what, c.rc, c.err, v.rc, v.err);
+    if (c.rc == 1 && v.rc == 1)
+        CHECK(c.rt.code == v.rt.code && c.rt.task == v.rt.task && c.rt.node == v.rt.node && c.rt.p[0] == v.rt.p[0] &&
+                  c.rt.p[1] == v.rt.p[1] && c.rt.p[2] == v.rt.p[2] && c.rt.p[3] == v.rt.p[3],
+              "%s: error record cpu {%d task %u node %u p %lld %lld %lld %lld} vulkan {%d task %u node %u p %lld %lld %lld %lld}",
+              what, c.rt.code, c.rt.task, c.rt.node, (long long)c.rt.p[0], (long long)c.rt.p[1], (long long)c.rt.p[2],
+              (long long)c.rt.p[3], v.rt.code, v.rt.task, v.rt.node, (long long)v.rt.p[0], (long long)v.rt.p[1],
+              (long long)v.rt.p[2], (long long)v.rt.p[3]);
+    for (uint32_t s = 0; s < A->n; s++) {
+        int bad = 0;
+        for (int64_t i = 0; i < A->len[s]; i++) {
+            uint32_t a = c.data[s][i], b = v.data[s][i];
+            if (a == b) continue;
+            if (kind && kind[s] == LOOSE) {
+                float fa = u2f(a), fb = u2f(b);
+                if (isnan(fa) && isnan(fb)) continue;
+                if (fabsf(fa - fb) <= 1e-6f || fabsf(fa - fb) <= 2e-5f * fabsf(fa)) continue;
+                if (isinf(fa) && fa == fb) continue;
+            }
+            if (bad++ < 4)
+                CHECK(0, "%s: slot %u [%lld]: cpu 0x%08x (%.9g) vulkan 0x%08x (%.9g)", what, s, (long long)i, a, (double)u2f(a), b,
+                      (double)u2f(b));
+        }
+        free(c.data[s]);
+        free(v.data[s]);
+    }
+    if (c.rc == 0 && v.rc == 0)
+        CHECK(memcmp(c.uni, v.uni, sizeof c.uni) == 0, "%s: uniforms written back differ", what);
+}
+
+/* ---- programs ---- */
+#define NE 1024
+static uint32_t X[NE], Y[NE], O[NE];
+
+/* out[i] = op(x[i], y[i]) over a parallel 1-D task with n = U[0]. */
+static void elementwise(uint8_t op, int isf, int arity)
+{
+    reset();
+    dvm_task_desc *t = task(DVM_TASK_PARALLEL, 1);
+    t->ext_u[0] = 0;
+    t->idx_reg[0] = 1;
+    N(DVM_OP_LD, 0, 2, 1, 0);
+    N(DVM_OP_LD, 1, 3, 1, 0);
+    if (op == DVM_OP_SEL) N(DVM_OP_MOV, 0, 4, 2, 0), N(DVM_OP_SEL, 0, 4, 3, 2);
+    else N(op, 0, 4, 2, arity == 2 ? 3 : 0);
+    N(DVM_OP_ST, 2, 1, 4, 0);
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+    run_in A;
+    memset(&A, 0, sizeof A);
+    arr1(&A, 0, X, NE);
+    arr1(&A, 1, Y, NE);
+    memset(O, 0, sizeof O);
+    arr1(&A, 2, O, NE);
+    A.uni[0] = NE;
+    A.nuni = 1;
+    int kind[3] = {EXACT, EXACT, isf};
+    char what[64];
+    snprintf(what, sizeof what, "op %u", op);
+    both(what, &A, kind);
+}
+
+static void test_ops(void)
+{
+    srand(7);
+    /* f32 inputs: a spread of magnitudes and signs, plus specials */
+    static const float special[] = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, -2.5f, 3.0f, 1e30f, -1e-30f, INFINITY, -INFINITY, NAN, 2.0f, 1e-3f, 100.0f, -7.0f};
+    for (int i = 0; i < NE; i++) {
+        float a = (float)((rand() % 20000) - 10000) / 1000.0f, b = (float)((rand() % 20000) - 10000) / 997.0f;
+        if (i < 16) a = special[i];
+        if (i >= 16 && i < 32) b = special[i - 16];
+        X[i] = f2u(a);
+        Y[i] = f2u(b);
+    }
+    static const uint8_t exact2[] = {DVM_OP_ADDF, DVM_OP_SUBF, DVM_OP_MULF, DVM_OP_MINF, DVM_OP_MAXF, DVM_OP_LTF, DVM_OP_LEF, DVM_OP_EQF, DVM_OP_NEF};
+    static const uint8_t loose2[] = {DVM_OP_DIVF, DVM_OP_POWF, DVM_OP_ATAN2F, DVM_OP_FFLOORDIV, DVM_OP_FMODF};
+    static const uint8_t exact1[] = {DVM_OP_NEGF, DVM_OP_ABSF, DVM_OP_FLOOR, DVM_OP_CEIL, DVM_OP_F2I, DVM_OP_MOV};
+    static const uint8_t loose1[] = {DVM_OP_SIN, DVM_OP_COS, DVM_OP_TAN, DVM_OP_ATAN, DVM_OP_EXP, DVM_OP_LOG, DVM_OP_SQRT, DVM_OP_RSQRT, DVM_OP_TANH};
+    for (size_t i = 0; i < sizeof exact2; i++) elementwise(exact2[i], EXACT, 2);
+    for (size_t i = 0; i < sizeof loose2; i++) elementwise(loose2[i], LOOSE, 2);
+    for (size_t i = 0; i < sizeof exact1; i++) elementwise(exact1[i], EXACT, 1);
+    X[7] = f2u(1e3f); /* GLSL's sin/cos/tan lose accuracy for huge arguments (docs/backends.md) */
+    for (size_t i = 0; i < sizeof loose1; i++) elementwise(loose1[i], LOOSE, 1);
+    /* asin/acos need [-1, 1]; pow with integral exponents of negative bases */
+    for (int i = 0; i < NE; i++) { X[i] = f2u((float)(i - NE / 2) / (NE / 2)); Y[i] = f2u((float)(i % 7 - 3)); }
+    elementwise(DVM_OP_ASIN, LOOSE, 1);
+    elementwise(DVM_OP_ACOS, LOOSE, 1);
+    elementwise(DVM_OP_POWF, LOOSE, 2);
+    /* i32: edge values; divisors never 0 here */
+    static const int32_t ie[] = {0, 1, -1, 2, -2, 7, -7, 2147483647, (int32_t)0x80000000, 13, -13, 3, 100000, -100000, 65536, 31};
+    for (int i = 0; i < NE; i++) {
+        int32_t a = (rand() % 2001) - 1000, b = (rand() % 41) - 20;
+        if (i < 256) { a = ie[i % 16]; b = ie[i / 16]; }
+        if (b == 0) b = 3;
+        X[i] = (uint32_t)a;
+        Y[i] = (uint32_t)b;
+    }
+    static const uint8_t iops2[] = {DVM_OP_ADDI, DVM_OP_SUBI, DVM_OP_MULI, DVM_OP_DIVI, DVM_OP_MODI, DVM_OP_MINI, DVM_OP_MAXI,
+                                    DVM_OP_LTI, DVM_OP_LEI, DVM_OP_EQI, DVM_OP_NEI, DVM_OP_SEL};
+    static const uint8_t iops1[] = {DVM_OP_NEGI, DVM_OP_ABSI, DVM_OP_I2F, DVM_OP_NOT};
+    for (size_t i = 0; i < sizeof iops2; i++) elementwise(iops2[i], EXACT, 2);
+    for (size_t i = 0; i < sizeof iops1; i++) elementwise(iops1[i], EXACT, 1);
+    for (int i = 0; i < NE; i++) { X[i] = (uint32_t)((i % 9) - 4); Y[i] = (uint32_t)(i % 13); }
+    elementwise(DVM_OP_POWI, EXACT, 2);
+}
+
+/* A serial task computes a hidden extent (U[1] = n * 2 - 3) and a loop sum into U[2]; a 2-D
+   parallel task over (U[1] / 8, 8) pushes and pops an adstack and writes with IDX/IDXM;
+   constants and fused ops along the way. */
+static void test_control(void)
+{
+    reset();
+    consts[nk++] = f2u(1.5f);
+    consts[nk++] = f2u(-0.25f);
+    ns = 1;
+    stacks[0].type = DVM_T_F32;
+    dvm_task_desc *t = task(DVM_TASK_SERIAL, 0);
+    N(DVM_OP_LDU, 0, 1, 0, 0);     /* r1 = n */
+    N(DVM_OP_ADDI, 0, 2, 1, 1);    /* r2 = 2n */
+    N(DVM_OP_ADDIK, 0, 2, 2, (uint16_t)-3);
+    N(DVM_OP_STU, 0, 1, 2, 0);     /* U[1] = 2n - 3 */
+    CI(3, 0);                      /* i */
+    CI(4, 0);                      /* sum */
+    uint16_t top = rel(t);
+    N(DVM_OP_JGEI, 0, 3, 1, 0);    /* patched */
+    uint32_t jge = nn - 1;
+    N(DVM_OP_MULI, 0, 5, 3, 3);
+    N(DVM_OP_ADDI, 0, 4, 4, 5);
+    N(DVM_OP_PUSH, 0, 0, 4, 0);
+    N(DVM_OP_ADDIK, 0, 3, 3, 1);
+    N(DVM_OP_JMP, 0, top, 0, 0);
+    nodes[jge].c = rel(t);
+    N(DVM_OP_POP, 0, 6, 0, 0);
+    N(DVM_OP_STU, 0, 2, 6, 0);     /* U[2] = last pushed sum */
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+
+    t = task(DVM_TASK_PARALLEL, 2);
+    t->ext_u[0] = 3; /* U[3] = U[1] / 8 computed below? no: host fills it (known extent) */
+    t->ext_u[1] = 4;
+    t->idx_reg[0] = 1;
+    t->idx_reg[1] = 2;
+    N(DVM_OP_IDX, 0, 3, 1, 0);
+    N(DVM_OP_IDXM, 0, 3, 2, 1);    /* flat */
+    N(DVM_OP_I2F, 0, 4, 3, 0);
+    N(DVM_OP_MULFK, 0, 5, 4, 0);   /* *1.5 */
+    N(DVM_OP_FMAFK, 0, 5, 5, 1);   /* *r5 - 0.25 */
+    N(DVM_OP_ADDFK, 0, 5, 5, 1);
+    CI(7, 0);
+    uint16_t lp = rel(t);
+    N(DVM_OP_PUSH, 0, 0, 5, 0);
+    N(DVM_OP_INCLT, 0, 7, 2, lp);   /* push idx1 + 1 times */
+    CI(8, 0);
+    CI(9, 0);
+    uint16_t lp2 = rel(t);
+    N(DVM_OP_POP, 0, 10, 0, 0);
+    N(DVM_OP_ADDF, 0, 9, 9, 10);
+    N(DVM_OP_INCLT, 0, 8, 7, lp2);
+    N(DVM_OP_LDADDF, 0, 9, 3, 0);
+    N(DVM_OP_ST, 0, 3, 9, 0);
+    N(DVM_OP_SHAPE, 1, 11, 0, 0);
+    N(DVM_OP_ST, 1, 3, 11, 0);
+    N(DVM_OP_LDU, 0, 12, 2, 0);
+    N(DVM_OP_ATOMADDI, 2, 8, 12, 0); /* r8 = idx1+1 after the loop: cells 1..8 */
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+
+    static uint32_t a0[64], a1[64], a2[16];
+    for (int i = 0; i < 64; i++) a0[i] = f2u((float)i * 0.5f);
+    run_in A;
+    memset(&A, 0, sizeof A);
+    arr1(&A, 0, a0, 64);
+    A.shape[0] = 8;
+    A.shape[1] = 8;
+    arr1(&A, 1, a1, 64);
+    arr1(&A, 2, a2, 16);
+    A.uni[0] = 20;
+    A.uni[3] = 8;
+    A.uni[4] = 8;
+    A.nuni = 5;
+    A.caps[0] = 40;
+    int kind[3] = {LOOSE, EXACT, EXACT};
+    both("control, stacks, 2-D", &A, kind);
+    /* a capacity too small: adstack overflow in the serial task */
+    A.caps[0] = 5;
+    both("adstack overflow", &A, kind);
+}
+
+/* Many threads hit few cells with every atomic. */
+static void test_atomics(void)
+{
+    reset();
+    dvm_task_desc *t = task(DVM_TASK_PARALLEL, 1);
+    t->ext_u[0] = 0;
+    t->idx_reg[0] = 1;
+    CI(2, 7);
+    N(DVM_OP_MODI, 0, 3, 1, 2);      /* cell = i % 7 */
+    N(DVM_OP_I2F, 0, 4, 1, 0);
+    CI(5, f2u(0.25f));
+    N(DVM_OP_ATOMADDF, 0, 3, 5, 0);
+    N(DVM_OP_ATOMADDI, 1, 3, 1, 0);
+    N(DVM_OP_ATOMMAXF, 2, 3, 4, 0);
+    N(DVM_OP_NEGF, 0, 6, 4, 0);
+    N(DVM_OP_ATOMMINF, 3, 3, 6, 0);
+    N(DVM_OP_ATOMMAXI, 1, 2, 1, 0);  /* cell 7 */
+    N(DVM_OP_NEGI, 0, 7, 1, 0);
+    CI(8, 8);
+    N(DVM_OP_ATOMMINI, 1, 8, 7, 0);
+    N(DVM_OP_ATOMADDU, 0, 1, 5, 0);
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+    static uint32_t s0[8], s1[9], s2[8], s3[8];
+    memset(s0, 0, sizeof s0);
+    memset(s1, 0, sizeof s1);
+    for (int i = 0; i < 8; i++) { s2[i] = f2u(-1e30f); s3[i] = f2u(1e30f); }
+    run_in A;
+    memset(&A, 0, sizeof A);
+    arr1(&A, 0, s0, 8);
+    arr1(&A, 1, s1, 9);
+    arr1(&A, 2, s2, 8);
+    arr1(&A, 3, s3, 8);
+    A.uni[0] = 20000;
+    A.nuni = 2;
+    int kind[4] = {EXACT, EXACT, EXACT, EXACT}; /* sums of 0.25 are exact */
+    both("atomics", &A, kind);
+}
+
+/* Runtime errors: the record must match the CPU's field by field. */
+static void test_errors(void)
+{
+    static const struct { uint8_t op; uint32_t b, c; const char *what; } cases[] = {
+        {DVM_OP_DIVI, 5, 0, "division by zero"},
+        {DVM_OP_POWI, 2, (uint32_t)-1, "negative power"},
+        {DVM_OP_LD, 1000, 0, "load out of bounds"},
+        {DVM_OP_IDX, (uint32_t)-1, 0, "index out of bounds"},
+        {DVM_OP_ASSERT, 0, 1, "assert"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        reset();
+        dvm_task_desc *t = task(DVM_TASK_SERIAL, 0);
+        CI(1, cases[k].b);
+        CI(2, cases[k].c);
+        if (cases[k].op == DVM_OP_LD) N(DVM_OP_LD, 0, 3, 1, 0);
+        else if (cases[k].op == DVM_OP_IDX) N(DVM_OP_IDX, 0, 3, 1, 0);
+        else if (cases[k].op == DVM_OP_ASSERT) N(DVM_OP_ASSERT, 0, 1, 1, 0);
+        else N(cases[k].op, 0, 3, 1, 2);
+        N(DVM_OP_ST, 0, 2, 1, 0);
+        N(DVM_OP_END, 0, 0, 0, 0);
+        end_task(t);
+        static uint32_t o[4];
+        run_in A;
+        memset(&A, 0, sizeof A);
+        arr1(&A, 0, o, 4);
+        both(cases[k].what, &A, NULL);
+    }
+}
+
+/* The sizer: nested ranges, a top-level range for the max-reducer, saturation, an empty range. */
+static uint32_t szb;
+static uint16_t S(uint8_t op, uint8_t x, uint16_t a, uint16_t b, uint16_t c) { N(op, x, a, b, c); return (uint16_t)(nn - 1 - szb); }
+
+static int run_size(const dvm_backend_vtbl *vt, dvm_backend *be, run_in *A, int64_t walk, int64_t *caps, dvm_rt_error *rt, char *err)
+{
+    make_prog(A->n, A->nuni);
+    dvm_buffer *bufs[NARR] = {0};
+    for (uint32_t i = 0; i < A->n; i++) {
+        vt->alloc(be, (size_t)A->len[i] * 4, &bufs[i], err, 256);
+        vt->write(be, bufs[i], 0, A->data[i], (size_t)A->len[i] * 4, err, 256);
+    }
+    dvm_loaded *ld = NULL;
+    vt->load(be, &prog, &ld, err, 256);
+    dvm_size_job j;
+    memset(&j, 0, sizeof j);
+    j.prog = &prog; j.loaded = ld; j.var = &var; j.nslots = A->n; j.arrays = bufs; j.arr_len = A->len;
+    j.arr_shape = A->shape; j.uniforms = A->uni; j.nuniforms = A->nuni; j.walk_cap = walk;
+    memset(rt, 0, sizeof *rt);
+    int rc = vt->size(be, &j, caps, rt, err, 256);
+    for (uint32_t i = 0; i < A->n; i++) vt->free(be, bufs[i]);
+    vt->unload(be, ld);
+    return rc;
+}
+
+static void test_sizer(void)
+{
+    reset();
+    ns = 3;
+    stacks[0].sizing = DVM_SZ_PROGRAM;
+    szb = nn;
+    uint16_t c0 = S(DVM_OP_SZ_CONST, 0, 0, 0, 0);
+    uint16_t n = S(DVM_OP_SZ_PARAM, 0, 0, 0, 0);
+    uint16_t r = S(DVM_OP_SZ_RANGE, 0, c0, n, 0);
+    uint16_t i = S(DVM_OP_SZ_VAR, 0, 0, 0, 0);
+    uint16_t st = S(DVM_OP_SZ_LOAD, 0, i, 0, 0);
+    uint16_t one = S(DVM_OP_SZ_CONST, 0, 1, 0, 0);
+    uint16_t r2 = S(DVM_OP_SZ_RANGE, 0, one, st, 0);
+    uint16_t jv = S(DVM_OP_SZ_VAR, 0, 1, 0, 0);
+    uint16_t three = S(DVM_OP_SZ_CONST, 0, 3, 0, 0);
+    uint16_t m = S(DVM_OP_SZ_MUL, 0, jv, three, 0);
+    uint16_t i2 = S(DVM_OP_SZ_VAR, 0, 0, 0, 0);
+    S(DVM_OP_SZ_SUB, 0, m, i2, 0);
+    nodes[szb + r2].c = (uint16_t)(nn - szb);
+    S(DVM_OP_SZ_ADD, 0, r2, one, 0); /* the outer body's root */
+    nodes[szb + r].c = (uint16_t)(nn - szb);
+    uint16_t five = S(DVM_OP_SZ_CONST, 0, 5, 0, 0);
+    S(DVM_OP_SZ_ADD, 0, five, r, 0);
+    stacks[0].size_begin = szb;
+    stacks[0].size_len = nn - szb;
+    /* stack 1: the max-reducer over the whole array, plus its shape */
+    stacks[1].sizing = DVM_SZ_PROGRAM;
+    szb = nn;
+    uint16_t z = S(DVM_OP_SZ_CONST, 0, 0, 0, 0);
+    uint16_t sh = S(DVM_OP_SZ_SHAPE, 0, 0, 0, 0);
+    uint16_t rr = S(DVM_OP_SZ_RANGE, 0, z, sh, 0);
+    uint16_t v = S(DVM_OP_SZ_VAR, 0, 0, 0, 0);
+    S(DVM_OP_SZ_LOAD, 0, v, 0, 0);
+    nodes[szb + rr].c = (uint16_t)(nn - szb);
+    S(DVM_OP_SZ_MAX, 0, rr, sh, 0);
+    stacks[1].size_begin = szb;
+    stacks[1].size_len = nn - szb;
+    /* stack 2: constant sizing, left alone */
+    stacks[2].sizing = DVM_SZ_CONSTANT;
+
+    static uint32_t steps[5000];
+    for (int k = 0; k < 5000; k++) steps[k] = (uint32_t)((k * 37) % 101 - 3);
+    steps[4321] = 777;
+    run_in A;
+    memset(&A, 0, sizeof A);
+    arr1(&A, 0, steps, 5000);
+    A.nuni = 1;
+    static const uint32_t ns_[] = {0, 6, 300, 5000};
+    for (size_t q = 0; q < 4; q++) {
+        A.uni[0] = ns_[q];
+        int64_t cc[3] = {-7, -7, -7}, cv[3] = {-7, -7, -7};
+        dvm_rt_error rc_, rv_;
+        char ec[256] = "", ev[256] = "";
+        int a = run_size(VC, cpu, &A, 1000000, cc, &rc_, ec);
+        int b = run_size(VV, vk, &A, 1000000, cv, &rv_, ev);
+        CHECK(a == 0 && b == 0 && cc[0] == cv[0] && cc[1] == cv[1] && cv[2] == -7,
+              "sizer n=%u: cpu %d {%lld %lld} (%s), vulkan %d {%lld %lld %lld} (%s)", ns_[q], a, (long long)cc[0],
+              (long long)cc[1], ec, b, (long long)cv[0], (long long)cv[1], (long long)cv[2], ev);
+    }
+    /* the walk cap: nested walks of up to 776 steps against a cap of 50 */
+    A.uni[0] = 5000;
+    int64_t cc[3], cv[3];
+    dvm_rt_error rc_, rv_;
+    char ec[256] = "", ev[256] = "";
+    int a = run_size(VC, cpu, &A, 50, cc, &rc_, ec);
+    int b = run_size(VV, vk, &A, 50, cv, &rv_, ev);
+    CHECK(a == 1 && b == 1 && rc_.code == DVM_RT_SIZER_CAP && rv_.code == rc_.code && rv_.p[0] == rc_.p[0] && rv_.p[1] == rc_.p[1],
+          "walk cap: cpu %d code %d {%lld %lld}, vulkan %d code %d {%lld %lld} (%s)", a, rc_.code, (long long)rc_.p[0],
+          (long long)rc_.p[1], b, rv_.code, (long long)rv_.p[0], (long long)rv_.p[1], ev);
+}
+
+/* ---- device limits, cache, probe ---- */
+static void test_limits_and_cache(void)
+{
+    char err[512] = "";
+    /* the largest allocation, lowered to 1 MiB: a larger array is a clear error */
+    setenv("DVM_VK_MAX_ALLOC", "1048576", 1);
+    dvm_backend_opts o = {0, 0};
+    dvm_backend *b = VV->open(&o, err, sizeof err);
+    unsetenv("DVM_VK_MAX_ALLOC");
+    CHECK(b != NULL, "open with DVM_VK_MAX_ALLOC: %s", err);
+    if (b) {
+        dvm_buffer *buf = NULL;
+        int rc = VV->alloc(b, 2u << 20, &buf, err, sizeof err);
+        CHECK(rc == -1 && strstr(err, "largest allocation"), "alloc beyond the limit: status %d, message '%s'", rc, err);
+        if (rc == 0) VV->free(b, buf);
+        rc = VV->alloc(b, 1u << 19, &buf, err, sizeof err);
+        CHECK(rc == 0, "alloc within the limit: %s", err);
+        if (rc == 0) VV->free(b, buf);
+        VV->close(b);
+    }
+    /* device index out of range */
+    dvm_backend_opts bad = {99, 0};
+    b = VV->open(&bad, err, sizeof err);
+    CHECK(b == NULL && strstr(err, "no device 99"), "device 99: expected an error, got '%s'", b ? "a backend" : err);
+    if (b) VV->close(b);
+
+    /* pipeline cache: cold (writes the file), warm (reads it), corrupt (ignored) */
+    char dir[] = "/tmp/dvm_vk_cacheXXXXXX";
+    if (!mkdtemp(dir)) { CHECK(0, "mkdtemp"); return; }
+    setenv("DVM_CACHE_DIR", dir, 1);
+    b = VV->open(&o, err, sizeof err);
+    CHECK(b && !strstr(VV->device_name(b), "from cache"), "cold cache: '%s'", b ? VV->device_name(b) : err);
+    if (b) { printf("cold: %s\n", VV->device_name(b)); VV->close(b); }
+    b = VV->open(&o, err, sizeof err);
+    CHECK(b && strstr(VV->device_name(b), "from cache"), "warm cache: '%s'", b ? VV->device_name(b) : err);
+    if (b) { printf("warm: %s\n", VV->device_name(b)); VV->close(b); }
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "for f in %s/*.bin; do head -c 40 $f > $f.x; echo garbage >> $f.x; mv $f.x $f; done", dir);
+    CHECK(system(cmd) == 0, "corrupting the cache");
+    b = VV->open(&o, err, sizeof err);
+    CHECK(b != NULL, "corrupt cache: open failed: %s", err);
+    if (b) VV->close(b);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) printf("note: could not remove %s\n", dir);
+    unsetenv("DVM_CACHE_DIR");
+
+    char probe[4096] = "";
+    int n = VV->probe(probe, sizeof probe);
+    CHECK(n >= 1 && strstr(probe, "maxStorageBufferRange") && strstr(probe, "maxComputeWorkGroupCount"), "probe: %d '%s'", n, probe);
+}
+
+int main(void)
+{
+    char err[512] = "";
+    dvm_backend_opts o = {0, 0};
+    vk = VV->open(&o, err, sizeof err);
+    if (!vk) {
+        if (strstr(err, "no Vulkan device") || strstr(err, "cannot open libvulkan")) {
+            printf("SKIP: %s\n", err);
+            return 77;
+        }
+        printf("FAIL open: %s\n", err);
+        return 1;
+    }
+    printf("vulkan: %s\n", VV->device_name(vk));
+    cpu = VC->open(&o, err, sizeof err);
+    if (!cpu) { printf("FAIL cpu open: %s\n", err); return 1; }
+    test_ops();
+    test_control();
+    test_atomics();
+    test_errors();
+    test_sizer();
+    test_limits_and_cache();
+    VV->close(vk);
+    VC->close(cpu);
+    if (fails) { printf("%d check(s) failed\n", fails); return 1; }
+    printf("test_vulkan: all passed\n");
+    return 0;
+}

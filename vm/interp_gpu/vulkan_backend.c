@@ -1,0 +1,1021 @@
+/* vulkan_backend.c: the Vulkan backend (vm/backend.h). libvulkan.so.1 is opened with dlopen
+ * at run time; the interpreter is interp.comp, compiled to SPIR-V at build time in four
+ * builds (64-bit or checked 32-bit arithmetic x f32 atomic add or CAS loops), one chosen per
+ * device. Every buffer is reached by its device address (Vulkan 1.2 bufferDeviceAddress),
+ * so there are no descriptor sets: per-dispatch parameters travel as push constants.
+ *
+ * Environment: DVM_VK_NO_INT64=1 and DVM_VK_NO_FLOAT_ATOMICS=1 force the fallback builds;
+ * DVM_VK_THREADS caps the threads of a parallel dispatch; DVM_VK_MAX_ALLOC lowers the
+ * largest allocation (to test that limit); DVM_CACHE_DIR (else $XDG_CACHE_HOME/dvm, else
+ * ~/.cache/dvm) holds the pipeline cache. */
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vm/backend.h"
+
+#include "dvm_spv_i0_f0.h"
+#include "dvm_spv_i0_f1.h"
+#include "dvm_spv_i1_f0.h"
+#include "dvm_spv_i1_f1.h"
+
+_Static_assert(sizeof(dvm_node) == 8, "interp.comp reads nodes as 2 words");
+_Static_assert(sizeof(dvm_task_desc) == 32, "interp.comp reads task descriptors as 8 words");
+_Static_assert(sizeof(dvm_rt_error) == 48, "interp.comp writes the error record as 12 words");
+
+/* Mirrors the push-constant block of interp.comp. */
+typedef struct vk_push {
+    uint64_t nodes, consts, uni, heap, err, slots, stacks, tasks, aux;
+    uint32_t mode, task, task_rel, nthreads, stride_lo, stride_hi, nstacks, flags, naux, walk_lo, walk_hi;
+} vk_push;
+_Static_assert(sizeof(vk_push) <= 128, "push constants: 128 bytes is the guaranteed minimum");
+enum { MODE_SERIAL = 0, MODE_PARALLEL = 1, MODE_SZ_RANGES = 2, MODE_SZ_FINAL = 3, MODE_SZ_BODY = 4 };
+enum { FLAG_ZERO_SERIAL = 1 };
+enum { RT_VK_RANGE32 = 1000, RT_VK_STEPS = 1001 }; /* interp.comp's backend-private error codes */
+enum { ERR_WORDS = 16 };      /* the error record (12 words), padded */
+#define WG_SIZE 64u /* local_size_x of interp.comp */
+
+/* ---- the loader ---- */
+#define VK_GLOBAL_FNS(X) X(vkCreateInstance) X(vkEnumerateInstanceVersion)
+#define VK_INSTANCE_FNS(X)                                                                       \
+    X(vkDestroyInstance) X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties)          \
+    X(vkGetPhysicalDeviceProperties2) X(vkGetPhysicalDeviceFeatures2)                            \
+    X(vkGetPhysicalDeviceQueueFamilyProperties) X(vkGetPhysicalDeviceMemoryProperties)           \
+    X(vkEnumerateDeviceExtensionProperties) X(vkCreateDevice) X(vkGetDeviceProcAddr)
+#define VK_DEVICE_FNS(X)                                                                         \
+    X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkCreateBuffer) X(vkDestroyBuffer)                  \
+    X(vkGetBufferMemoryRequirements) X(vkAllocateMemory) X(vkFreeMemory) X(vkBindBufferMemory)   \
+    X(vkMapMemory) X(vkUnmapMemory) X(vkGetBufferDeviceAddress) X(vkCreateShaderModule)          \
+    X(vkDestroyShaderModule) X(vkCreatePipelineLayout) X(vkDestroyPipelineLayout)                \
+    X(vkCreatePipelineCache) X(vkDestroyPipelineCache) X(vkGetPipelineCacheData)                 \
+    X(vkCreateComputePipelines) X(vkDestroyPipeline) X(vkCreateCommandPool)                      \
+    X(vkDestroyCommandPool) X(vkAllocateCommandBuffers) X(vkBeginCommandBuffer)                  \
+    X(vkEndCommandBuffer) X(vkResetCommandBuffer) X(vkCmdBindPipeline) X(vkCmdPushConstants)     \
+    X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCmdCopyBuffer) X(vkCmdFillBuffer)               \
+    X(vkQueueSubmit) X(vkCreateFence) X(vkDestroyFence) X(vkWaitForFences) X(vkResetFences)
+
+#define VK_DECL(f) static PFN_##f p_##f;
+VK_GLOBAL_FNS(VK_DECL)
+VK_INSTANCE_FNS(VK_DECL)
+#undef VK_DECL
+static PFN_vkGetInstanceProcAddr p_vkGetInstanceProcAddr;
+static void *vk_lib;
+
+static void fmt(char *err, size_t errlen, const char *f, ...) {
+    if (!err || !errlen) return;
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(err, errlen, f, ap);
+    va_end(ap);
+}
+
+static int vk_load_loader(char *err, size_t errlen) {
+    if (vk_lib) return 0;
+    void *h = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) h = dlopen("libvulkan.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fmt(err, errlen, "vulkan: cannot open libvulkan.so.1 (the Vulkan loader is not installed): %s", dlerror());
+        return -1;
+    }
+    p_vkGetInstanceProcAddr = (PFN_vkGetInstanceProcAddr)dlsym(h, "vkGetInstanceProcAddr");
+    if (!p_vkGetInstanceProcAddr) {
+        fmt(err, errlen, "vulkan: libvulkan.so.1 has no vkGetInstanceProcAddr");
+        dlclose(h);
+        return -1;
+    }
+#define VK_LOAD(f) p_##f = (PFN_##f)p_vkGetInstanceProcAddr(NULL, #f);
+    VK_GLOBAL_FNS(VK_LOAD)
+#undef VK_LOAD
+    if (!p_vkCreateInstance) {
+        fmt(err, errlen, "vulkan: the loader exports no vkCreateInstance");
+        dlclose(h);
+        return -1;
+    }
+    vk_lib = h;
+    return 0;
+}
+
+static int vk_instance(VkInstance *out, char *err, size_t errlen) {
+    if (vk_load_loader(err, errlen)) return -1;
+    uint32_t ver = VK_API_VERSION_1_0;
+    if (p_vkEnumerateInstanceVersion) p_vkEnumerateInstanceVersion(&ver);
+    if (ver < VK_API_VERSION_1_2) {
+        fmt(err, errlen, "vulkan: the loader supports Vulkan %u.%u; dvm needs 1.2", VK_API_VERSION_MAJOR(ver), VK_API_VERSION_MINOR(ver));
+        return -1;
+    }
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "dvm",
+                             .pEngineName = "dvm", .apiVersion = VK_API_VERSION_1_2};
+    VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
+    VkResult r = p_vkCreateInstance(&ci, NULL, out);
+    if (r != VK_SUCCESS) {
+        fmt(err, errlen, "vulkan: vkCreateInstance failed (VkResult %d)", (int)r);
+        return -1;
+    }
+#define VK_LOAD(f) p_##f = (PFN_##f)p_vkGetInstanceProcAddr(*out, #f);
+    VK_INSTANCE_FNS(VK_LOAD)
+#undef VK_LOAD
+    return 0;
+}
+
+/* ---- device capabilities ---- */
+typedef struct vk_caps {
+    VkPhysicalDeviceProperties props;
+    uint32_t max_alloc_mb_unused;
+    VkDeviceSize max_alloc;
+    int bda, int64, int64_atomics, fatomic_add;
+} vk_caps;
+
+static int has_ext(VkPhysicalDevice pd, const char *name) {
+    uint32_t n = 0;
+    if (p_vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL) != VK_SUCCESS || !n) return 0;
+    VkExtensionProperties *e = calloc(n, sizeof *e);
+    if (!e) return 0;
+    int found = 0;
+    if (p_vkEnumerateDeviceExtensionProperties(pd, NULL, &n, e) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++) found = strcmp(e[i].extensionName, name) == 0;
+    free(e);
+    return found;
+}
+
+static void vk_query(VkPhysicalDevice pd, vk_caps *c) {
+    memset(c, 0, sizeof *c);
+    VkPhysicalDeviceMaintenance3Properties m3 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &m3};
+    p_vkGetPhysicalDeviceProperties2(pd, &p2);
+    c->props = p2.properties;
+    c->max_alloc = m3.maxMemoryAllocationSize;
+    int afloat = has_ext(pd, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+    VkPhysicalDeviceShaderAtomicFloatFeaturesEXT af = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                            .pNext = afloat ? &af : NULL};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
+    if (c->props.apiVersion >= VK_API_VERSION_1_2) {
+        p_vkGetPhysicalDeviceFeatures2(pd, &f2);
+        c->bda = f12.bufferDeviceAddress;
+        c->int64_atomics = f12.shaderBufferInt64Atomics;
+        c->fatomic_add = afloat && af.shaderBufferFloat32AtomicAdd;
+        c->int64 = f2.features.shaderInt64;
+    }
+}
+
+static const char *dev_type(VkPhysicalDeviceType t) {
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "CPU";
+    default: return "other";
+    }
+}
+
+/* ---- the backend ---- */
+struct dvm_buffer {
+    VkBuffer buf;
+    VkDeviceMemory mem;
+    VkDeviceSize size;
+    VkDeviceAddress addr;
+    void *map; /* non-NULL when the memory is host-visible and coherent */
+};
+
+struct dvm_loaded {
+    dvm_buffer *nodes, *consts, *tasks;
+};
+
+struct dvm_backend {
+    VkInstance inst;
+    VkPhysicalDevice pd;
+    vk_caps caps;
+    VkDevice dev;
+    VkQueue queue;
+    uint32_t qfam;
+    VkPhysicalDeviceMemoryProperties mp;
+    int use_int64, use_fatomic;
+    VkDeviceSize max_alloc;
+    VkShaderModule shader;
+    VkPipelineLayout layout;
+    VkPipeline pipe;
+    VkCommandPool pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    uint32_t thread_cap; /* threads of one parallel dispatch */
+    dvm_buffer *staging;  /* host-visible, for uploads and readbacks */
+    dvm_buffer *params;   /* device: error record, uniforms, slot/stack tables, sizer jobs */
+    dvm_buffer *scratch;  /* device: the sizer's slots */
+    dvm_buffer *dummy;    /* stands in for a missing heap */
+    double pipeline_ms;
+    int cache_hit;
+    char name[512];
+};
+
+#define VK_DEV_DECL(f) PFN_##f f;
+typedef struct vk_dev_fns { VK_DEVICE_FNS(VK_DEV_DECL) } vk_dev_fns;
+#undef VK_DEV_DECL
+static vk_dev_fns D; /* device functions; one device's functions serve all devices of one
+                        ICD, and dvm opens one backend per process in practice */
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int env_on(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+static int vkfail(VkResult r, const char *what, char *err, size_t errlen) {
+    fmt(err, errlen, "vulkan: %s failed (VkResult %d%s)", what, (int)r,
+        r == VK_ERROR_OUT_OF_DEVICE_MEMORY ? ": out of device memory"
+        : r == VK_ERROR_OUT_OF_HOST_MEMORY ? ": out of host memory"
+        : r == VK_ERROR_DEVICE_LOST ? ": device lost" : "");
+    return -1;
+}
+
+static int find_mem(dvm_backend *be, uint32_t bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer) {
+    int best = -1;
+    for (uint32_t i = 0; i < be->mp.memoryTypeCount; i++) {
+        VkMemoryPropertyFlags f = be->mp.memoryTypes[i].propertyFlags;
+        if (!(bits & (1u << i)) || (f & want) != want) continue;
+        if ((f & prefer) == prefer) return (int)i;
+        if (best < 0) best = (int)i;
+    }
+    return best;
+}
+
+static void buf_free(dvm_backend *be, dvm_buffer *b) {
+    if (!b) return;
+    if (b->map) D.vkUnmapMemory(be->dev, b->mem);
+    if (b->buf) D.vkDestroyBuffer(be->dev, b->buf, NULL);
+    if (b->mem) D.vkFreeMemory(be->dev, b->mem, NULL);
+    free(b);
+}
+
+/* host: 1 for a host-visible coherent staging buffer, 0 for device memory. */
+static int buf_new(dvm_backend *be, size_t bytes, int host, dvm_buffer **out, char *err, size_t errlen) {
+    VkDeviceSize size = bytes < 16 ? 16 : (bytes + 15) & ~(VkDeviceSize)15;
+    if (size > be->max_alloc) {
+        fmt(err, errlen, "vulkan: an allocation of %zu bytes exceeds the device's largest allocation (%llu bytes, maxMemoryAllocationSize%s)",
+            bytes, (unsigned long long)be->max_alloc, getenv("DVM_VK_MAX_ALLOC") ? " lowered by DVM_VK_MAX_ALLOC" : "");
+        return -1;
+    }
+    dvm_buffer *b = calloc(1, sizeof *b);
+    if (!b) { fmt(err, errlen, "vulkan: out of host memory"); return -1; }
+    b->size = size;
+    VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = size,
+                             .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                      VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT,
+                             .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+    VkResult r = D.vkCreateBuffer(be->dev, &bi, NULL, &b->buf);
+    if (r != VK_SUCCESS) { free(b); return vkfail(r, "vkCreateBuffer", err, errlen); }
+    VkMemoryRequirements req;
+    D.vkGetBufferMemoryRequirements(be->dev, b->buf, &req);
+    VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    int t = host ? find_mem(be, req.memoryTypeBits, hv, VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
+                 : find_mem(be, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+    if (t < 0 && !host) t = find_mem(be, req.memoryTypeBits, 0, 0);
+    if (t < 0) {
+        buf_free(be, b);
+        fmt(err, errlen, "vulkan: no suitable memory type for a %s buffer", host ? "host-visible" : "device");
+        return -1;
+    }
+    VkMemoryAllocateFlagsInfo fl = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
+                                    .flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT};
+    VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .pNext = &fl,
+                               .allocationSize = req.size, .memoryTypeIndex = (uint32_t)t};
+    r = D.vkAllocateMemory(be->dev, &ai, NULL, &b->mem);
+    if (r != VK_SUCCESS) {
+        buf_free(be, b);
+        fmt(err, errlen, "vulkan: cannot allocate %zu bytes of %s memory (VkResult %d)", bytes, host ? "host-visible" : "device", (int)r);
+        return -1;
+    }
+    r = D.vkBindBufferMemory(be->dev, b->buf, b->mem, 0);
+    if (r != VK_SUCCESS) { buf_free(be, b); return vkfail(r, "vkBindBufferMemory", err, errlen); }
+    if ((be->mp.memoryTypes[t].propertyFlags & hv) == hv) {
+        r = D.vkMapMemory(be->dev, b->mem, 0, VK_WHOLE_SIZE, 0, &b->map);
+        if (r != VK_SUCCESS) b->map = NULL;
+    }
+    VkBufferDeviceAddressInfo da = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO, .buffer = b->buf};
+    b->addr = D.vkGetBufferDeviceAddress(be->dev, &da);
+    *out = b;
+    return 0;
+}
+
+/* Grows *b (contents lost) to at least bytes. */
+static int buf_reserve(dvm_backend *be, dvm_buffer **b, size_t bytes, int host, char *err, size_t errlen) {
+    if (*b && (*b)->size >= bytes) return 0;
+    size_t want = bytes;
+    if (*b && (size_t)(*b)->size * 2 > want) want = (size_t)(*b)->size * 2;
+    if (want > be->max_alloc && bytes <= be->max_alloc) want = bytes;
+    buf_free(be, *b);
+    *b = NULL;
+    return buf_new(be, want, host, b, err, errlen);
+}
+
+static int cmd_begin(dvm_backend *be, char *err, size_t errlen) {
+    VkResult r = D.vkResetCommandBuffer(be->cmd, 0);
+    if (r != VK_SUCCESS) return vkfail(r, "vkResetCommandBuffer", err, errlen);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    r = D.vkBeginCommandBuffer(be->cmd, &bi);
+    return r == VK_SUCCESS ? 0 : vkfail(r, "vkBeginCommandBuffer", err, errlen);
+}
+
+static int cmd_submit_wait(dvm_backend *be, char *err, size_t errlen) {
+    VkResult r = D.vkEndCommandBuffer(be->cmd);
+    if (r != VK_SUCCESS) return vkfail(r, "vkEndCommandBuffer", err, errlen);
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &be->cmd};
+    r = D.vkQueueSubmit(be->queue, 1, &si, be->fence);
+    if (r != VK_SUCCESS) return vkfail(r, "vkQueueSubmit", err, errlen);
+    r = D.vkWaitForFences(be->dev, 1, &be->fence, VK_TRUE, UINT64_MAX);
+    D.vkResetFences(be->dev, 1, &be->fence);
+    return r == VK_SUCCESS ? 0 : vkfail(r, "vkWaitForFences", err, errlen);
+}
+
+/* Makes earlier writes (shader or transfer) visible to later shaders and transfers. */
+static void barrier(dvm_backend *be) {
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                                           VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
+    VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    D.vkCmdPipelineBarrier(be->cmd, st, st, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+static void barrier_host(dvm_backend *be) {
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
+    D.vkCmdPipelineBarrier(be->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                           VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+#define STAGING_CHUNK ((size_t)64 << 20)
+
+static int vk_write(dvm_backend *be, dvm_buffer *b, size_t off, const void *src, size_t n, char *err, size_t errlen) {
+    if (off > b->size || n > b->size - off) { fmt(err, errlen, "vulkan: write of %zu bytes at %zu outside a buffer of %llu", n, off, (unsigned long long)b->size); return -1; }
+    if (!n) return 0;
+    if (b->map) { memcpy((char *)b->map + off, src, n); return 0; }
+    for (size_t done = 0; done < n;) {
+        size_t c = n - done < STAGING_CHUNK ? n - done : STAGING_CHUNK;
+        if (buf_reserve(be, &be->staging, c, 1, err, errlen)) return -1;
+        memcpy(be->staging->map, (const char *)src + done, c);
+        if (cmd_begin(be, err, errlen)) return -1;
+        VkBufferCopy rg = {.srcOffset = 0, .dstOffset = off + done, .size = c};
+        D.vkCmdCopyBuffer(be->cmd, be->staging->buf, b->buf, 1, &rg);
+        if (cmd_submit_wait(be, err, errlen)) return -1;
+        done += c;
+    }
+    return 0;
+}
+
+static int vk_read(dvm_backend *be, dvm_buffer *b, size_t off, void *dst, size_t n, char *err, size_t errlen) {
+    if (off > b->size || n > b->size - off) { fmt(err, errlen, "vulkan: read of %zu bytes at %zu outside a buffer of %llu", n, off, (unsigned long long)b->size); return -1; }
+    if (!n) return 0;
+    if (b->map) { memcpy(dst, (const char *)b->map + off, n); return 0; }
+    for (size_t done = 0; done < n;) {
+        size_t c = n - done < STAGING_CHUNK ? n - done : STAGING_CHUNK;
+        if (buf_reserve(be, &be->staging, c, 1, err, errlen)) return -1;
+        if (cmd_begin(be, err, errlen)) return -1;
+        VkBufferCopy rg = {.srcOffset = off + done, .dstOffset = 0, .size = c};
+        D.vkCmdCopyBuffer(be->cmd, b->buf, be->staging->buf, 1, &rg);
+        barrier_host(be);
+        if (cmd_submit_wait(be, err, errlen)) return -1;
+        memcpy((char *)dst + done, be->staging->map, c);
+        done += c;
+    }
+    return 0;
+}
+
+static int vk_copy(dvm_backend *be, dvm_buffer *dst, dvm_buffer *src, size_t n, char *err, size_t errlen) {
+    if (n > dst->size || n > src->size) { fmt(err, errlen, "vulkan: copy of %zu bytes exceeds a buffer", n); return -1; }
+    if (!n) return 0;
+    if (cmd_begin(be, err, errlen)) return -1;
+    VkBufferCopy rg = {.srcOffset = 0, .dstOffset = 0, .size = n};
+    D.vkCmdCopyBuffer(be->cmd, src->buf, dst->buf, 1, &rg);
+    return cmd_submit_wait(be, err, errlen);
+}
+
+static int vk_alloc(dvm_backend *be, size_t bytes, dvm_buffer **out, char *err, size_t errlen) {
+    dvm_buffer *b;
+    if (buf_new(be, bytes, 0, &b, err, errlen)) return -1;
+    if (b->map) memset(b->map, 0, b->size);
+    else {
+        if (cmd_begin(be, err, errlen) == 0) {
+            D.vkCmdFillBuffer(be->cmd, b->buf, 0, VK_WHOLE_SIZE, 0);
+            if (cmd_submit_wait(be, err, errlen) == 0) { *out = b; return 0; }
+        }
+        buf_free(be, b);
+        return -1;
+    }
+    *out = b;
+    return 0;
+}
+
+static void vk_free(dvm_backend *be, dvm_buffer *b) { buf_free(be, b); }
+
+/* ---- pipeline cache on disk ---- */
+static uint64_t fnv1a(const void *p, size_t n) {
+    const unsigned char *s = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) { h ^= s[i]; h *= 1099511628211ull; }
+    return h;
+}
+
+static int cache_path(dvm_backend *be, const uint32_t *spv, size_t spv_bytes, char *out, size_t n) {
+    char dir[400];
+    const char *d = getenv("DVM_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (d && *d) snprintf(dir, sizeof dir, "%s", d);
+    else if (x && *x) snprintf(dir, sizeof dir, "%s/dvm", x);
+    else if (home && *home) snprintf(dir, sizeof dir, "%s/.cache/dvm", home);
+    else return -1;
+    char uuid[33];
+    for (int i = 0; i < 16; i++) snprintf(uuid + 2 * i, 3, "%02x", be->caps.props.pipelineCacheUUID[i]);
+    int k = snprintf(out, n, "%s/vk-%s-%08x-%016llx.bin", dir, uuid, be->caps.props.driverVersion,
+                     (unsigned long long)fnv1a(spv, spv_bytes));
+    return k > 0 && (size_t)k < n ? 0 : -1;
+}
+
+static void mkdir_p(const char *path) {
+    char tmp[640];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s", path) >= sizeof tmp) return;
+    char *slash = strrchr(tmp, '/');
+    if (!slash) return;
+    *slash = 0;
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') { *p = 0; mkdir(tmp, 0755); *p = '/'; }
+    mkdir(tmp, 0755);
+}
+
+/* Reads a cache file; NULL when absent or not for this device (a corrupt file is ignored). */
+static void *cache_read(dvm_backend *be, const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    void *data = NULL;
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+    if (n >= 32 && n < (1l << 30) && fseek(f, 0, SEEK_SET) == 0 && (data = malloc((size_t)n))) {
+        if (fread(data, 1, (size_t)n, f) != (size_t)n) { free(data); data = NULL; }
+    }
+    fclose(f);
+    if (!data) return NULL;
+    /* VkPipelineCacheHeaderVersionOne: length, version, vendor, device, UUID. */
+    uint32_t h[4];
+    memcpy(h, data, sizeof h);
+    if (h[0] < 32 || h[0] > (uint32_t)n || h[1] != VK_PIPELINE_CACHE_HEADER_VERSION_ONE ||
+        h[2] != be->caps.props.vendorID || h[3] != be->caps.props.deviceID ||
+        memcmp((char *)data + 16, be->caps.props.pipelineCacheUUID, VK_UUID_SIZE) != 0) {
+        free(data);
+        return NULL;
+    }
+    *len = (size_t)n;
+    return data;
+}
+
+static void cache_write(dvm_backend *be, VkPipelineCache pc, const char *path) {
+    size_t n = 0;
+    if (D.vkGetPipelineCacheData(be->dev, pc, &n, NULL) != VK_SUCCESS || !n) return;
+    void *data = malloc(n);
+    if (!data) return;
+    if (D.vkGetPipelineCacheData(be->dev, pc, &n, data) == VK_SUCCESS) {
+        mkdir_p(path);
+        char tmp[640];
+        if ((size_t)snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= sizeof tmp) { free(data); return; }
+        FILE *f = fopen(tmp, "wb");
+        if (f) {
+            int ok = fwrite(data, 1, n, f) == n;
+            ok = (fclose(f) == 0) && ok;
+            if (!ok || rename(tmp, path) != 0) remove(tmp); /* the cache is an optimisation */
+        }
+    }
+    free(data);
+}
+
+static int make_pipeline(dvm_backend *be, char *err, size_t errlen) {
+    const uint32_t *spv;
+    size_t bytes;
+    if (be->use_int64 && be->use_fatomic) { spv = dvm_spv_i1_f1; bytes = sizeof dvm_spv_i1_f1; }
+    else if (be->use_int64) { spv = dvm_spv_i1_f0; bytes = sizeof dvm_spv_i1_f0; }
+    else if (be->use_fatomic) { spv = dvm_spv_i0_f1; bytes = sizeof dvm_spv_i0_f1; }
+    else { spv = dvm_spv_i0_f0; bytes = sizeof dvm_spv_i0_f0; }
+
+    VkShaderModuleCreateInfo sm = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = bytes, .pCode = spv};
+    VkResult r = D.vkCreateShaderModule(be->dev, &sm, NULL, &be->shader);
+    if (r != VK_SUCCESS) return vkfail(r, "vkCreateShaderModule", err, errlen);
+    VkPushConstantRange pr = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .offset = 0, .size = sizeof(vk_push)};
+    VkPipelineLayoutCreateInfo li = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                                     .pushConstantRangeCount = 1, .pPushConstantRanges = &pr};
+    r = D.vkCreatePipelineLayout(be->dev, &li, NULL, &be->layout);
+    if (r != VK_SUCCESS) return vkfail(r, "vkCreatePipelineLayout", err, errlen);
+
+    char path[600];
+    int have_path = cache_path(be, spv, bytes, path, sizeof path) == 0;
+    size_t clen = 0;
+    void *cdata = have_path ? cache_read(be, path, &clen) : NULL;
+    VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+                                    .initialDataSize = clen, .pInitialData = cdata};
+    VkPipelineCache pc = VK_NULL_HANDLE;
+    if (D.vkCreatePipelineCache(be->dev, &ci, NULL, &pc) != VK_SUCCESS) {
+        ci.initialDataSize = 0; /* a cache the driver rejects is dropped, not fatal */
+        ci.pInitialData = NULL;
+        clen = 0;
+        if (D.vkCreatePipelineCache(be->dev, &ci, NULL, &pc) != VK_SUCCESS) pc = VK_NULL_HANDLE;
+    }
+    free(cdata);
+    be->cache_hit = clen > 0;
+
+    VkComputePipelineCreateInfo pi = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                  .module = be->shader, .pName = "main"},
+        .layout = be->layout};
+    double t0 = now_ms();
+    r = D.vkCreateComputePipelines(be->dev, pc, 1, &pi, NULL, &be->pipe);
+    be->pipeline_ms = now_ms() - t0;
+    if (r == VK_SUCCESS && pc && have_path && !be->cache_hit) cache_write(be, pc, path);
+    if (pc) D.vkDestroyPipelineCache(be->dev, pc, NULL);
+    if (r != VK_SUCCESS) return vkfail(r, "vkCreateComputePipelines (the interpreter)", err, errlen);
+    return 0;
+}
+
+static void vk_close(dvm_backend *be) {
+    if (!be) return;
+    if (be->dev) {
+        buf_free(be, be->staging);
+        buf_free(be, be->params);
+        buf_free(be, be->scratch);
+        buf_free(be, be->dummy);
+        if (be->pipe) D.vkDestroyPipeline(be->dev, be->pipe, NULL);
+        if (be->layout) D.vkDestroyPipelineLayout(be->dev, be->layout, NULL);
+        if (be->shader) D.vkDestroyShaderModule(be->dev, be->shader, NULL);
+        if (be->fence) D.vkDestroyFence(be->dev, be->fence, NULL);
+        if (be->pool) D.vkDestroyCommandPool(be->dev, be->pool, NULL);
+        D.vkDestroyDevice(be->dev, NULL);
+    }
+    if (be->inst) p_vkDestroyInstance(be->inst, NULL);
+    free(be);
+}
+
+static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errlen) {
+    dvm_backend *be = calloc(1, sizeof *be);
+    if (!be) { fmt(err, errlen, "vulkan: out of host memory"); return NULL; }
+    if (vk_instance(&be->inst, err, errlen)) { free(be); return NULL; }
+    uint32_t n = 0;
+    p_vkEnumeratePhysicalDevices(be->inst, &n, NULL);
+    int want = opts ? opts->device : 0;
+    if (n == 0) { fmt(err, errlen, "vulkan: no Vulkan device found"); goto fail; }
+    if (want < 0 || (uint32_t)want >= n) { fmt(err, errlen, "vulkan: no device %d (found %u)", want, n); goto fail; }
+    VkPhysicalDevice pds[64];
+    if (n > 64) n = 64;
+    p_vkEnumeratePhysicalDevices(be->inst, &n, pds);
+    be->pd = pds[want];
+    vk_query(be->pd, &be->caps);
+    const char *dn = be->caps.props.deviceName;
+    if (be->caps.props.apiVersion < VK_API_VERSION_1_2) {
+        fmt(err, errlen, "vulkan: device %d (%s) supports Vulkan %u.%u; dvm needs 1.2", want, dn,
+            VK_API_VERSION_MAJOR(be->caps.props.apiVersion), VK_API_VERSION_MINOR(be->caps.props.apiVersion));
+        goto fail;
+    }
+    if (!be->caps.bda) { fmt(err, errlen, "vulkan: device %d (%s) lacks bufferDeviceAddress, which dvm needs", want, dn); goto fail; }
+    be->use_int64 = be->caps.int64 && !env_on("DVM_VK_NO_INT64");
+    be->use_fatomic = be->caps.fatomic_add && !env_on("DVM_VK_NO_FLOAT_ATOMICS");
+
+    uint32_t nq = 0;
+    p_vkGetPhysicalDeviceQueueFamilyProperties(be->pd, &nq, NULL);
+    VkQueueFamilyProperties qf[32];
+    if (nq > 32) nq = 32;
+    p_vkGetPhysicalDeviceQueueFamilyProperties(be->pd, &nq, qf);
+    be->qfam = UINT32_MAX;
+    for (uint32_t i = 0; i < nq && be->qfam == UINT32_MAX; i++)
+        if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) be->qfam = i;
+    if (be->qfam == UINT32_MAX) { fmt(err, errlen, "vulkan: device %d (%s) has no compute queue", want, dn); goto fail; }
+
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = be->qfam,
+                                  .queueCount = 1, .pQueuePriorities = &prio};
+    VkPhysicalDeviceShaderAtomicFloatFeaturesEXT af = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT,
+                                                       .shaderBufferFloat32AtomicAdd = VK_TRUE};
+    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                            .pNext = be->use_fatomic ? &af : NULL,
+                                            .bufferDeviceAddress = VK_TRUE};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
+    f2.features.shaderInt64 = be->use_int64 ? VK_TRUE : VK_FALSE;
+    const char *exts[1] = {VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME};
+    VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &f2, .queueCreateInfoCount = 1,
+                             .pQueueCreateInfos = &qi, .enabledExtensionCount = be->use_fatomic ? 1 : 0,
+                             .ppEnabledExtensionNames = exts};
+    VkResult r = p_vkCreateDevice(be->pd, &di, NULL, &be->dev);
+    if (r != VK_SUCCESS) { vkfail(r, "vkCreateDevice", err, errlen); be->dev = VK_NULL_HANDLE; goto fail; }
+#define VK_LOAD(f) D.f = (PFN_##f)p_vkGetDeviceProcAddr(be->dev, #f);
+    VK_DEVICE_FNS(VK_LOAD)
+#undef VK_LOAD
+    D.vkGetDeviceQueue(be->dev, be->qfam, 0, &be->queue);
+    p_vkGetPhysicalDeviceMemoryProperties(be->pd, &be->mp);
+    be->max_alloc = be->caps.max_alloc ? be->caps.max_alloc : ((VkDeviceSize)1 << 31);
+    const char *ma = getenv("DVM_VK_MAX_ALLOC");
+    if (ma && *ma) {
+        unsigned long long v = strtoull(ma, NULL, 10);
+        if (v && v < be->max_alloc) be->max_alloc = v;
+    }
+
+    VkCommandPoolCreateInfo cp = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                  .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, .queueFamilyIndex = be->qfam};
+    if ((r = D.vkCreateCommandPool(be->dev, &cp, NULL, &be->pool)) != VK_SUCCESS) { vkfail(r, "vkCreateCommandPool", err, errlen); goto fail; }
+    VkCommandBufferAllocateInfo ca = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = be->pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+    if ((r = D.vkAllocateCommandBuffers(be->dev, &ca, &be->cmd)) != VK_SUCCESS) { vkfail(r, "vkAllocateCommandBuffers", err, errlen); goto fail; }
+    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    if ((r = D.vkCreateFence(be->dev, &fi, NULL, &be->fence)) != VK_SUCCESS) { vkfail(r, "vkCreateFence", err, errlen); goto fail; }
+    if (make_pipeline(be, err, errlen)) goto fail;
+    if (buf_new(be, 16, 0, &be->dummy, err, errlen)) goto fail;
+
+    /* Enough threads to fill the device, within maxComputeWorkGroupCount; a CPU device
+       (lavapipe) gets few, as its cores are few. */
+    uint64_t cap = be->caps.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 256 : 65536;
+    const char *tc = getenv("DVM_VK_THREADS");
+    if (tc && *tc && strtoull(tc, NULL, 10) > 0) cap = strtoull(tc, NULL, 10);
+    uint64_t maxg = (uint64_t)be->caps.props.limits.maxComputeWorkGroupCount[0] * WG_SIZE;
+    if (cap > maxg) cap = maxg;
+    if (cap > 0x7FFFFFFFull) cap = 0x7FFFFFFFull;
+    be->thread_cap = (uint32_t)cap;
+
+    uint32_t api = be->caps.props.apiVersion;
+    snprintf(be->name, sizeof be->name, "%s (%s, Vulkan %u.%u.%u, %s index math, f32 atomics %s, pipeline %.1f ms%s)",
+             dn, dev_type(be->caps.props.deviceType), VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api),
+             VK_API_VERSION_PATCH(api), be->use_int64 ? "64-bit" : "checked 32-bit",
+             be->use_fatomic ? "native" : "by CAS", be->pipeline_ms, be->cache_hit ? " from cache" : "");
+    return be;
+fail:
+    vk_close(be);
+    return NULL;
+}
+
+static int vk_probe(char *out, size_t outlen) {
+    char err[256];
+    size_t used = out ? strlen(out) : 0;
+#define APPEND(...) do { if (out && used < outlen) { int k_ = snprintf(out + used, outlen - used, __VA_ARGS__); if (k_ > 0) used += (size_t)k_ < outlen - used ? (size_t)k_ : outlen - used - 1; } } while (0)
+    VkInstance inst;
+    if (vk_instance(&inst, err, sizeof err)) { APPEND("%s\n", err); return 0; }
+    uint32_t n = 0;
+    p_vkEnumeratePhysicalDevices(inst, &n, NULL);
+    VkPhysicalDevice pds[64];
+    if (n > 64) n = 64;
+    if (n) p_vkEnumeratePhysicalDevices(inst, &n, pds);
+    if (!n) APPEND("vulkan: no Vulkan device found\n");
+    for (uint32_t i = 0; i < n; i++) {
+        vk_caps c;
+        vk_query(pds[i], &c);
+        const VkPhysicalDeviceLimits *l = &c.props.limits;
+        uint32_t api = c.props.apiVersion;
+        APPEND("vulkan device %u: %s (%s, Vulkan %u.%u.%u, maxStorageBufferRange %u, maxComputeWorkGroupCount %u x %u x %u, "
+               "maxMemoryAllocationSize %llu, int64 %s, int64 atomics %s, f32 atomic add %s, bufferDeviceAddress %s)%s\n",
+               i, c.props.deviceName, dev_type(c.props.deviceType), VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api),
+               VK_API_VERSION_PATCH(api), l->maxStorageBufferRange, l->maxComputeWorkGroupCount[0],
+               l->maxComputeWorkGroupCount[1], l->maxComputeWorkGroupCount[2], (unsigned long long)c.max_alloc,
+               c.int64 ? "yes" : "no", c.int64_atomics ? "yes" : "no", c.fatomic_add ? "yes" : "no", c.bda ? "yes" : "no",
+               (api < VK_API_VERSION_1_2 || !c.bda) ? " [unusable: needs Vulkan 1.2 with bufferDeviceAddress]" : "");
+    }
+#undef APPEND
+    p_vkDestroyInstance(inst, NULL);
+    return (int)n;
+}
+
+static const char *vk_device_name(dvm_backend *be) { return be->name; }
+
+/* ---- programs ---- */
+static void vk_unload(dvm_backend *be, dvm_loaded *l) {
+    if (!l) return;
+    buf_free(be, l->nodes);
+    buf_free(be, l->consts);
+    buf_free(be, l->tasks);
+    free(l);
+}
+
+static int upload(dvm_backend *be, const void *src, size_t n, dvm_buffer **out, char *err, size_t errlen) {
+    if (buf_new(be, n, 0, out, err, errlen)) return -1;
+    return n ? vk_write(be, *out, 0, src, n, err, errlen) : 0;
+}
+
+static int vk_load(dvm_backend *be, const dvm_program *prog, dvm_loaded **out, char *err, size_t errlen) {
+    dvm_loaded *l = calloc(1, sizeof *l);
+    if (!l) { fmt(err, errlen, "vulkan: out of host memory"); return -1; }
+    if (upload(be, prog->nodes, (size_t)prog->nnodes * sizeof(dvm_node), &l->nodes, err, errlen) ||
+        upload(be, prog->consts, (size_t)prog->nconsts * 4, &l->consts, err, errlen) ||
+        upload(be, prog->tasks, (size_t)prog->ntasks * sizeof(dvm_task_desc), &l->tasks, err, errlen)) {
+        vk_unload(be, l);
+        return -1;
+    }
+    *out = l;
+    return 0;
+}
+
+/* Host-filled uniform slots (scalar parameters and shape symbols) give the iteration count of
+   a parallel task before it runs; other extents are computed by serial tasks on the device. */
+static int host_filled(const dvm_program *p, const dvm_kernel_desc *k, uint32_t u) {
+    for (uint32_t i = 0; i < k->nparams; i++) {
+        const dvm_param_desc *pd = &p->params[k->param_begin + i];
+        if (!pd->is_array && pd->uslot == u) return 1;
+    }
+    for (uint32_t i = 0; i < k->nsyms; i++)
+        if (p->syms[k->sym_begin + i].uslot == u) return 1;
+    return 0;
+}
+
+static int64_t vk_slots(dvm_backend *be, const dvm_exec *x) {
+    const dvm_program *p = x->prog;
+    if (!p->kernels || x->kernel >= p->nkernels) return be->thread_cap;
+    const dvm_kernel_desc *k = &p->kernels[x->kernel];
+    int64_t want = 0;
+    for (uint32_t t = 0; t < x->var->ntasks; t++) {
+        const dvm_task_desc *td = &p->tasks[x->var->task_begin + t];
+        if (td->kind != DVM_TASK_PARALLEL) continue;
+        int64_t total = 1;
+        int known = 1;
+        for (uint32_t d = 0; d < td->ndim && d < DVM_MAX_PAR_DIMS; d++) {
+            uint32_t u = td->ext_u[d];
+            if (u >= x->nuniforms || !host_filled(p, k, u)) { known = 0; break; }
+            int64_t e = (int32_t)x->uniforms[u];
+            if (d == 0 && td->ndim == 1 && td->start_u != DVM_NO_SLOT) {
+                if (td->start_u >= x->nuniforms || !host_filled(p, k, td->start_u)) { known = 0; break; }
+                e -= (int32_t)x->uniforms[td->start_u];
+            }
+            total = e <= 0 ? 0 : (total > ((int64_t)1 << 40) ? total : total * e);
+        }
+        if (!known) { want = be->thread_cap; break; }
+        if (total > want) want = total;
+    }
+    if (want > (int64_t)be->thread_cap) want = be->thread_cap;
+    return want < 1 ? 1 : want;
+}
+
+/* Records one dispatch of `threads` threads. */
+static void dispatch(dvm_backend *be, const vk_push *pc, uint32_t threads) {
+    D.vkCmdPushConstants(be->cmd, be->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *pc, pc);
+    D.vkCmdDispatch(be->cmd, (threads + WG_SIZE - 1) / WG_SIZE, 1, 1);
+    barrier(be);
+}
+
+/* Uploads `words` words of host data into be->params (through the staging buffer) at the
+   start of the command buffer being recorded. */
+static int stage_params(dvm_backend *be, const uint32_t *host, size_t words, char *err, size_t errlen) {
+    size_t bytes = words * 4;
+    if (buf_reserve(be, &be->params, bytes, 0, err, errlen) || buf_reserve(be, &be->staging, bytes, 1, err, errlen)) return -1;
+    memcpy(be->staging->map, host, bytes);
+    if (cmd_begin(be, err, errlen)) return -1;
+    VkBufferCopy rg = {.srcOffset = 0, .dstOffset = 0, .size = bytes};
+    D.vkCmdCopyBuffer(be->cmd, be->staging->buf, be->params->buf, 1, &rg);
+    barrier(be);
+    D.vkCmdBindPipeline(be->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, be->pipe);
+    return 0;
+}
+
+/* Records the copy of params words [0, words) back into staging, submits and waits. */
+static int finish_params(dvm_backend *be, size_t words, char *err, size_t errlen) {
+    VkBufferCopy rg = {.srcOffset = 0, .dstOffset = 0, .size = words * 4};
+    D.vkCmdCopyBuffer(be->cmd, be->params->buf, be->staging->buf, 1, &rg);
+    barrier_host(be);
+    return cmd_submit_wait(be, err, errlen);
+}
+
+static int64_t w64(const uint32_t *w) { return (int64_t)((uint64_t)w[0] | (uint64_t)w[1] << 32); }
+
+/* Turns the device's error record into *rt (1), or a backend error (-1) for private codes. */
+static int take_error(const uint32_t *e, dvm_rt_error *rt, char *err, size_t errlen) {
+    if (e[0] == 0) return 0;
+    if (e[0] == RT_VK_RANGE32) {
+        fmt(err, errlen, "vulkan: a parallel task iterates over 2^32 or more indices, which needs the 64-bit path "
+                         "(this device lacks shaderInt64, or DVM_VK_NO_INT64 is set)");
+        return -1;
+    }
+    if (e[0] == RT_VK_STEPS) {
+        fmt(err, errlen, "vulkan: a loop of the interpreter ran 65535^2 iterations (node %u), the guard against "
+                         "llvmpipe's loop limit; the launch was stopped", e[2]);
+        return -1;
+    }
+    memset(rt, 0, sizeof *rt);
+    rt->code = (int32_t)e[0];
+    rt->task = e[1];
+    rt->node = e[2];
+    for (int i = 0; i < 4; i++) rt->p[i] = w64(e + 4 + 2 * i);
+    return 1;
+}
+
+static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err, size_t errlen) {
+    const dvm_variant_desc *v = x->var;
+    int64_t nthr = x->nthread_slots < 1 ? 1 : x->nthread_slots;
+    if (nthr > (int64_t)be->caps.props.limits.maxComputeWorkGroupCount[0] * WG_SIZE || nthr > 0x7FFFFFFF) {
+        fmt(err, errlen, "vulkan: %lld thread slots exceed maxComputeWorkGroupCount", (long long)nthr);
+        return -1;
+    }
+    if (x->nstacks && !x->heap) { fmt(err, errlen, "vulkan: exec with %u stacks and no heap", x->nstacks); return -1; }
+    if (x->heap && x->stride > 0) {
+        int64_t words = (nthr + 1) * x->stride;
+        if ((uint64_t)words * 4 > x->heap->size) { fmt(err, errlen, "vulkan: the heap (%llu bytes) is smaller than its layout (%lld words)", (unsigned long long)x->heap->size, (long long)words); return -1; }
+        if (!be->use_int64 && words >= ((int64_t)1 << 32)) {
+            fmt(err, errlen, "vulkan: the adstack heap needs %lld words, beyond the 32-bit path of this device "
+                             "(no shaderInt64, or DVM_VK_NO_INT64 set); lower --ad-stack-size", (long long)words);
+            return -1;
+        }
+    }
+    /* params: error record | uniforms | slot table (8 words each) | stack table (4 words each) */
+    size_t o_uni = ERR_WORDS, o_slots = o_uni + x->nuniforms, o_stacks = o_slots + 8 * (size_t)x->nslots;
+    size_t words = o_stacks + 4 * (size_t)x->nstacks;
+    uint32_t *h = calloc(words, 4);
+    if (!h) { fmt(err, errlen, "vulkan: out of host memory"); return -1; }
+    memcpy(h + o_uni, x->uniforms, (size_t)x->nuniforms * 4);
+    for (uint32_t s = 0; s < x->nslots; s++) {
+        uint32_t *e = h + o_slots + 8 * s;
+        uint64_t a = x->arrays[s] ? x->arrays[s]->addr : be->dummy->addr;
+        e[0] = (uint32_t)a; e[1] = (uint32_t)(a >> 32);
+        uint64_t n = x->arrays[s] ? (uint64_t)x->arr_len[s] : 0;
+        if (x->arrays[s] && n * 4 > x->arrays[s]->size) n = x->arrays[s]->size / 4; /* never past the buffer */
+        e[2] = (uint32_t)n; e[3] = (uint32_t)(n >> 32);
+        for (int d = 0; d < DVM_MAX_RANK; d++) e[4 + d] = (uint32_t)x->arr_shape[s * DVM_MAX_RANK + d];
+    }
+    for (uint32_t i = 0; i < x->nstacks; i++) {
+        uint32_t *e = h + o_stacks + 4 * i;
+        e[0] = (uint32_t)x->stack_off[i]; e[1] = (uint32_t)((uint64_t)x->stack_off[i] >> 32);
+        e[2] = (uint32_t)x->stack_cap[i]; e[3] = (uint32_t)((uint64_t)x->stack_cap[i] >> 32);
+    }
+    int rc = stage_params(be, h, words, err, errlen);
+    if (rc) { free(h); return -1; }
+    uint64_t pa = be->params->addr;
+    vk_push pc = {.nodes = x->loaded->nodes->addr, .consts = x->loaded->consts->addr, .uni = pa + o_uni * 4,
+                  .heap = x->heap ? x->heap->addr : be->dummy->addr, .err = pa, .slots = pa + o_slots * 4,
+                  .stacks = pa + o_stacks * 4, .tasks = x->loaded->tasks->addr, .aux = be->dummy->addr,
+                  .nthreads = (uint32_t)nthr, .stride_lo = (uint32_t)x->stride,
+                  .stride_hi = (uint32_t)((uint64_t)x->stride >> 32), .nstacks = x->nstacks};
+    int first_serial = 1;
+    for (uint32_t t = 0; t < v->ntasks; t++) {
+        const dvm_task_desc *td = &x->prog->tasks[v->task_begin + t];
+        pc.task = v->task_begin + t;
+        pc.task_rel = t;
+        if (td->kind == DVM_TASK_SERIAL) {
+            pc.mode = MODE_SERIAL;
+            pc.flags = first_serial ? FLAG_ZERO_SERIAL : 0;
+            first_serial = 0;
+            dispatch(be, &pc, 1);
+        } else {
+            pc.mode = MODE_PARALLEL;
+            pc.flags = 0;
+            dispatch(be, &pc, (uint32_t)nthr);
+        }
+    }
+    rc = finish_params(be, o_slots, err, errlen);
+    if (rc == 0) {
+        const uint32_t *back = be->staging->map;
+        rc = take_error(back, rt, err, errlen);
+        if (rc == 0) memcpy(x->uniforms, back + o_uni, (size_t)x->nuniforms * 4);
+    }
+    free(h);
+    return rc;
+}
+
+/* ---- sizer: serial passes and the max-reducer (layout in interp.comp) ---- */
+static int vk_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_rt_error *rt, char *err, size_t errlen) {
+    const dvm_program *p = job->prog;
+    const dvm_variant_desc *v = job->var;
+    uint32_t njobs = 0, nranges = 0, maxblen = 0;
+    for (uint32_t i = 0; i < v->nstacks; i++) {
+        const dvm_stack_desc *sd = &p->stacks[v->stack_begin + i];
+        if (sd->sizing != DVM_SZ_PROGRAM) continue;
+        njobs++;
+        for (uint32_t k = 0; k < sd->size_len;) {
+            const dvm_node *nd = &p->nodes[sd->size_begin + k];
+            if (nd->op == DVM_OP_SZ_RANGE && nd->c > k) {
+                nranges++;
+                if ((uint32_t)nd->c - k - 1 > maxblen) maxblen = nd->c - k - 1;
+                k = nd->c;
+            } else k++;
+        }
+    }
+    if (!njobs) return 0;
+    /* params: error | uniforms | slot table | jobs (8 words) | ranges (10 words) | results (3 words) */
+    size_t o_uni = ERR_WORDS, o_slots = o_uni + job->nuniforms, o_aux = o_slots + 8 * (size_t)job->nslots;
+    o_aux = (o_aux + 1) & ~(size_t)1; /* 8-byte alignment for the 64-bit atomics */
+    size_t o_res = o_aux + 8 * (size_t)njobs + 10 * (size_t)nranges;
+    size_t words = o_res + 3 * (size_t)njobs;
+    uint32_t rthreads = be->thread_cap < 16384 ? be->thread_cap : 16384;
+    rthreads = (rthreads + WG_SIZE - 1) / WG_SIZE * WG_SIZE;
+    uint32_t ngroups = rthreads / WG_SIZE;
+    size_t serial_words = 0;
+    uint32_t *h = calloc(words, 4);
+    if (!h) { fmt(err, errlen, "vulkan: out of host memory"); return -1; }
+    memcpy(h + o_uni, job->uniforms, (size_t)job->nuniforms * 4);
+    for (uint32_t s = 0; s < job->nslots; s++) {
+        uint32_t *e = h + o_slots + 8 * s;
+        uint64_t a = job->arrays[s] ? job->arrays[s]->addr : be->dummy->addr;
+        e[0] = (uint32_t)a; e[1] = (uint32_t)(a >> 32);
+        uint64_t n = job->arrays[s] ? (uint64_t)job->arr_len[s] : 0;
+        if (job->arrays[s] && n * 4 > job->arrays[s]->size) n = job->arrays[s]->size / 4;
+        e[2] = (uint32_t)n; e[3] = (uint32_t)(n >> 32);
+        for (int d = 0; d < DVM_MAX_RANK; d++) e[4 + d] = (uint32_t)job->arr_shape[s * DVM_MAX_RANK + d];
+    }
+    uint32_t j = 0, r = 0;
+    for (uint32_t i = 0; i < v->nstacks; i++) {
+        const dvm_stack_desc *sd = &p->stacks[v->stack_begin + i];
+        if (sd->sizing != DVM_SZ_PROGRAM) continue;
+        uint32_t *e = h + o_aux + 8 * j;
+        e[0] = i; e[1] = sd->size_begin; e[2] = sd->size_len; e[3] = r;
+        e[4] = (uint32_t)serial_words; e[5] = (uint32_t)(o_res - o_aux + 3 * j);
+        serial_words += 2 * (size_t)sd->size_len;
+        for (uint32_t k = 0; k < sd->size_len;) {
+            const dvm_node *nd = &p->nodes[sd->size_begin + k];
+            if (nd->op == DVM_OP_SZ_RANGE && nd->c > k) {
+                uint32_t *re = h + o_aux + 8 * njobs + 10 * r;
+                re[0] = j; re[1] = k;
+                r++;
+                k = nd->c;
+            } else k++;
+        }
+        j++;
+    }
+    size_t body_words = 2 * (size_t)maxblen;
+    for (j = 0; j < njobs; j++) {
+        h[o_aux + 8 * j + 6] = (uint32_t)serial_words;
+        h[o_aux + 8 * j + 7] = (uint32_t)body_words;
+    }
+    size_t o_grp = serial_words + body_words * rthreads; /* per range, per workgroup: its max */
+    size_t scratch_bytes = 4 * (o_grp + 2 * (size_t)nranges * ngroups);
+    if (scratch_bytes >= ((size_t)1 << 32) ||
+        buf_reserve(be, &be->scratch, scratch_bytes, 0, err, errlen)) {
+        if (scratch_bytes >= ((size_t)1 << 32)) fmt(err, errlen, "vulkan: the sizer needs %zu bytes of scratch", scratch_bytes);
+        free(h);
+        return -1;
+    }
+    dvm_loaded *tmp = NULL; /* a job without a loaded program gets one for this call */
+    const dvm_loaded *ld = job->loaded;
+    if (!ld) {
+        if (vk_load(be, p, &tmp, err, errlen)) { free(h); return -1; }
+        ld = tmp;
+    }
+    if (stage_params(be, h, words, err, errlen)) { vk_unload(be, tmp); free(h); return -1; }
+    /* slots not yet written read as 0, as the CPU backend's calloc'd scratch and its
+       per-thread copies of it do */
+    D.vkCmdFillBuffer(be->cmd, be->scratch->buf, 0, (scratch_bytes + 3) / 4 * 4, 0);
+    barrier(be);
+    int64_t walk = job->walk_cap > 0 ? job->walk_cap : INT64_MAX;
+    uint64_t pa = be->params->addr;
+    vk_push pc = {.nodes = ld->nodes->addr, .consts = ld->consts->addr, .uni = pa + o_uni * 4,
+                  .heap = be->scratch->addr, .err = pa, .slots = pa + o_slots * 4, .stacks = be->dummy->addr,
+                  .tasks = ld->tasks->addr, .aux = pa + o_aux * 4, .task_rel = 0,
+                  .walk_lo = (uint32_t)walk, .walk_hi = (uint32_t)((uint64_t)walk >> 32)};
+    pc.mode = MODE_SZ_RANGES; pc.naux = njobs;
+    dispatch(be, &pc, 1);
+    if (nranges) {
+        pc.mode = MODE_SZ_BODY; pc.naux = nranges; pc.flags = njobs; pc.nthreads = rthreads;
+        pc.stride_lo = (uint32_t)o_grp; pc.stride_hi = ngroups;
+        dispatch(be, &pc, rthreads);
+    }
+    pc.mode = MODE_SZ_FINAL; pc.naux = njobs; pc.flags = 0;
+    pc.stride_lo = (uint32_t)o_grp; pc.stride_hi = nranges ? ngroups : 0;
+    dispatch(be, &pc, 1);
+    int rc = finish_params(be, words, err, errlen);
+    if (rc == 0) {
+        const uint32_t *back = be->staging->map;
+        rc = take_error(back, rt, err, errlen);
+        for (j = 0, r = 0; rc == 0 && r < v->nstacks; r++) {
+            const dvm_stack_desc *sd = &p->stacks[v->stack_begin + r];
+            if (sd->sizing != DVM_SZ_PROGRAM) continue;
+            const uint32_t *res = back + o_res + 3 * j;
+            if (res[2]) {
+                fmt(err, errlen, "vulkan: the size of adstack '%s' (line %u) overflows the 32-bit path of this device "
+                                 "(no shaderInt64, or DVM_VK_NO_INT64 set)",
+                    p->strings + sd->name, sd->line);
+                rc = -1;
+                break;
+            }
+            caps[r] = be->use_int64 ? w64(res) : (int64_t)(int32_t)res[0];
+            j++;
+        }
+    }
+    vk_unload(be, tmp);
+    free(h);
+    return rc;
+}
+
+const dvm_backend_vtbl dvm_backend_vulkan = {
+    .name = "vulkan",
+    .open = vk_open,
+    .close = vk_close,
+    .probe = vk_probe,
+    .device_name = vk_device_name,
+    .alloc = vk_alloc,
+    .free = vk_free,
+    .write = vk_write,
+    .read = vk_read,
+    .copy = vk_copy,
+    .load = vk_load,
+    .unload = vk_unload,
+    .size = vk_size,
+    .slots = vk_slots,
+    .exec = vk_exec,
+};
