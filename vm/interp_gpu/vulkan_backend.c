@@ -637,9 +637,10 @@ static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errl
     if (make_pipeline(be, err, errlen)) goto fail;
     if (buf_new(be, 16, 0, &be->dummy, err, errlen)) goto fail;
 
-    /* Enough threads to fill the device, within maxComputeWorkGroupCount; a CPU device
-       (lavapipe) gets few, as its cores are few. */
-    uint64_t cap = be->caps.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 256 : 65536;
+    /* Enough threads to fill the device, within maxComputeWorkGroupCount. A CPU device
+       (lavapipe) gets many more: llvmpipe ends a shader's loops after 65535 iterations in
+       all, so each thread should take few iterations of a grid-stride loop. */
+    uint64_t cap = be->caps.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? (1u << 18) : 65536;
     const char *tc = getenv("DVM_VK_THREADS");
     if (tc && *tc && strtoull(tc, NULL, 10) > 0) cap = strtoull(tc, NULL, 10);
     uint64_t maxg = (uint64_t)be->caps.props.limits.maxComputeWorkGroupCount[0] * WG_SIZE;
