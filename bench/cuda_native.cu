@@ -145,6 +145,9 @@ static dvm_context *ctx;
 static dvm_module *mod; /* the module of the kernel being measured */
 /* Each kernel is compiled on its own, so that a compiler failure costs only its row. */
 static bool use_kernel(const char *name) {
+    /* DVM_BENCH_ONLY=name: measure that kernel alone (for profiling one launch) */
+    const char *only = getenv("DVM_BENCH_ONLY");
+    if (only && strcmp(only, name)) return false;
     char head[64];
     snprintf(head, sizeof head, "kernel %s(", name);
     const char *b = strstr(SRC, head);
@@ -217,7 +220,10 @@ int main(int argc, char **argv) {
     unsigned s = 12345;
     auto rnd = [&] { s = s * 1664525u + 1013904223u; return (s >> 8) / 16777216.0f; };
     for (long i = 0; i < N; i++) { x[i] = rnd() * 2 - 1; y[i] = rnd(); gy[i] = rnd() - 0.5f; keys[i] = (int)(rnd() * 100000) - 5000; }
-    for (long i = 0; i < ND; i++) steps[i] = (int)(rnd() * 64);
+    /* DVM_BENCH_STEPS=k: every trip count k (no divergence between threads; for measuring) */
+    const char *fixed = getenv("DVM_BENCH_STEPS");
+    for (long i = 0; i < ND; i++) steps[i] = fixed ? atoi(fixed) : (int)(rnd() * 64);
+    if (fixed) printf("dynloop: every trip count %d (DVM_BENCH_STEPS)\n", atoi(fixed));
 
     printf("| kernel | size | native ms | dvm ms (launch) | dvm exec ms | dvm/native speed | dvm GB/s (%% of copy) | rel. err |\n");
     printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");

@@ -17,6 +17,9 @@
  *   DVM_U2F(u)/DVM_F2U(f) bit casts; DVM_FMAF(a, b, c) = a*b+c (fused or not);
  *   DVM_USE_SWITCH dispatch by `switch` (set automatically under __CUDACC__/__HIPCC__
  *   or a compiler without computed goto). DVM_ATOMIC_CAS_I32 returns the old value.
+ *   DVM_POLL_EVERY (a power of two, default 1): a backward jump polls the error word of
+ *   other threads every that many backward jumps of this call (GPU: the poll is a load
+ *   from L2 on the loop's critical path).
  *
  * API (all DVM_FN):
  *   void dvm_thread_begin(const dvm_env *e, int64_t slot)
@@ -388,10 +391,15 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #define KF(n) DVM_U2F(K[n])
 #define NODE_ID() ((uint32_t)(ip - code) + t->code_begin)
 /* A jump: a backward one polls the error word so that other threads stop early. */
+#ifndef DVM_POLL_EVERY
+#define DVM_POLL_EVERY 1
+#endif
 #define JUMP(tgt)                                                                      \
     do {                                                                               \
         const dvm_node *nip_ = code + (tgt);                                           \
-        if (nip_ <= ip && DVM_LOAD_ERR(&e->err->code)) return 1;                       \
+        if (nip_ <= ip && (++polls_ & (DVM_POLL_EVERY - 1)) == 0u &&                   \
+            DVM_LOAD_ERR(&e->err->code))                                               \
+            return 1;                                                                  \
         ip = nip_;                                                                     \
         vmdispatch();                                                                  \
     } while (0)
@@ -459,6 +467,8 @@ DVM_FN int DVM_RUN_AT_NAME(const dvm_env *e, uint32_t task_index, const dvm_task
     const dvm_node *ip = code + start;
     const uint32_t *const K = e->consts;
     uint32_t *const R = regs;
+    uint32_t polls_ = 0; /* backward jumps taken (see DVM_POLL_EVERY) */
+    (void)polls_;
     /* this call's heap slots: lane l owns slot slot * DVM_LANES + l */
     DVM_GLOBAL uint32_t *const hs = e->heap + slot * DVM_LANES * e->stride;
     DVM_GLOBAL uint32_t *const *const arr = e->arr;

@@ -26,12 +26,15 @@ endforeach()
 list(APPEND _dvm_gencode -gencode=arch=compute_${_dvm_ptx},code=compute_${_dvm_ptx})
 string(APPEND _dvm_targets "compute_${_dvm_ptx} (PTX)")
 set(DVM_CUDA_TARGETS "${_dvm_targets}" CACHE INTERNAL "")
+# Extra nvcc flags for the interpreter (measuring variants, e.g. -DDVM_POLL_EVERY=1).
+set(DVM_CUDA_FLAGS "" CACHE STRING "extra nvcc flags for the embedded CUDA interpreter")
+separate_arguments(DVM_CUDA_FLAGS)
 
 set(_dvm_gpu ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_gpu)
 set(_dvm_fatbin ${CMAKE_CURRENT_BINARY_DIR}/dvm_interp_cuda.fatbin)
 set(_dvm_cuda_c ${CMAKE_CURRENT_BINARY_DIR}/dvm_cuda_image.c)
 add_custom_command(OUTPUT ${_dvm_fatbin}
-  COMMAND ${DVM_NVCC} -fatbin -O3 -std=c++17 ${_dvm_gencode} -Xptxas -warn-spills
+  COMMAND ${DVM_NVCC} -fatbin -O3 -std=c++17 ${_dvm_gencode} -Xptxas -warn-spills ${DVM_CUDA_FLAGS}
           -I${CMAKE_CURRENT_SOURCE_DIR} -o ${_dvm_fatbin} ${_dvm_gpu}/interp_cuda.cu
   DEPENDS ${_dvm_gpu}/interp_cuda.cu ${_dvm_gpu}/gpu_abi.h ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_cpu/interp_core.h
           ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/bc.h ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/ops.def

@@ -19,6 +19,7 @@
 #define DVM_GPU_F_SMEM_CODE 2u   /* copy the task's nodes into shared memory per block */
 #define DVM_GPU_F_SMEM_REGS 4u   /* register files in shared memory (else regs_global) */
 #define DVM_GPU_F_STACKS 8u      /* the variant has stacks: call dvm_thread_begin */
+#define DVM_GPU_F_NO_WARP_SYNC 16u /* dvm_k_parallel: no warp-wide start of each round (measuring) */
 
 typedef struct dvm_gpu_exec_args {
     uint64_t nodes, consts;        /* program */

@@ -35,6 +35,7 @@ struct dvm_backend {
     int sms, cc_major, cc_minor, smem_max; /* smem_max: dynamic shared memory we may use */
     int use_smem_code, use_smem_regs;      /* DVM_GPU_SMEM_CODE / DVM_GPU_SMEM_REGS=0 turn off */
     int use_lanes;                         /* 0 never, 1 straight-line tasks, 2 all (DVM_GPU_LANES) */
+    int no_warp_sync;                      /* DVM_GPU_WARP_SYNC=0: threads of a warp start rounds alone */
     uint32_t max_threads;                  /* DVM_GPU_MAX_THREADS=N: only N threads iterate (tests:
                                               puts small kernels through the lanes' every path) */
     char name[320];
@@ -192,6 +193,7 @@ dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opt
              drv->name, ordinal, nm, be->cc_major, be->cc_minor, be->sms);
     be->use_smem_code = !env_off("DVM_GPU_SMEM_CODE");
     be->use_smem_regs = !env_off("DVM_GPU_SMEM_REGS");
+    be->no_warp_sync = env_off("DVM_GPU_WARP_SYNC");
     /* DVM_GPU_LANES=0: never; =2: every task that fits (branchy ones too: for measuring) */
     be->use_lanes = env_off("DVM_GPU_LANES") ? 0 : (getenv("DVM_GPU_LANES") && !strcmp(getenv("DVM_GPU_LANES"), "2") ? 2 : 1);
     const char *mt = getenv("DVM_GPU_MAX_THREADS");
@@ -402,7 +404,7 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
     memset(&c, 0, sizeof c);
     uint32_t nregs = t->nregs ? t->nregs : 1;
     c.nregs_pad = nregs | 1u; /* odd stride: a warp's register r hits 32 different banks */
-    c.flags = has_stacks ? DVM_GPU_F_STACKS : 0;
+    c.flags = (has_stacks ? DVM_GPU_F_STACKS : 0) | (be->no_warp_sync ? DVM_GPU_F_NO_WARP_SYNC : 0);
     uint32_t code = 0;
     if (t->kind == DVM_TASK_PARALLEL && be->use_smem_code && (size_t)t->code_len * 8u <= SMEM_CODE_BUDGET) {
         c.flags |= DVM_GPU_F_SMEM_CODE;

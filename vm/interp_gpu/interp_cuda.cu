@@ -54,8 +54,12 @@ __device__ static inline void dvm_gpu_atomic_minf(uint32_t *p, float v) {
 #define DVM_ATOMIC_MAX_F32(p, v) dvm_gpu_atomic_maxf((uint32_t *)(p), (v))
 #define DVM_ATOMIC_MIN_F32(p, v) dvm_gpu_atomic_minf((uint32_t *)(p), (v))
 
-#include "../interp_cpu/interp_core.h" /* dvm_run, dvm_run_at: one iteration per call */
 #include "gpu_abi.h"
+/* A loop polls the other threads' error word every 64 backward jumps, not every one. */
+#ifndef DVM_POLL_EVERY
+#define DVM_POLL_EVERY 64
+#endif
+#include "../interp_cpu/interp_core.h" /* dvm_run, dvm_run_at: one iteration per call */
 /* DVM_GPU_LANES iterations per call in lockstep (dvm_k_parallel_lanes), and the scalar run
    of one lane of that lane-major register file (a tail, or lanes that took different
    branches). */
@@ -218,16 +222,34 @@ extern "C" __global__ void __launch_bounds__(DVM_GPU_BLOCK) dvm_k_parallel(dvm_g
     const uint64_t gtid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     uint64_t nthreads = (uint64_t)gridDim.x * blockDim.x;
     if (a.max_threads && a.max_threads < nthreads) nthreads = a.max_threads;
-    if ((int64_t)gtid >= sp.total || gtid >= nthreads) return;
+    const int live = (int64_t)gtid < sp.total && gtid < nthreads;
+    /* the threads of this warp that iterate (no thread of the warp has left yet) */
+    const unsigned wmask = __ballot_sync(0xffffffffu, live);
+    if (!live) return;
     if (a.flags & DVM_GPU_F_STACKS) dvm_thread_begin(&e, (int64_t)gtid);
     uint32_t *regs = dvm_gpu_regs(a, smem_regs, gtid);
     for (uint32_t r = 0; r < a.nregs_pad; r++) regs[r] = 0;
     /* the descriptor in registers: no global re-read per iteration */
     const dvm_task_desc td = *(const dvm_task_desc *)a.task;
-    for (int64_t lin = (int64_t)gtid; lin < sp.total; lin += (int64_t)nthreads) {
-        int32_t idx[3];
-        dvm_gpu_decompose(sp, a.ndim, lin, idx);
-        if (dvm_run(&e, a.task_index, &td, idx, (int64_t)gtid, regs)) return;
+    /* The warp starts each round of iterations together (a ballot): a thread whose
+       iteration ended early (a shorter data-dependent loop) waits for the others instead of
+       starting its next one, so the warp's threads stay on the same nodes. Without it the
+       warp splits a little more at every disagreement and never rejoins inside the
+       interpreter. DVM_GPU_F_NO_WARP_SYNC turns it off (for measuring). */
+    const int sync = !(a.flags & DVM_GPU_F_NO_WARP_SYNC);
+    int stop = 0;
+    for (int64_t lin = (int64_t)gtid;; lin += (int64_t)nthreads) {
+        const int mine = lin < sp.total && !stop;
+        if (sync) {
+            if (__ballot_sync(wmask, mine) == 0u) break;
+        } else if (!mine) {
+            break;
+        }
+        if (mine) {
+            int32_t idx[3];
+            dvm_gpu_decompose(sp, a.ndim, lin, idx);
+            if (dvm_run(&e, a.task_index, &td, idx, (int64_t)gtid, regs)) stop = 1;
+        }
     }
 }
 
