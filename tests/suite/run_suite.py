@@ -7,6 +7,7 @@ available on this machine (ctest counts that as skipped, never as passed)."""
 import argparse
 import concurrent.futures
 import os
+import re
 import sys
 import tempfile
 
@@ -20,7 +21,14 @@ def backend_available(r):
     c = Case('probe', 'kernel k(y: f32[n]):\n    for i in range(n):\n        y[i] = 1.0\n', 'k',
              {'y': Arr('f4', (2,), [0.0, 0.0])}, lambda d: None)
     rc, msg, _ = r.launch(c, 'run', c.make_inputs())
-    return rc == 0, msg.strip()
+    return rc, msg.strip()
+
+
+def unavailable(msg):
+    """True when a failed probe says the backend cannot be opened on this machine (not
+    compiled in, no driver, no device), as opposed to a backend that opens and then fails."""
+    return re.search(r"backend '\w+' (device \d+:|is not compiled)", msg) is not None or \
+        msg.startswith('api_runner: context:')
 
 
 def error_checks(r):
@@ -159,10 +167,14 @@ def main():
     ap.add_argument('--keep', action='store_true')
     a = ap.parse_args()
     r = Runner(os.path.abspath(a.dvm), a.backend, a.keep)
-    ok, why = backend_available(r)
-    if not ok:
-        print(f'SKIP: backend {a.backend} is not available here: {why}')
-        return 77
+    rc, why = backend_available(r)
+    if rc != 0:
+        if unavailable(why):
+            print(f'SKIP: backend {a.backend} is not available here: {why}')
+            return 77
+        print(f'FAIL probe: a one-line kernel failed on backend {a.backend} (exit {rc}): {why}')
+        print(f'{a.backend}: 0 passed, 1 failed')
+        return 1
     jobs = []
     sel = [c for c in cases.CASES if a.filter in c.name]
     if a.mode in ('forward', 'all'):

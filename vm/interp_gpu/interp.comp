@@ -119,6 +119,44 @@ int iv(uint r) { return int(R[r]); }
 void seti(uint r, int v) { R[r] = uint(v); }
 float K(uint k) { return uintBitsToFloat(ldw(pc.consts, k)); }
 
+/* A NaN test on the bits: drivers may fold a float compare-and-select into fmin/fmax, which
+   drops the NaN that MINF/MAXF must keep when it is the first operand. */
+bool isnan_bits(uint u) { return (u & 0x7FFFFFFFu) > 0x7F800000u; }
+
+/* sin, cos and tan with their own argument reduction (3-part pi/2, exact for |x| < 2^16 *
+   pi/2) and Cephes' single-precision polynomials: the GLSL builtins are only required to be
+   within 2^-11 absolute on [-pi, pi] and are far off on some drivers (NVIDIA: 7e-5 at 1000).
+   Beyond |x| = 1e5 the builtin is used (documented in docs/backends.md). */
+vec2 sincos_red(float x) { /* (sin, cos) of x for |x| <= 1e5 */
+    float k = floor(x * 0.636619772367581 + 0.5);
+    precise float r = x - k * 1.5703125;
+    r = r - k * 4.837512969970703125e-4;
+    r = r - k * 7.54978995489188216e-8;
+    precise float z = r * r;
+    precise float sp = ((-1.9515295891e-4 * z + 8.3321608736e-3) * z - 1.6666654611e-1) * z * r + r;
+    precise float cp = ((2.443315711809948e-5 * z - 1.388731625493765e-3) * z + 4.166664568298827e-2) * z * z - 0.5 * z + 1.0;
+    int q = int(k) & 3;
+    if (q == 0) return vec2(sp, cp);
+    if (q == 1) return vec2(cp, -sp);
+    if (q == 2) return vec2(-sp, -cp);
+    return vec2(-cp, sp);
+}
+float c_sincos(float x, uint which) {
+    if (isnan(x) || isinf(x)) return uintBitsToFloat(0x7FC00000u) + x;
+    if (abs(x) > 1e5) return which == 0u ? sin(x) : cos(x);
+    if (which == 0u && abs(x) < 1e-4) return x; /* keeps -0 and tiny values exact */
+    vec2 sc = sincos_red(x);
+    return which == 0u ? sc.x : sc.y;
+}
+float c_tan(float x) {
+    if (isnan(x) || isinf(x)) return uintBitsToFloat(0x7FC00000u) + x;
+    if (abs(x) > 1e5) return tan(x);
+    if (abs(x) < 1e-4) return x;
+    vec2 sc = sincos_red(x);
+    precise float t = sc.x / sc.y;
+    return t;
+}
+
 /* NaN in, NaN out (some drivers return 0 for atan(NaN) and the like). */
 float nanp(float x, float r) { return isnan(x) ? x : r; }
 
@@ -270,15 +308,15 @@ int run(uint cb, uint slot) {
         case OP_SUBF: { precise float t = f(b) - f(c); setf(a, t); break; }
         case OP_MULF: { precise float t = f(b) * f(c); setf(a, t); break; }
         case OP_DIVF: { precise float t = f(b) / f(c); setf(a, t); break; }
-        case OP_MINF: { float p = f(b), q = f(c); setf(a, q < p ? q : p); break; }
-        case OP_MAXF: { float p = f(b), q = f(c); setf(a, q > p ? q : p); break; }
+        case OP_MINF: R[a] = (isnan_bits(R[b]) || !(f(c) < f(b))) ? R[b] : R[c]; break;
+        case OP_MAXF: R[a] = (isnan_bits(R[b]) || !(f(c) > f(b))) ? R[b] : R[c]; break;
         case OP_POWF: setf(a, c_pow(f(b), f(c))); break;
         case OP_ATAN2F: setf(a, c_atan2(f(b), f(c))); break;
         case OP_NEGF: R[a] = R[b] ^ 0x80000000u; break;
         case OP_ABSF: R[a] = R[b] & 0x7FFFFFFFu; break;
-        case OP_SIN: setf(a, nanp(f(b), sin(f(b)))); break;
-        case OP_COS: setf(a, nanp(f(b), cos(f(b)))); break;
-        case OP_TAN: setf(a, nanp(f(b), tan(f(b)))); break;
+        case OP_SIN: setf(a, c_sincos(f(b), 0u)); break;
+        case OP_COS: setf(a, c_sincos(f(b), 1u)); break;
+        case OP_TAN: setf(a, c_tan(f(b))); break;
         case OP_ASIN: setf(a, c_asin(f(b))); break;
         case OP_ACOS: setf(a, c_acos(f(b))); break;
         case OP_ATAN: setf(a, nanp(f(b), atan(f(b)))); break;

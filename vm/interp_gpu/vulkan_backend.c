@@ -12,6 +12,7 @@
 #include <vulkan/vulkan.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,7 +48,7 @@ enum { ERR_WORDS = 16 };      /* the error record (12 words), padded */
 /* ---- the loader ---- */
 #define VK_GLOBAL_FNS(X) X(vkCreateInstance) X(vkEnumerateInstanceVersion)
 #define VK_INSTANCE_FNS(X)                                                                       \
-    X(vkDestroyInstance) X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties)          \
+    X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties)          \
     X(vkGetPhysicalDeviceProperties2) X(vkGetPhysicalDeviceFeatures2)                            \
     X(vkGetPhysicalDeviceQueueFamilyProperties) X(vkGetPhysicalDeviceMemoryProperties)           \
     X(vkEnumerateDeviceExtensionProperties) X(vkCreateDevice) X(vkGetDeviceProcAddr)
@@ -104,7 +105,7 @@ static int vk_load_loader(char *err, size_t errlen) {
     return 0;
 }
 
-static int vk_instance(VkInstance *out, char *err, size_t errlen) {
+static int vk_create_instance(VkInstance *out, char *err, size_t errlen) {
     if (vk_load_loader(err, errlen)) return -1;
     uint32_t ver = VK_API_VERSION_1_0;
     if (p_vkEnumerateInstanceVersion) p_vkEnumerateInstanceVersion(&ver);
@@ -124,6 +125,22 @@ static int vk_instance(VkInstance *out, char *err, size_t errlen) {
     VK_INSTANCE_FNS(VK_LOAD)
 #undef VK_LOAD
     return 0;
+}
+
+/* One VkInstance for the process, created on first use and never destroyed: creating one
+ * costs tens of milliseconds (the loader reads every driver manifest), and destroying it
+ * makes the loader unload the driver, whose one-time allocations then show up as leaks
+ * under LeakSanitizer. Every backend instance borrows it. */
+static pthread_mutex_t vk_instance_lock = PTHREAD_MUTEX_INITIALIZER;
+static VkInstance vk_the_instance;
+
+static int vk_instance(VkInstance *out, char *err, size_t errlen) {
+    pthread_mutex_lock(&vk_instance_lock);
+    int rc = 0;
+    if (!vk_the_instance) rc = vk_create_instance(&vk_the_instance, err, errlen);
+    *out = vk_the_instance;
+    pthread_mutex_unlock(&vk_instance_lock);
+    return rc;
 }
 
 /* ---- device capabilities ---- */
@@ -560,8 +577,7 @@ static void vk_close(dvm_backend *be) {
         if (be->pool) D.vkDestroyCommandPool(be->dev, be->pool, NULL);
         D.vkDestroyDevice(be->dev, NULL);
     }
-    if (be->inst) p_vkDestroyInstance(be->inst, NULL);
-    free(be);
+    free(be); /* be->inst is the process-wide instance: kept */
 }
 
 static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errlen) {
@@ -685,7 +701,6 @@ static int vk_probe(char *out, size_t outlen) {
                (api < VK_API_VERSION_1_2 || !c.bda) ? " [unusable: needs Vulkan 1.2 with bufferDeviceAddress]" : "");
     }
 #undef APPEND
-    p_vkDestroyInstance(inst, NULL);
     return (int)n;
 }
 
