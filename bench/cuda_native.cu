@@ -203,9 +203,10 @@ int main(int argc, char **argv) {
     grid_blocks = nb * prop.multiProcessorCount;
     dvm_context_opts co;
     memset(&co, 0, sizeof co);
-    co.backend = "cuda";
+    /* DVM_BENCH_BACKEND=vulkan times dvm's Vulkan backend against the same native kernels */
+    co.backend = getenv("DVM_BENCH_BACKEND") ? getenv("DVM_BENCH_BACKEND") : "cuda";
     if (dvm_context_create(&co, &ctx) != DVM_OK) { fprintf(stderr, "bench_cuda: %s\n", ctx ? dvm_errmsg(ctx) : "no context"); return 1; }
-    printf("device: %s; dvm: %s; variant: SMEM_CODE=%s SMEM_REGS=%s\n", prop.name, dvm_context_device(ctx),
+    printf("device: %s; dvm backend %s: %s; variant: SMEM_CODE=%s SMEM_REGS=%s\n", prop.name, co.backend, dvm_context_device(ctx),
            getenv("DVM_GPU_SMEM_CODE") ? getenv("DVM_GPU_SMEM_CODE") : "1", getenv("DVM_GPU_SMEM_REGS") ? getenv("DVM_GPU_SMEM_REGS") : "1");
 
     // device copy bandwidth: bytes read + written
