@@ -46,8 +46,10 @@
  *       (begin + len - prog_begin) slots. In BODY mode the slots before the body that it
  *       reads must hold the values of the RANGES pass (the max-reducer copies them).
  *
- * Heap layout seen by the interpreter: slot s owns words [s*stride, (s+1)*stride); stack i
- * starts at stack_off[i] in it: word 0 = count, then stack_cap[i] entries (32-bit). */
+ * Heap layout seen by the interpreter: word w of slot s (heap/heap.h: stack i starts at
+ * word stack_off[i] of a slot: its count, then stack_cap[i] entries, 32-bit) is at
+ * DVM_HEAP_WORD(e, s, w): by default slot-contiguous, heap + s*stride + w; the includer
+ * may define it otherwise (CUDA/HIP: interleaved, heap + w*nslots + s, see interp_cuda.cu). */
 #ifndef DVM_INTERP_CORE_H
 #define DVM_INTERP_CORE_H
 
@@ -72,6 +74,8 @@ typedef struct dvm_env {
     const int64_t *stack_cap;
     uint32_t nstacks;
     dvm_rt_error *err;
+    int64_t nslots;               /* heap slots in all (nthread_slots + 1); read only by an
+                                     interleaved DVM_HEAP_WORD (GPU) */
 } dvm_env;
 
 enum { DVM_SZ_PASS_RANGES = 0, DVM_SZ_PASS_FINAL = 1, DVM_SZ_PASS_BODY = 2 };
@@ -182,11 +186,18 @@ DVM_FN int dvm_record_error(dvm_rt_error *err, int32_t code, uint32_t task, uint
     return 1;
 }
 
+/* Address of word `word` of heap slot `slot`. Default (CPU): a slot is one contiguous
+ * stride, so no two threads share a cache line. A GPU backend defines it interleaved (word
+ * w of slot s at w * nslots + s): a warp pushing in step writes one run of consecutive words
+ * instead of 32 cache lines. Same total size either way. */
+#ifndef DVM_HEAP_WORD
+#define DVM_HEAP_WORD(e, slot, word) ((e)->heap + (int64_t)(slot) * (e)->stride + (int64_t)(word))
+#endif
+
 DVM_FN void dvm_thread_begin(const dvm_env *e, int64_t slot)
 {
-    DVM_GLOBAL uint32_t *base = e->heap + slot * e->stride;
     for (uint32_t i = 0; i < e->nstacks; i++)
-        base[e->stack_off[i]] = 0;
+        *DVM_HEAP_WORD(e, slot, e->stack_off[i]) = 0;
 }
 
 /* F2I: toward zero, NaN -> 0, saturating (a plain cast is undefined out of range). */
@@ -469,8 +480,6 @@ DVM_FN int DVM_RUN_AT_NAME(const dvm_env *e, uint32_t task_index, const dvm_task
     uint32_t *const R = regs;
     uint32_t polls_ = 0; /* backward jumps taken (see DVM_POLL_EVERY) */
     (void)polls_;
-    /* this call's heap slots: lane l owns slot slot * DVM_LANES + l */
-    DVM_GLOBAL uint32_t *const hs = e->heap + slot * DVM_LANES * e->stride;
     DVM_GLOBAL uint32_t *const *const arr = e->arr;
 
     if (t->kind == DVM_TASK_PARALLEL && start == 0) {
@@ -483,6 +492,16 @@ DVM_FN int DVM_RUN_AT_NAME(const dvm_env *e, uint32_t task_index, const dvm_task
     }
 #ifdef DVM_USE_SWITCH
 dvm_dispatch_:
+#ifdef DVM_HOT_OPS
+    /* nvcc compiles the switch to a tree of compares (no jump table): the includer's
+       hottest opcodes are tested first, in its order (DVM_HOT_OPS: DVM_HOT(NAME) ...). */
+    {
+        const uint32_t op_ = ip->op;
+#define DVM_HOT(name) if (op_ == (uint32_t)DVM_OP_##name) goto L_##name;
+        DVM_HOT_OPS
+#undef DVM_HOT
+    }
+#endif
     switch (ip->op) {
 #define DVM_OP(name, num, fmt, flags, doc) case num: goto L_##name;
 #define DVM_DOP DVM_OP
@@ -618,20 +637,22 @@ dvm_dispatch_:
     /* ---- adstacks: word 0 of a stack is its count, entries follow ---- */
     vmcase(PUSH) {
         const int64_t off = e->stack_off[ip->a], cap = e->stack_cap[ip->a];
-        LANES(DVM_GLOBAL uint32_t *st = hs + (int64_t)l_ * e->stride + off;
-              uint32_t n = st[0];
+        LANES(const int64_t s_ = slot * DVM_LANES + l_; /* lane l's heap slot */
+              DVM_GLOBAL uint32_t *cnt = DVM_HEAP_WORD(e, s_, off);
+              uint32_t n = *cnt;
               if ((int64_t)n >= cap) FAIL(DVM_RT_ADSTACK_OVERFLOW, ip->a, cap, 0, 0);
-              st[1 + (int64_t)n] = RU(ip->b);
-              st[0] = n + 1u);
+              *DVM_HEAP_WORD(e, s_, off + 1 + (int64_t)n) = RU(ip->b);
+              *cnt = n + 1u);
     } vmbreak;
     vmcase(POP) {
         const int64_t off = e->stack_off[ip->b];
-        LANES(DVM_GLOBAL uint32_t *st = hs + (int64_t)l_ * e->stride + off;
-              uint32_t n = st[0];
+        LANES(const int64_t s_ = slot * DVM_LANES + l_;
+              DVM_GLOBAL uint32_t *cnt = DVM_HEAP_WORD(e, s_, off);
+              uint32_t n = *cnt;
               if (n == 0u) FAIL(DVM_RT_ADSTACK_UNDERFLOW, ip->b, 0, 0, 0);
               n -= 1u;
-              SETU(ip->a, st[1 + (int64_t)n]);
-              st[0] = n);
+              SETU(ip->a, *DVM_HEAP_WORD(e, s_, off + 1 + (int64_t)n));
+              *cnt = n);
     } vmbreak;
 
     /* ---- superinstructions ---- */

@@ -29,6 +29,7 @@ typedef struct dvm_gpu_exec_args {
     uint64_t regs_global;          /* fallback register files: nthreads * nregs_pad words */
     int64_t stride;
     int64_t slot;                  /* serial tasks: the serial slot (= nthread_slots) */
+    int64_t nslots;                /* heap slots in all (nthread_slots + 1): the interleave */
     uint32_t nstacks, task_index;
     uint32_t code_begin, code_len; /* for the shared-memory copy of the nodes */
     uint32_t nregs_pad;            /* words per thread in the register file (odd: no bank conflicts) */

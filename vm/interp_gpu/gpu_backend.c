@@ -489,6 +489,7 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
     a.err = be->tab + t.err;
     a.stride = x->stride;
     a.slot = x->nthread_slots;
+    a.nslots = x->nthread_slots + 1;
     a.nstacks = x->nstacks;
     int zero_serial = x->nstacks > 0;
     for (uint32_t i = 0; i < x->var->ntasks; i++) {

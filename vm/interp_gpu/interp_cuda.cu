@@ -59,6 +59,22 @@ __device__ static inline void dvm_gpu_atomic_minf(uint32_t *p, float v) {
 #ifndef DVM_POLL_EVERY
 #define DVM_POLL_EVERY 64
 #endif
+/* Adstack heap interleaved across slots (heap/heap.h): word w of slot s at w * nslots + s,
+   so the threads of a warp pushing in step write consecutive words (one or two cache lines
+   per push, not 32). */
+#define DVM_HEAP_WORD(e, slot, word) ((e)->heap + (int64_t)(word) * (e)->nslots + (int64_t)(slot))
+/* Opcodes tested before the switch's compare tree (DVM_HOT_OPS, interp_core.h), a switch
+   for measuring: DVM_GPU_HOT_SET 1 (6 ops) made saxpy 10% faster and the stencil 18% slower,
+   2 (13 ops) was slower everywhere (bench/RESULTS.md "CUDA", v7), so the default is none. */
+#ifndef DVM_GPU_HOT_SET
+#define DVM_GPU_HOT_SET 0
+#endif
+#if DVM_GPU_HOT_SET == 1
+#define DVM_HOT_OPS DVM_HOT(FMAFK) DVM_HOT(INCLT) DVM_HOT(LD) DVM_HOT(IDXM) DVM_HOT(ADDF) DVM_HOT(MULF)
+#elif DVM_GPU_HOT_SET == 2
+#define DVM_HOT_OPS DVM_HOT(FMAFK) DVM_HOT(INCLT) DVM_HOT(LD) DVM_HOT(IDXM) DVM_HOT(IDX) DVM_HOT(ADDF) \
+    DVM_HOT(MULF) DVM_HOT(FMAF) DVM_HOT(LDADDF) DVM_HOT(JGEI) DVM_HOT(PUSH) DVM_HOT(POP) DVM_HOT(ST)
+#endif
 #include "../interp_cpu/interp_core.h" /* dvm_run, dvm_run_at: one iteration per call */
 /* DVM_GPU_LANES iterations per call in lockstep (dvm_k_parallel_lanes), and the scalar run
    of one lane of that lane-major register file (a tail, or lanes that took different
@@ -113,6 +129,7 @@ __device__ static inline void dvm_gpu_env(const dvm_gpu_exec_args &a, dvm_env *e
     e->stack_cap = (const int64_t *)a.stack_cap;
     e->nstacks = a.nstacks;
     e->err = (dvm_rt_error *)a.err;
+    e->nslots = a.nslots;
 }
 
 extern __shared__ uint64_t dvm_gpu_smem[];
