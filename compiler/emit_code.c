@@ -263,6 +263,33 @@ static int emit_index(tctx *c, int slot, int nidx, ir_expr *const *idx, int line
     return t;
 }
 
+/* An index expression that cannot fail and has no effect (no load, integer division, modulo
+ * or power): evaluating it earlier or later is not observable. */
+static int idx_cannot_fail(const ir_expr *e) {
+    if (!e) return 0;
+    switch (e->kind) {
+    case IR_CONST:
+    case IR_VAR:
+    case IR_SHAPE:
+        return 1;
+    case IR_UN:
+        return idx_cannot_fail(e->a);
+    case IR_BIN:
+        if (e->op == DVM_OP_DIVI || e->op == DVM_OP_MODI || e->op == DVM_OP_POWI) return 0;
+        return idx_cannot_fail(e->a) && idx_cannot_fail(e->b);
+    default:
+        return 0;
+    }
+}
+
+/* A rank-2 access becomes one LD2/ST2 (both indices in registers, axis 0 checked before axis
+ * 1, like IDX then IDXM) when neither index can fail: the IDX/IDXM chain reports an axis-0
+ * error before evaluating the second index, and the order stays observable otherwise. */
+static int use_2d(tctx *c, int slot, int nidx, ir_expr *const *idx) {
+    if (nidx != 2 || slot < 0 || slot >= c->ev->v->nslots || slot_param(c, slot)->rank != 2) return 0;
+    return idx_cannot_fail(idx[0]) && idx_cannot_fail(idx[1]);
+}
+
 /* r = x op K with K from the pool; -1 when K does not fit an operand. */
 static int emit_fk(tctx *c, int op, const ir_expr *x, float k, int dst) {
     int ki = kindex(c, k);
@@ -346,6 +373,7 @@ static int try_ldadd(tctx *c, const ir_expr *e, int dst) {
         return -1;
     }
     if (!o || o->kind == IR_CONST) return -1;
+    if (use_2d(c, ld->slot, ld->nidx, ld->idx)) return -1; /* LD2 + ADDF: 2 nodes, not 3 */
     int dov = var_reg_of(c, o);
     if (dov >= 0 && (dst < 0 || dov != dst)) return -1; /* would need a copy: LD + ADDF */
     int ri = emit_index(c, ld->slot, ld->nidx, ld->idx, ld->line, ld->col);
@@ -499,6 +527,13 @@ static int emit_expr(tctx *c, const ir_expr *e, int dst) {
         break;
     }
     case IR_LOAD: {
+        if (use_2d(c, e->slot, e->nidx, e->idx)) {
+            int ri = emit_expr(c, e->idx[0], -1);
+            int rj = emit_expr(c, e->idx[1], -1);
+            r = dstreg(c, dst);
+            out(c, DVM_OP_LD2, e->slot, r, ri, rj);
+            break;
+        }
         int ri = emit_index(c, e->slot, e->nidx, e->idx, e->line, e->col);
         r = dstreg(c, dst);
         out(c, DVM_OP_LD, e->slot, r, ri, 0);
@@ -663,6 +698,13 @@ static void emit_stmt(tctx *c, const ir_stmt *s) {
     case IR_STORE: {
         if (!slot_ok(c, s->slot, s->line, s->col)) break;
         int rv = emit_expr(c, s->e, -1); /* Python evaluates the value before the target */
+        if (use_2d(c, s->slot, s->nidx, s->idx)) {
+            int ri = emit_expr(c, s->idx[0], -1);
+            int rj = emit_expr(c, s->idx[1], -1);
+            out(c, DVM_OP_ST2, s->slot, ri, rj, rv);
+            mark_write(c, s->slot);
+            break;
+        }
         int ri = emit_index(c, s->slot, s->nidx, s->idx, s->line, s->col);
         out(c, DVM_OP_ST, s->slot, ri, rv, 0);
         mark_write(c, s->slot);

@@ -719,10 +719,48 @@ static void test_stacks(void) {
         }
         CHECK(strcmp(got, want) == 0, "nested size program\n  expected: %s\n  got:      %s", want, got);
     }
-    /* adjoint task: x[1, i] checks axis 0 and 1, PUSH/POP stack 0 */
+    /* adjoint task: x[1, i] is one LD2 (checks axis 0 and 1), PUSH/POP stack 0 */
     EXPECT_CODE(p, vd->task_begin,
-                "CONST 0,3,1,0; IDX 0,2,3,0; IDXM 0,2,0,1; LD 0,1,2,0; PUSH 0,0,1,0; POP 0,1,0,0; CONST 0,3,1,0; "
+                "CONST 0,2,1,0; LD2 0,1,2,0; PUSH 0,0,1,0; POP 0,1,0,0; CONST 0,3,1,0; "
                 "IDX 2,2,3,0; IDXM 2,2,0,1; ATOMADDF 2,2,1,0; END 0,0,0,0");
+    dvm_program_free(p);
+}
+
+/* Rank-2 accesses: LD2/ST2 when neither index can fail; an index with a division (which can
+ * fail) keeps the IDX/IDXM chain, so that an axis-0 error still comes before it. */
+static void test_ld2(void) {
+    module();
+    kernel("two");
+    int n = sym("n");
+    int x = arr("x", DVM_T_F32, 2, -1, 4);
+    int i = addvar("i", DVM_T_I32, IR_PINDEX, -1);
+    int a = addvar("a", DVM_T_F32, IR_LOCAL, -1);
+    ir_top *t = partop(DVM_V_FORWARD, i, V(n));
+    /* a = x[i, i + 1] + x[i - 1, 2]: LD2 + ADDF (not LDADDF) */
+    push(&t->body, assign(a, bin(DVM_OP_ADDF, DVM_T_F32,
+                                 load(x, DVM_T_F32, V(i), bin(DVM_OP_ADDI, DVM_T_I32, V(i), ki(1))),
+                                 load(x, DVM_T_F32, bin(DVM_OP_SUBI, DVM_T_I32, V(i), ki(1)), ki(2)))));
+    ir_stmt *s2 = store(IR_STORE, 0, x, V(i), V(a)); /* x[i, 3] = a */
+    s2->idx[1] = ki(3);
+    s2->nidx = 2;
+    push(&t->body, s2);
+    /* a = x[i // 2, 0]: the division can fail: IDX/IDXM + LD */
+    push(&t->body, assign(a, load(x, DVM_T_F32, bin(DVM_OP_DIVI, DVM_T_I32, V(i), ki(2)), ki(0))));
+    dvm_program *p = emit_ok("two");
+    if (!p) return;
+    int has_ld2 = 0, has_st2 = 0, has_idx = 0, has_ldaddf = 0;
+    const dvm_task_desc *td = &p->tasks[0];
+    for (uint32_t q = 0; q < td->code_len; q++) {
+        uint8_t op = p->nodes[td->code_begin + q].op;
+        has_ld2 += op == DVM_OP_LD2;
+        has_st2 += op == DVM_OP_ST2;
+        has_idx += op == DVM_OP_IDX;
+        has_ldaddf += op == DVM_OP_LDADDF;
+    }
+    CHECK(has_ld2 == 2 && has_st2 == 1 && has_idx == 1 && has_ldaddf == 0,
+          "expected 2 LD2, 1 ST2, 1 IDX (the division), no LDADDF; got %d, %d, %d, %d", has_ld2, has_st2, has_idx,
+          has_ldaddf);
+    CHECK(p->slots[0].writes == 1, "ST2 marks x written");
     dvm_program_free(p);
 }
 
@@ -795,6 +833,7 @@ int main(void) {
     test_fmafk_forms();
     test_for_writes_var();
     test_stacks();
+    test_ld2();
     test_serial();
     test_limits();
     dvm_arena_destroy(A);

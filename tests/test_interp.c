@@ -510,6 +510,60 @@ static void test_bounds(void)
         int rc = launch(&A, NULL, 0, NULL, &rt);
         CHECK(rc == 0 && a1[11] == 77, "IDX/IDXM flat index: expected a1[11] = 77, status %d, got %u", rc, a1[11]);
     }
+    /* LD2/ST2 (slot 1, 3x4): axis 0 checked first, then axis 1, with IDX/IDXM's payload */
+    {
+        struct { int32_t i, j; int axis; int64_t idx, ext; } c2[] = {
+            {3, 0, 0, 3, 3}, {-1, 9, 0, -1, 3}, {INT32_MIN, 0, 0, INT32_MIN, 3}, {2, 4, 1, 4, 4}, {0, -2, 1, -2, 4},
+        };
+        for (int st2 = 0; st2 < 2; st2++)
+            for (int ci = 0; ci < 5; ci++) {
+                reset();
+                dvm_task_desc *t = task(DVM_TASK_SERIAL, 0);
+                CI(1, (uint32_t)c2[ci].i);
+                CI(2, (uint32_t)c2[ci].j);
+                CI(4, 5);
+                uint32_t failnode = nn;
+                if (st2) N(DVM_OP_ST2, 1, 1, 2, 4);
+                else N(DVM_OP_LD2, 1, 3, 1, 2);
+                N(DVM_OP_END, 0, 0, 0, 0);
+                end_task(t);
+                arrays A;
+                memset(&A, 0, sizeof A);
+                memset(a1, 0, sizeof a1);
+                arr1(&A, 0, a0, 5);
+                arr1(&A, 1, a1, 12);
+                A.shape[1 * DVM_MAX_RANK + 0] = 3;
+                A.shape[1 * DVM_MAX_RANK + 1] = 4;
+                dvm_rt_error rt;
+                int rc = launch(&A, NULL, 0, NULL, &rt);
+                expect_rt(st2 ? "ST2 bounds" : "LD2 bounds", rc, &rt, DVM_RT_OOB, failnode, 1, c2[ci].axis, c2[ci].idx,
+                          c2[ci].ext);
+                for (int k = 0; k < 12; k++) CHECK(a1[k] == 0, "ST2 out of bounds wrote a1[%d] = %u", k, a1[k]);
+            }
+        /* in bounds: ST2 a1[2, 3] = 77 (flat 11), LD2 reads a1[2, 3] back, ST to a1[0] */
+        reset();
+        dvm_task_desc *t = task(DVM_TASK_SERIAL, 0);
+        CI(1, 2);
+        CI(2, 3);
+        CI(4, 77);
+        CI(6, 0);
+        N(DVM_OP_ST2, 1, 1, 2, 4);
+        N(DVM_OP_LD2, 1, 5, 1, 2);
+        N(DVM_OP_ST, 1, 6, 5, 0);
+        N(DVM_OP_END, 0, 0, 0, 0);
+        end_task(t);
+        arrays A;
+        memset(&A, 0, sizeof A);
+        memset(a1, 0, sizeof a1);
+        arr1(&A, 0, a0, 5);
+        arr1(&A, 1, a1, 12);
+        A.shape[4] = 3;
+        A.shape[5] = 4;
+        dvm_rt_error rt;
+        int rc = launch(&A, NULL, 0, NULL, &rt);
+        CHECK(rc == 0 && a1[11] == 77 && a1[0] == 77, "ST2/LD2: expected a1[11] = a1[0] = 77, status %d, got %u, %u",
+              rc, a1[11], a1[0]);
+    }
     /* flat checks of every array access */
     uint8_t flat_ops[] = {DVM_OP_LD, DVM_OP_ST, DVM_OP_ATOMADDF, DVM_OP_ATOMADDI, DVM_OP_ATOMMAXF,
                           DVM_OP_ATOMMINF, DVM_OP_ATOMMAXI, DVM_OP_ATOMMINI, DVM_OP_LDADDF};

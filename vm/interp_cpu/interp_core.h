@@ -626,6 +626,28 @@ dvm_dispatch_:
         LANES(SETU(ip->a, ld_[l_]));
     } vmbreak;
     vmcase(ST) ARR_RMW(ip->a, ab_[v] = RU(ip->b)); vmbreak;
+    /* rank-2 access, both indices in registers: IDX + IDXM + LD/ST in one node. The verifier
+       allows it only on rank-2 slots, so the flat index i * e1 + j < arr_len. */
+    vmcase(LD2) {
+        DVM_GLOBAL uint32_t *const ab_ = arr[ip->x];
+        const int32_t e0_ = e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK];
+        const int32_t e1_ = e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK + 1];
+        uint32_t ld_[DVM_LANES];
+        LANES(int32_t i = RI(ip->b); int32_t j = RI(ip->c);
+              if ((uint32_t)i >= (uint32_t)e0_) FAIL(DVM_RT_OOB, ip->x, 0, i, e0_);
+              if ((uint32_t)j >= (uint32_t)e1_) FAIL(DVM_RT_OOB, ip->x, 1, j, e1_);
+              ld_[l_] = ab_[(int64_t)i * e1_ + j]);
+        LANES(SETU(ip->a, ld_[l_]));
+    } vmbreak;
+    vmcase(ST2) {
+        DVM_GLOBAL uint32_t *const ab_ = arr[ip->x];
+        const int32_t e0_ = e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK];
+        const int32_t e1_ = e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK + 1];
+        LANES(int32_t i = RI(ip->a); int32_t j = RI(ip->b);
+              if ((uint32_t)i >= (uint32_t)e0_) FAIL(DVM_RT_OOB, ip->x, 0, i, e0_);
+              if ((uint32_t)j >= (uint32_t)e1_) FAIL(DVM_RT_OOB, ip->x, 1, j, e1_);
+              ab_[(int64_t)i * e1_ + j] = RU(ip->c));
+    } vmbreak;
     vmcase(ATOMADDF) ARR_RMW(ip->a, DVM_ATOMIC_ADD_F32(&ab_[v], RF(ip->b))); vmbreak;
     vmcase(ATOMADDI) ARR_RMW(ip->a, DVM_ATOMIC_ADD_I32(&ab_[v], RU(ip->b))); vmbreak;
     vmcase(ATOMMAXF) ARR_RMW(ip->a, DVM_ATOMIC_MAX_F32(&ab_[v], RF(ip->b))); vmbreak;
