@@ -230,6 +230,17 @@ __device__ static inline void dvm_gpu_decompose(const dvm_gpu_space &sp, uint32_
     }
 }
 
+/* Warp votes. CUDA: explicit masks of the threads still iterating. HIP (ROCm 5.2 has no
+   __ballot_sync; wavefronts are 32 or 64 wide): a vote among the active lanes, which are
+   exactly the threads still iterating. */
+#if defined(__HIP__) || defined(__HIPCC__)
+#define DVM_WARP_MASK(pred) 0u
+#define DVM_WARP_ANY(mask, pred) ((void)(mask), __any(pred))
+#else
+#define DVM_WARP_MASK(pred) __ballot_sync(0xffffffffu, (pred))
+#define DVM_WARP_ANY(mask, pred) (__ballot_sync((mask), (pred)) != 0u)
+#endif
+
 extern "C" __global__ void __launch_bounds__(DVM_GPU_BLOCK) dvm_k_parallel(dvm_gpu_exec_args a) {
     uint32_t *smem_regs;
     const dvm_node *nodes = dvm_gpu_stage_code(a, &smem_regs);
@@ -241,7 +252,7 @@ extern "C" __global__ void __launch_bounds__(DVM_GPU_BLOCK) dvm_k_parallel(dvm_g
     if (a.max_threads && a.max_threads < nthreads) nthreads = a.max_threads;
     const int live = (int64_t)gtid < sp.total && gtid < nthreads;
     /* the threads of this warp that iterate (no thread of the warp has left yet) */
-    const unsigned wmask = __ballot_sync(0xffffffffu, live);
+    const unsigned wmask = DVM_WARP_MASK(live);
     if (!live) return;
     if (a.flags & DVM_GPU_F_STACKS) dvm_thread_begin(&e, (int64_t)gtid);
     uint32_t *regs = dvm_gpu_regs(a, smem_regs, gtid);
@@ -258,7 +269,7 @@ extern "C" __global__ void __launch_bounds__(DVM_GPU_BLOCK) dvm_k_parallel(dvm_g
     for (int64_t lin = (int64_t)gtid;; lin += (int64_t)nthreads) {
         const int mine = lin < sp.total && !stop;
         if (sync) {
-            if (__ballot_sync(wmask, mine) == 0u) break;
+            if (!DVM_WARP_ANY(wmask, mine)) break;
         } else if (!mine) {
             break;
         }
