@@ -5,16 +5,7 @@
 
 #include "heap/heap.h"
 
-static int fails;
-#define CHECK(cond, ...)                                                                  \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            fails++;                                                                      \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            printf(__VA_ARGS__);                                                          \
-            printf("\n");                                                                 \
-        }                                                                                 \
-    } while (0)
+#include "tests/check.h"
 
 int main(void)
 {

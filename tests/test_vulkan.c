@@ -15,19 +15,8 @@
 #include "heap/heap.h"
 #include "vm/backend.h"
 
-static int fails;
-#define CHECK(cond, ...)                                                                  \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            fails++;                                                                      \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            printf(__VA_ARGS__);                                                          \
-            printf("\n");                                                                 \
-        }                                                                                 \
-    } while (0)
+#include "tests/check.h"
 
-static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
 /* ---- a program under construction: one kernel, forward variant ---- */
 static dvm_node nodes[4096];
