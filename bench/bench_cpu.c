@@ -27,33 +27,7 @@ static double now_ms(void) {
     } while (0)
 
 /* ---- the kernels, in .dvk and in C ---- */
-static const char *SRC =
-    "kernel saxpy(a: f32, x: f32[n], y: f32[n]):\n"
-    "    for i in range(n):\n"
-    "        y[i] = a * x[i] + y[i]\n"
-    "\n"
-    "kernel trans(x: f32[n], y: f32[n]):\n"
-    "    for i in range(n):\n"
-    "        v = x[i]\n"
-    "        y[i] = sin(v) * cos(v) + exp(-v * v) + log(1.0 + v * v) + tanh(v)\n"
-    "\n"
-    "kernel dynloop(x: f32[n], steps: i32[n], y: f32[n], rate: f32):\n"
-    "    for i in range(n):\n"
-    "        v = x[i]\n"
-    "        for _ in range(steps[i]):\n"
-    "            v = v * rate + 0.01\n"
-    "        y[i] = v\n"
-    "\n"
-    "kernel stencil(u: f32[n, m], v: f32[n, m]):\n"
-    "    for i, j in ndrange(n, m):\n"
-    "        if i > 0 and i < n - 1 and j > 0 and j < m - 1:\n"
-    "            v[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]) - u[i, j]\n"
-    "        else:\n"
-    "            v[i, j] = u[i, j]\n"
-    "\n"
-    "kernel hist(k: i32[n], h: i32[256]):\n"
-    "    for i in range(n):\n"
-    "        h[k[i] % 256] += 1\n";
+#include "bench_kernels.h"
 
 static void c_saxpy(int nt, float a, const float *x, float *y, long n) {
 #pragma omp parallel for num_threads(nt) schedule(static)
