@@ -1,0 +1,29 @@
+#!/bin/bash
+# Final GPU verification: every GPU test of the project on the lent machine, CUDA and Vulkan.
+# usage (on the GPU machine, from the repository root): bash bench/device_tests.sh DIR
+# DIR holds the binaries built here (dvm, api_runner, test_gpu_backend, test_vulkan,
+# bench_cuda, bench_vulkan, bench_cpu) and is carried with the Vulkan loader debs in .gl/.
+D=${1:-.dev-final}; export PYTHONUNBUFFERED=1
+for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json DVM_CACHE_DIR=/tmp/dvmcache
+S=$OUT/summary.txt; L=$OUT/tests.log
+{ nvidia-smi -L; $D/dvm info; } 2>&1 | tee $S
+step() { # label, command...
+  local label=$1; shift
+  echo "== $label" >> $L
+  timeout 300 "$@" >> $L 2>&1; local rc=$?
+  echo "$label: exit $rc; $(grep -E '(passed|failed)' $L | tail -1)" | tee -a $S
+}
+step "gpu_backend_cuda" $D/test_gpu_backend cuda
+step "vulkan (unit, NVIDIA)" $D/test_vulkan
+step "vulkan_no_int64" env DVM_VK_NO_INT64=1 $D/test_vulkan
+step "vulkan_no_float_atomics" env DVM_VK_NO_FLOAT_ATOMICS=1 $D/test_vulkan
+for be in cuda vulkan; do
+  for m in forward grad errors big; do
+    step "suite $m $be" python3 tests/suite/run_suite.py --dvm $D/dvm --backend $be --mode $m -j 4
+  done
+  for m in forward grad; do
+    step "suite $m $be (C API)" python3 tests/suite/run_suite.py --dvm $D/api_runner --backend $be --mode $m -j 4
+  done
+done
+grep -E "^FAIL" $L | head -40 >> $S
