@@ -59,6 +59,12 @@ int main(void) {
     dvm_args *a;
     dvm_args_create(ctx, k, &a);
 
+    /* arrays of 2^31 elements or more are refused (flat indices are 32-bit), before any allocation */
+    int64_t big[2] = {65536, 32768};
+    dvm_array *huge = NULL;
+    EXPECT(dvm_array_create(ctx, DVM_F32, 2, big, &huge) == DVM_ERR_USAGE && !huge && strstr(dvm_errmsg(ctx), "2^31 - 1"),
+           "2^31 elements: %s", dvm_errmsg(ctx));
+
     /* binding errors */
     EXPECT(dvm_args_array(ctx, a, "x", s) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'x'"), "mistyped: %s", dvm_errmsg(ctx));
     EXPECT(dvm_args_array(ctx, a, "zz", x) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'zz'"), "unknown: %s", dvm_errmsg(ctx));

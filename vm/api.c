@@ -352,7 +352,11 @@ dvm_status dvm_array_create(dvm_context *ctx, dvm_dtype dtype, int rank, const i
             return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_create: extent %lld of axis %d is outside 0..%d",
                             (long long)shape[a], a, INT32_MAX);
         count *= shape[a];
-        if (count > ((int64_t)1 << 40)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_create: too many elements");
+        /* kernels index with i32 and the interpreters compute flat indices in 32 bits */
+        if (count > INT32_MAX)
+            return dvm_fail(ctx, DVM_ERR_USAGE, 0,
+                            "dvm_array_create: an array of more than %d elements (2^31 - 1) is not supported: "
+                            "element indices are 32-bit", INT32_MAX);
     }
     dvm_array *a = (dvm_array *)calloc(1, sizeof *a);
     if (!a) return dvm_fail(ctx, DVM_ERR_NOMEM, 0, "dvm_array_create: out of memory");
