@@ -8,10 +8,10 @@ args=(x=examples/data/x.npy steps=examples/data/steps.npy y=examples/data/y.npy 
 echo "$ dvm info"
 "$dvm" info
 echo
-echo "$ dvm run examples/damp.dvk damp ${args[*]}"
-"$dvm" run examples/damp.dvk damp "${args[@]}"
+echo "$ dvm run examples/damp.dvk damp ${args[*]} --time"
+"$dvm" run examples/damp.dvk damp "${args[@]}" --time 2>&1
 echo
-echo "$ dvm grad examples/damp.dvk damp ${args[*]} y.grad=examples/data/y_seed.npy"
-"$dvm" grad examples/damp.dvk damp "${args[@]}" y.grad=examples/data/y_seed.npy
+echo "$ dvm grad examples/damp.dvk damp ${args[*]} y.grad=examples/data/y_seed.npy --time"
+"$dvm" grad examples/damp.dvk damp "${args[@]}" y.grad=examples/data/y_seed.npy --time 2>&1
 echo
 echo "(x.grad[i] = rate^steps[i]: each x[i] goes through steps[i] steps of v = v*rate + 0.01)"
