@@ -310,15 +310,16 @@ static ast_expr *parse_not(parser *p) {
     return parse_comparison(p);
 }
 
-static ast_expr *parse_and(parser *p) {
+/* A left-associative chain `a OP b OP c` of `and` or `or` over operands parsed by `sub`. */
+static ast_expr *parse_bool_chain(parser *p, int tok, int kind, ast_expr *(*sub)(parser *)) {
     int depth = p->depth;
-    ast_expr *e = parse_not(p);
-    while (at(p, TK_AND)) {
+    ast_expr *e = sub(p);
+    while (at(p, tok)) {
         const dvm_token *t = next(p);
         chain_step(p, t);
-        ast_expr *x = new_expr(p, AE_AND, t);
+        ast_expr *x = new_expr(p, kind, t);
         x->a = e;
-        x->b = parse_not(p);
+        x->b = sub(p);
         x->off = e->off;
         span_to(p, x);
         e = x;
@@ -327,22 +328,8 @@ static ast_expr *parse_and(parser *p) {
     return e;
 }
 
-static ast_expr *parse_or(parser *p) {
-    int depth = p->depth;
-    ast_expr *e = parse_and(p);
-    while (at(p, TK_OR)) {
-        const dvm_token *t = next(p);
-        chain_step(p, t);
-        ast_expr *x = new_expr(p, AE_OR, t);
-        x->a = e;
-        x->b = parse_and(p);
-        x->off = e->off;
-        span_to(p, x);
-        e = x;
-    }
-    p->depth = depth;
-    return e;
-}
+static ast_expr *parse_and(parser *p) { return parse_bool_chain(p, TK_AND, AE_AND, parse_not); }
+static ast_expr *parse_or(parser *p) { return parse_bool_chain(p, TK_OR, AE_OR, parse_and); }
 
 static ast_expr *parse_expr(parser *p) {
     const dvm_token *t0 = peek(p);
