@@ -18,34 +18,10 @@
 #include "tests/check.h"
 
 
-/* ---- a program under construction: one kernel, forward variant ---- */
-static dvm_node nodes[4096];
-static uint32_t nn;
-static dvm_task_desc tasks[8];
-static uint32_t nt;
-static dvm_stack_desc stacks[4];
-static uint32_t ns;
-static uint32_t consts[16];
-static uint32_t nk;
-static char strings[16] = "\0boom";
+#include "tests/progbuild.h"
+
 static dvm_program prog;
 static dvm_variant_desc var;
-
-static void reset(void) { nn = nt = ns = nk = 0; memset(tasks, 0, sizeof tasks); memset(stacks, 0, sizeof stacks); }
-static void N(uint8_t op, uint8_t x, uint16_t a, uint16_t b, uint16_t c) { dvm_node n = {op, x, a, b, c}; nodes[nn++] = n; }
-static void CI(uint16_t r, uint32_t v) { N(DVM_OP_CONST, 0, r, (uint16_t)(v & 0xFFFF), (uint16_t)(v >> 16)); }
-static dvm_task_desc *task(int kind, int ndim)
-{
-    dvm_task_desc *t = &tasks[nt++];
-    t->kind = (uint8_t)kind;
-    t->ndim = (uint8_t)ndim;
-    t->nregs = 64;
-    t->code_begin = nn;
-    t->start_u = DVM_NO_SLOT;
-    return t;
-}
-static void end_task(dvm_task_desc *t) { t->code_len = nn - t->code_begin; }
-static uint16_t rel(dvm_task_desc *t) { return (uint16_t)(nn - t->code_begin); }
 
 static void make_prog(uint32_t nslots, uint32_t nuni)
 {
