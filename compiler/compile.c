@@ -18,6 +18,9 @@ int dvm_compile_source(const char *src, size_t len, const char *filename, dvm_pr
     if (!m || d.nerrors) goto done;
     if (dvm_autodiff(m, &d) || d.nerrors) goto done;
     if (dvm_emit(m, out, &d) || d.nerrors) goto done;
+    /* the unoptimized code stays reachable for tests and for bisecting a miscompile */
+    const char *noopt = getenv("DVM_NO_OPT");
+    if (!(noopt && *noopt && strcmp(noopt, "0") != 0) && dvm_optimize(*out, &d)) goto done;
     rc = 0;
 done:
     if (rc) {

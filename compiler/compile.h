@@ -17,6 +17,10 @@ int dvm_autodiff(ir_module *m, dvm_diags *d);
 /* emit.c: lowers every variant to bytecode. 0 on success; *out is malloc'd (dvm_program_free). */
 int dvm_emit(const ir_module *m, dvm_program **out, dvm_diags *d);
 
-/* compile.c: all stages. 0 on success; otherwise *msg (malloc'd) holds the diagnostics. */
+/* opt.c: the bytecode optimizer (docs/internals.md), in place on dvm_emit's program. 0 on
+ * success; on failure (out of memory, reported) the program must be dropped. */
+int dvm_optimize(dvm_program *p, dvm_diags *d);
+
+/* compile.c: all stages (DVM_NO_OPT=1 in the environment skips dvm_optimize). 0 on success; otherwise *msg (malloc'd) holds the diagnostics. */
 int dvm_compile_source(const char *src, size_t len, const char *filename, dvm_program **out, char **msg);
 #endif

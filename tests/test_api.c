@@ -25,7 +25,15 @@ static const char *SRC =
     "kernel fail(y: f32[n], z: f32[n], k: i32):\n"
     "    y[0] = 5.0\n"
     "    for i in range(n):\n"
-    "        y[i] = z[i + k]\n";
+    "        y[i] = z[i + k]\n"
+    /* damp's reverse pass never reads v (its adjoint needs only rate), so the optimizer drops
+     * v's adstack; sin makes the reverse pass read v: a stack with a size program */
+    "kernel dampsin(x: f32[n], steps: i32[n], y: f32[1], rate: f32):\n"
+    "    for i in range(n):\n"
+    "        v = x[i]\n"
+    "        for _ in range(steps[i]):\n"
+    "            v = sin(v) * rate + 0.01\n"
+    "        y[0] += v\n";
 
 int main(void) {
     dvm_context_opts co = {"cpu", 0, 0};
@@ -39,9 +47,11 @@ int main(void) {
         printf("FAIL: compile: %s\n", dvm_errmsg(ctx));
         return 1;
     }
-    const dvm_kernel *k, *kf;
+    const dvm_kernel *k, *kf, *ks;
     EXPECT(dvm_kernel_find(ctx, m, "nope", &k) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'nope'"), "find: %s", dvm_errmsg(ctx));
-    if (dvm_kernel_find(ctx, m, "damp", &k) || dvm_kernel_find(ctx, m, "fail", &kf)) return 1;
+    if (dvm_kernel_find(ctx, m, "damp", &k) || dvm_kernel_find(ctx, m, "fail", &kf) ||
+        dvm_kernel_find(ctx, m, "dampsin", &ks))
+        return 1;
 
     int64_t n4[1] = {4}, n3[1] = {3}, n1[1] = {1};
     dvm_array *x, *s, *s3, *y, *yg, *xg;
@@ -93,17 +103,27 @@ int main(void) {
     float g[4];
     dvm_array_read(ctx, xg, g, 4);
     EXPECT(g[2] > 0.7289f && g[2] < 0.7291f, "x.grad[2] = %g, expected 0.729", (double)g[2]);
+    /* size caching and overflow need an adstack sized by a program: dampsin has one */
+    dvm_args *as;
+    dvm_args_create(ctx, ks, &as);
+    dvm_args_array(ctx, as, "x", x);
+    dvm_args_array(ctx, as, "steps", s);
+    dvm_args_array(ctx, as, "y", y);
+    dvm_args_f32(ctx, as, "rate", 0.9f);
+    dvm_args_grad(ctx, as, "y", yg);
+    dvm_args_grad(ctx, as, "x", xg);
+    EXPECT(dvm_launch(ctx, ks, as, &adj, &st) == DVM_OK, "dampsin adjoint: %s", dvm_errmsg(ctx));
     dvm_array_write(ctx, y, &zero, 1);
-    EXPECT(dvm_launch(ctx, k, a, &adj, &st) == DVM_OK && st.sizes_cached == 1, "second adjoint: cached %d %s", st.sizes_cached,
+    EXPECT(dvm_launch(ctx, ks, as, &adj, &st) == DVM_OK && st.sizes_cached == 1, "second adjoint: cached %d %s", st.sizes_cached,
            dvm_errmsg(ctx));
     sv[2] = 7;
     dvm_array_write(ctx, s, sv, 4);
-    EXPECT(dvm_launch(ctx, k, a, &adj, &st) == DVM_OK && st.sizes_cached == 0, "after a write: cached %d %s", st.sizes_cached,
+    EXPECT(dvm_launch(ctx, ks, as, &adj, &st) == DVM_OK && st.sizes_cached == 0, "after a write: cached %d %s", st.sizes_cached,
            dvm_errmsg(ctx));
     dvm_launch_opts small = {DVM_ADJOINT, 1, 0};
     float before[4], after[4];
     dvm_array_read(ctx, xg, before, 4);
-    EXPECT(dvm_launch(ctx, k, a, &small, &st) == DVM_ERR_RUNTIME && strstr(dvm_errmsg(ctx), "adstack overflow") &&
+    EXPECT(dvm_launch(ctx, ks, as, &small, &st) == DVM_ERR_RUNTIME && strstr(dvm_errmsg(ctx), "adstack overflow") &&
                strstr(dvm_errmsg(ctx), "ad_stack_size"),
            "overflow: %s", dvm_errmsg(ctx));
     dvm_array_read(ctx, xg, after, 4);
@@ -133,6 +153,7 @@ int main(void) {
     EXPECT(dvm_args_f32(ctx, af, "k", 1.5f) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'k'"), "i32 took f32: %s", dvm_errmsg(ctx));
 
     dvm_args_destroy(af);
+    dvm_args_destroy(as);
     dvm_args_destroy(a);
     dvm_array_destroy(x);
     dvm_array_destroy(s);

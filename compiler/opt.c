@@ -1,0 +1,493 @@
+/* opt.c: dvm_optimize, the bytecode optimizer run on the emitter's finished program.
+ *
+ * Driven by the ops.def table only (format letters and DVM_F_SIDE / DVM_F_BRANCH). Per task:
+ *   1. copy propagation and local CSE within each basic block (value = op, x and the read
+ *      operands, valid while no operand register, uniform or the holder is redefined);
+ *   2. global (strong) liveness over the task's CFG and deletion of side-effect-free nodes
+ *      whose written registers are dead.
+ * Per variant: 3. an adstack whose every POP writes a dead register loses its PUSH/POP nodes,
+ * its descriptor and its size program. The passes repeat until nothing changes.
+ * Deleted nodes become NOP first; the final compaction drops them and remaps jumps (to the
+ * next kept node), line/col, task and size-program ranges and stack ids.
+ *
+ * Registers are zeroed once per thread, not per iteration: the next iteration of the same
+ * thread starts with what END left. So END's successor is node 0 (live-out(END) =
+ * live-in(0)), which keeps the adjoint registers' resets before END. */
+#include "compile.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ROUNDS 16
+
+static const char *fmt_of(const dvm_node *n) { return dvm_op_table[n->op].fmt; }
+static uint32_t flags_of(const dvm_node *n) { return dvm_op_table[n->op].flags; }
+static uint16_t opnd(const dvm_node *n, int j) { return j == 0 ? n->a : j == 1 ? n->b : n->c; }
+static void set_opnd(dvm_node *n, int j, uint16_t v) {
+    if (j == 0) n->a = v;
+    else if (j == 1) n->b = v;
+    else n->c = v;
+}
+static int is_reg(char f) { return f == 'w' || f == 'r' || f == 'm'; }
+static int has_letter(const dvm_node *n, const char *set) {
+    const char *f = fmt_of(n);
+    for (int j = 0; j < 4; j++)
+        if (strchr(set, f[j])) return 1;
+    return 0;
+}
+/* A branch whose condition reads no register can only be unconditional (JMP). */
+static int is_uncond_branch(const dvm_node *n) {
+    return (flags_of(n) & DVM_F_BRANCH) && !has_letter(n, "rm");
+}
+
+/* Side-effect-free, non-branching ops that compute one register from their read operands:
+ * the ones CSE may reuse (MOV is left to copy propagation). */
+static int cse_able(const dvm_node *n) {
+    if (n->op == DVM_OP_NOP || n->op == DVM_OP_MOV) return 0;
+    if (flags_of(n) & (DVM_F_SIDE | DVM_F_BRANCH | DVM_F_SIZE)) return 0;
+    const char *f = fmt_of(n);
+    if (f[1] != 'w') return 0;
+    for (int j = 2; j < 4; j++)
+        if (f[j] == 'w' || f[j] == 'm' || f[j] == 'V' || f[j] == 'T') return 0;
+    return 1;
+}
+
+/* ---- one task ---- */
+
+typedef struct cse_ent {
+    uint32_t stamp; /* block stamp: entries of earlier blocks are void */
+    dvm_node key;   /* op, x, b, c (a = 0) */
+    uint16_t holder;
+    uint32_t hver, ver[2], uver;
+} cse_ent;
+
+typedef struct copy_ent {
+    uint32_t stamp;
+    uint16_t src;
+    uint32_t dver, sver;
+} copy_ent;
+
+typedef struct topt {
+    dvm_node *code;
+    uint32_t len, nregs, words;
+    uint8_t *leader;
+    uint32_t *ver;
+    copy_ent *copy;
+    cse_ent *tab;
+    uint32_t tabcap;
+    uint64_t *live; /* live-in per node, words each */
+    uint64_t *tmp;
+} topt;
+
+static uint32_t key_hash(const dvm_node *k) {
+    uint32_t h = 2166136261u;
+    uint32_t w[4] = {k->op, k->x, k->b, k->c};
+    for (int i = 0; i < 4; i++) h = (h ^ w[i]) * 16777619u;
+    return h;
+}
+
+static int key_eq(const dvm_node *a, const dvm_node *b) {
+    return a->op == b->op && a->x == b->x && a->b == b->b && a->c == b->c;
+}
+
+static void find_leaders(topt *t) {
+    memset(t->leader, 0, t->len);
+    t->leader[0] = 1;
+    for (uint32_t i = 0; i < t->len; i++) {
+        const dvm_node *n = &t->code[i];
+        const char *f = fmt_of(n);
+        if (flags_of(n) & DVM_F_BRANCH) {
+            for (int j = 0; j < 3; j++)
+                if (f[j + 1] == 'J' && opnd(n, j) < t->len) t->leader[opnd(n, j)] = 1;
+        }
+        if (((flags_of(n) & DVM_F_BRANCH) || n->op == DVM_OP_END) && i + 1 < t->len) t->leader[i + 1] = 1;
+    }
+}
+
+/* Copy propagation and CSE, one pass over the blocks. Returns 1 if a node changed. */
+static int local_pass(topt *t) {
+    int changed = 0;
+    uint32_t stamp = 0, uver = 1;
+    find_leaders(t);
+    memset(t->ver, 0, sizeof *t->ver * t->nregs);
+    memset(t->copy, 0, sizeof *t->copy * t->nregs);
+    memset(t->tab, 0, sizeof *t->tab * t->tabcap);
+    for (uint32_t i = 0; i < t->len; i++) {
+        dvm_node *n = &t->code[i];
+        if (t->leader[i]) stamp++;
+        const char *f = fmt_of(n);
+        /* reads of a copy's destination read its source; an 'm' node reads and writes in an
+         * op-specific order, so none of its reads may be turned into its 'm' register */
+        int mreg = -1;
+        for (int j = 0; j < 3; j++)
+            if (f[j + 1] == 'm') mreg = opnd(n, j);
+        for (int j = 0; j < 3; j++) {
+            if (f[j + 1] != 'r') continue;
+            uint16_t r = opnd(n, j);
+            const copy_ent *ce = &t->copy[r];
+            if (ce->stamp != stamp || ce->dver != t->ver[r] || ce->sver != t->ver[ce->src]) continue;
+            if ((int)ce->src == mreg) continue;
+            set_opnd(n, j, ce->src);
+            changed = 1;
+        }
+        if (n->op == DVM_OP_MOV && n->a == n->b) {
+            memset(n, 0, sizeof *n);
+            changed = 1;
+            continue;
+        }
+        cse_ent *slot = NULL;
+        uint32_t pver[2] = {0, 0};
+        if (cse_able(n)) {
+            dvm_node key = *n;
+            key.a = 0;
+            uint32_t h = key_hash(&key) & (t->tabcap - 1);
+            while (t->tab[h].stamp == stamp && !key_eq(&t->tab[h].key, &key)) h = (h + 1) & (t->tabcap - 1);
+            cse_ent *e = &t->tab[h];
+            int k = 0;
+            for (int j = 1; j < 3; j++)
+                if (f[j + 1] == 'r') pver[k++] = t->ver[opnd(n, j)];
+            int usesu = strchr(f, 'U') != NULL;
+            if (e->stamp == stamp && e->ver[0] == pver[0] && e->ver[1] == pver[1] && e->hver == t->ver[e->holder] &&
+                (!usesu || e->uver == uver)) {
+                if (e->holder == n->a) {
+                    memset(n, 0, sizeof *n); /* the register already holds the value */
+                    changed = 1;
+                    continue;
+                }
+                dvm_node mv = {DVM_OP_MOV, 0, n->a, e->holder, 0};
+                *n = mv;
+                changed = 1;
+                f = fmt_of(n);
+            } else {
+                slot = e;
+                slot->stamp = stamp;
+                slot->key = key;
+                slot->uver = uver;
+                slot->ver[0] = pver[0];
+                slot->ver[1] = pver[1];
+            }
+        }
+        for (int j = 0; j < 3; j++)
+            if (f[j + 1] == 'w' || f[j + 1] == 'm') t->ver[opnd(n, j)]++;
+        if (has_letter(n, "VT")) uver++;
+        if (slot) {
+            slot->holder = n->a;
+            slot->hver = t->ver[n->a];
+        }
+        if (n->op == DVM_OP_MOV) {
+            copy_ent *ce = &t->copy[n->a];
+            ce->stamp = stamp;
+            ce->src = n->b;
+            ce->dver = t->ver[n->a];
+            ce->sver = t->ver[n->b];
+        }
+    }
+    return changed;
+}
+
+#define BIT(set, r) (((set)[(r) >> 6] >> ((r) & 63)) & 1u)
+
+/* live-out of node i into out */
+static void live_out(const topt *t, uint32_t i, uint64_t *out) {
+    const dvm_node *n = &t->code[i];
+    memset(out, 0, sizeof *out * t->words);
+    uint32_t succ[4], ns = 0;
+    if (n->op == DVM_OP_END) {
+        succ[ns++] = 0; /* the thread's next iteration starts with these registers */
+    } else {
+        const char *f = fmt_of(n);
+        if (flags_of(n) & DVM_F_BRANCH)
+            for (int j = 0; j < 3; j++)
+                if (f[j + 1] == 'J') succ[ns++] = opnd(n, j);
+        if (!is_uncond_branch(n) && i + 1 < t->len) succ[ns++] = i + 1;
+    }
+    for (uint32_t s = 0; s < ns; s++) {
+        const uint64_t *in = t->live + (size_t)succ[s] * t->words;
+        for (uint32_t w = 0; w < t->words; w++) out[w] |= in[w];
+    }
+}
+
+/* Strong liveness: a node's reads count only when the node is needed (a side effect, a
+ * branch, or a written register live after it), so a register that only feeds its own
+ * dead update (v = v * rate + 0.01 in a loop whose v nothing reads) is dead too. Iterated
+ * up from empty sets: the least fixed point. */
+static void liveness(topt *t) {
+    memset(t->live, 0, sizeof *t->live * t->words * t->len);
+    int changed = 1;
+    while (changed) {
+        changed = 0;
+        for (uint32_t i = t->len; i-- > 0;) {
+            const dvm_node *n = &t->code[i];
+            const char *f = fmt_of(n);
+            live_out(t, i, t->tmp);
+            int needed = (flags_of(n) & (DVM_F_SIDE | DVM_F_BRANCH)) != 0;
+            for (int j = 0; j < 3; j++)
+                if ((f[j + 1] == 'w' || f[j + 1] == 'm') && BIT(t->tmp, opnd(n, j))) needed = 1;
+            for (int j = 0; j < 3; j++)
+                if (f[j + 1] == 'w') t->tmp[opnd(n, j) >> 6] &= ~((uint64_t)1 << (opnd(n, j) & 63));
+            for (int j = 0; j < 3 && needed; j++)
+                if (f[j + 1] == 'r' || f[j + 1] == 'm') t->tmp[opnd(n, j) >> 6] |= (uint64_t)1 << (opnd(n, j) & 63);
+            uint64_t *in = t->live + (size_t)i * t->words;
+            if (memcmp(in, t->tmp, sizeof *in * t->words)) {
+                memcpy(in, t->tmp, sizeof *in * t->words);
+                changed = 1;
+            }
+        }
+    }
+}
+
+/* Deletes side-effect-free nodes that write only dead registers. Needs fresh liveness. */
+static int dce_pass(topt *t) {
+    int changed = 0;
+    for (uint32_t i = 0; i < t->len; i++) {
+        dvm_node *n = &t->code[i];
+        if (n->op == DVM_OP_NOP || (flags_of(n) & (DVM_F_SIDE | DVM_F_BRANCH))) continue;
+        live_out(t, i, t->tmp);
+        const char *f = fmt_of(n);
+        int live = 0;
+        for (int j = 0; j < 3; j++)
+            if ((f[j + 1] == 'w' || f[j + 1] == 'm') && BIT(t->tmp, opnd(n, j))) live = 1;
+        if (live) continue;
+        memset(n, 0, sizeof *n);
+        changed = 1;
+    }
+    return changed;
+}
+
+/* Every operand inside its range: otherwise the task is left alone. */
+static int task_ok(const dvm_program *p, const dvm_task_desc *td, uint32_t nstacks) {
+    if (!td->code_len || (uint64_t)td->code_begin + td->code_len > p->nnodes || td->nregs > DVM_MAX_REGS) return 0;
+    for (uint32_t i = 0; i < td->code_len; i++) {
+        const dvm_node *n = &p->nodes[td->code_begin + i];
+        const char *f = fmt_of(n);
+        if (!dvm_op_table[n->op].name || (flags_of(n) & DVM_F_SIZE)) return 0;
+        for (int j = 0; j < 3; j++) {
+            uint16_t v = opnd(n, j);
+            if ((is_reg(f[j + 1]) && v >= td->nregs) || (f[j + 1] == 'J' && v >= td->code_len) ||
+                (f[j + 1] == 'S' && v >= nstacks))
+                return 0;
+        }
+    }
+    const dvm_node *last = &p->nodes[td->code_begin + td->code_len - 1];
+    return last->op == DVM_OP_END || is_uncond_branch(last);
+}
+
+static int topt_init(topt *t, dvm_node *code, uint32_t len, uint32_t nregs) {
+    memset(t, 0, sizeof *t);
+    t->code = code;
+    t->len = len;
+    t->nregs = nregs ? nregs : 1;
+    t->words = (t->nregs + 63) / 64;
+    t->tabcap = 16;
+    while (t->tabcap < 2 * len) t->tabcap *= 2;
+    t->leader = malloc(len);
+    t->ver = malloc(sizeof *t->ver * t->nregs);
+    t->copy = malloc(sizeof *t->copy * t->nregs);
+    t->tab = malloc(sizeof *t->tab * t->tabcap);
+    t->live = malloc(sizeof *t->live * t->words * len);
+    t->tmp = malloc(sizeof *t->tmp * t->words);
+    return t->leader && t->ver && t->copy && t->tab && t->live && t->tmp;
+}
+
+static void topt_free(topt *t) {
+    free(t->leader);
+    free(t->ver);
+    free(t->copy);
+    free(t->tab);
+    free(t->live);
+    free(t->tmp);
+}
+
+/* Optimizes one task in place; then records in stack_live which stacks have a live POP.
+ * Returns 1 if it changed something, -1 when out of memory. */
+static int opt_task(dvm_program *p, const dvm_task_desc *td, uint8_t *stack_live) {
+    topt t;
+    int changed = 0;
+    if (!topt_init(&t, p->nodes + td->code_begin, td->code_len, td->nregs)) {
+        topt_free(&t);
+        return -1;
+    }
+    for (int round = 0; round < MAX_ROUNDS; round++) {
+        int c = local_pass(&t);
+        liveness(&t);
+        c |= dce_pass(&t);
+        changed |= c;
+        if (!c) break;
+    }
+    liveness(&t);
+    for (uint32_t i = 0; i < t.len; i++) {
+        const dvm_node *n = &t.code[i];
+        const char *f = fmt_of(n);
+        int sj = -1, wj = -1;
+        for (int j = 0; j < 3; j++) {
+            if (f[j + 1] == 'S') sj = j;
+            if (f[j + 1] == 'w' || f[j + 1] == 'm') wj = j;
+        }
+        if (sj < 0 || wj < 0) continue; /* only pops make a stack live */
+        live_out(&t, i, t.tmp);
+        if (BIT(t.tmp, opnd(n, wj))) stack_live[opnd(n, sj)] = 1;
+    }
+    topt_free(&t);
+    return changed;
+}
+
+/* ---- one variant ---- */
+
+static int stack_operand(const dvm_node *n) {
+    const char *f = fmt_of(n);
+    for (int j = 0; j < 3; j++)
+        if (f[j + 1] == 'S') return j;
+    return -1;
+}
+
+/* Optimizes the variant's tasks; marks its dead stacks in stack_dead (program-wide ids). */
+static int opt_variant(dvm_program *p, const dvm_variant_desc *vd, uint8_t *stack_dead) {
+    if ((uint64_t)vd->task_begin + vd->ntasks > p->ntasks || (uint64_t)vd->stack_begin + vd->nstacks > p->nstacks)
+        return 0;
+    for (uint32_t t = 0; t < vd->ntasks; t++)
+        if (!task_ok(p, &p->tasks[vd->task_begin + t], vd->nstacks)) return 0;
+    uint8_t *live = malloc(vd->nstacks ? vd->nstacks : 1);
+    uint8_t *dead = calloc(vd->nstacks ? vd->nstacks : 1, 1);
+    if (!live || !dead) {
+        free(live);
+        free(dead);
+        return -1;
+    }
+    int rc = 0;
+    for (int round = 0; round < MAX_ROUNDS; round++) {
+        memset(live, 0, vd->nstacks ? vd->nstacks : 1);
+        for (uint32_t t = 0; t < vd->ntasks && rc >= 0; t++) {
+            int c = opt_task(p, &p->tasks[vd->task_begin + t], live);
+            if (c < 0) rc = -1;
+        }
+        if (rc < 0) break;
+        /* a stack no live POP reads: its PUSH/POP nodes go (their overflow and underflow
+         * checks guard storage that nothing reads) */
+        int newly = 0;
+        for (uint32_t s = 0; s < vd->nstacks; s++)
+            if (!live[s] && !dead[s]) dead[s] = newly = 1;
+        if (!newly) break;
+        for (uint32_t t = 0; t < vd->ntasks; t++) {
+            const dvm_task_desc *td = &p->tasks[vd->task_begin + t];
+            for (uint32_t i = 0; i < td->code_len; i++) {
+                dvm_node *n = &p->nodes[td->code_begin + i];
+                int sj = stack_operand(n);
+                if (sj >= 0 && dead[opnd(n, sj)]) memset(n, 0, sizeof *n);
+            }
+        }
+    }
+    if (rc >= 0) {
+        /* renumber the surviving stacks */
+        uint16_t *newid = malloc(sizeof *newid * (vd->nstacks ? vd->nstacks : 1));
+        if (!newid) {
+            rc = -1;
+        } else {
+            uint16_t k = 0;
+            for (uint32_t s = 0; s < vd->nstacks; s++) {
+                newid[s] = k;
+                if (!dead[s]) k++;
+                stack_dead[vd->stack_begin + s] = dead[s];
+            }
+            for (uint32_t t = 0; t < vd->ntasks; t++) {
+                const dvm_task_desc *td = &p->tasks[vd->task_begin + t];
+                for (uint32_t i = 0; i < td->code_len; i++) {
+                    dvm_node *n = &p->nodes[td->code_begin + i];
+                    int sj = stack_operand(n);
+                    if (sj >= 0) set_opnd(n, sj, newid[opnd(n, sj)]);
+                }
+            }
+            free(newid);
+        }
+    }
+    free(live);
+    free(dead);
+    return rc;
+}
+
+/* ---- compaction ---- */
+
+static int compact(dvm_program *p, const uint8_t *stack_dead) {
+    int rc = -1;
+    uint8_t *keep = malloc(p->nnodes ? p->nnodes : 1);
+    uint32_t *newpos = malloc(sizeof *newpos * ((size_t)p->nnodes + 1));
+    uint32_t *newstack = malloc(sizeof *newstack * ((size_t)p->nstacks + 1));
+    if (!keep || !newpos || !newstack) goto out;
+    memset(keep, 1, p->nnodes);
+    for (uint32_t t = 0; t < p->ntasks; t++) {
+        const dvm_task_desc *td = &p->tasks[t];
+        if ((uint64_t)td->code_begin + td->code_len > p->nnodes) continue;
+        for (uint32_t i = 0; i < td->code_len; i++)
+            if (p->nodes[td->code_begin + i].op == DVM_OP_NOP) keep[td->code_begin + i] = 0;
+    }
+    for (int pass = 0; pass < 2; pass++) /* a size program any kept stack uses stays */
+        for (uint32_t s = 0; s < p->nstacks; s++) {
+            const dvm_stack_desc *sd = &p->stacks[s];
+            if (sd->sizing != DVM_SZ_PROGRAM || (uint64_t)sd->size_begin + sd->size_len > p->nnodes) continue;
+            if ((pass == 0) == (stack_dead[s] != 0))
+                memset(keep + sd->size_begin, pass == 0 ? 0 : 1, sd->size_len);
+        }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < p->nnodes; i++) {
+        newpos[i] = k;
+        k += keep[i];
+    }
+    newpos[p->nnodes] = k;
+    /* jumps: a target that goes lands on the next kept node (the task's last node stays) */
+    for (uint32_t t = 0; t < p->ntasks; t++) {
+        dvm_task_desc *td = &p->tasks[t];
+        if ((uint64_t)td->code_begin + td->code_len > p->nnodes) continue;
+        for (uint32_t i = 0; i < td->code_len; i++) {
+            dvm_node *n = &p->nodes[td->code_begin + i];
+            const char *f = fmt_of(n);
+            for (int j = 0; j < 3; j++)
+                if (f[j + 1] == 'J' && opnd(n, j) < td->code_len)
+                    set_opnd(n, j, (uint16_t)(newpos[td->code_begin + opnd(n, j)] - newpos[td->code_begin]));
+        }
+        uint32_t nb = newpos[td->code_begin];
+        td->code_len = newpos[td->code_begin + td->code_len] - nb;
+        td->code_begin = nb;
+    }
+    uint32_t ks = 0;
+    for (uint32_t s = 0; s < p->nstacks; s++) {
+        newstack[s] = ks;
+        if (stack_dead[s]) continue;
+        dvm_stack_desc sd = p->stacks[s];
+        if (sd.sizing == DVM_SZ_PROGRAM && (uint64_t)sd.size_begin + sd.size_len <= p->nnodes)
+            sd.size_begin = newpos[sd.size_begin];
+        p->stacks[ks++] = sd;
+    }
+    newstack[p->nstacks] = ks;
+    for (uint32_t kk = 0; kk < p->nkernels; kk++)
+        for (int v = 0; v < DVM_V_COUNT; v++) {
+            dvm_variant_desc *vd = &p->kernels[kk].v[v];
+            if ((uint64_t)vd->stack_begin + vd->nstacks > p->nstacks) continue;
+            uint32_t b = newstack[vd->stack_begin];
+            vd->nstacks = newstack[vd->stack_begin + vd->nstacks] - b;
+            vd->stack_begin = b;
+        }
+    p->nstacks = ks;
+    for (uint32_t i = 0; i < p->nnodes; i++) {
+        if (!keep[i]) continue;
+        p->nodes[newpos[i]] = p->nodes[i];
+        p->lines[newpos[i]] = p->lines[i];
+        p->cols[newpos[i]] = p->cols[i];
+    }
+    p->nnodes = k;
+    rc = 0;
+out:
+    free(keep);
+    free(newpos);
+    free(newstack);
+    return rc;
+}
+
+int dvm_optimize(dvm_program *p, dvm_diags *d) {
+    uint8_t *stack_dead = calloc(p->nstacks ? p->nstacks : 1, 1);
+    int rc = stack_dead ? 0 : -1;
+    for (uint32_t k = 0; k < p->nkernels && rc == 0; k++)
+        for (int v = 0; v < DVM_V_COUNT && rc == 0; v++)
+            if (p->kernels[k].v[v].present && opt_variant(p, &p->kernels[k].v[v], stack_dead) < 0) rc = -1;
+    if (rc == 0) rc = compact(p, stack_dead);
+    free(stack_dead);
+    if (rc) dvm_diag(d, 0, 0, "out of memory while optimizing bytecode");
+    return rc ? 1 : 0;
+}

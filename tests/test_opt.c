@@ -1,0 +1,203 @@
+/* test_opt.c: the bytecode optimizer (compiler/opt.c). Compiles kernels with and without it
+ * (DVM_NO_OPT) and checks what it removes (repeated transcendentals, an adstack whose pops
+ * nothing reads), what it must keep (a stack the reverse pass reads), that both programs
+ * pass the verifier, and that both give bit-identical results on the CPU. */
+#define _POSIX_C_SOURCE 200809L
+#include "bytecode/bc.h"
+#include "bytecode/blob.h"
+#include "compiler/compile.h"
+#include "include/dvm.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+#define CHECK(cond, ...)                                                                            \
+    do {                                                                                            \
+        if (!(cond)) {                                                                              \
+            failures++;                                                                             \
+            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                      \
+            fprintf(stderr, __VA_ARGS__);                                                           \
+            fprintf(stderr, "\n");                                                                  \
+        }                                                                                           \
+    } while (0)
+
+static const char *SRC =
+    "kernel trans(x: f32[n], y: f32[n]):\n"
+    "    for i in range(n):\n"
+    "        v = x[i]\n"
+    "        y[i] = sin(v) * cos(v) + exp(-v * v) + log(1.0 + v * v) + tanh(v)\n"
+    "kernel dynloop(x: f32[n], steps: i32[n], y: f32[n], rate: f32):\n"
+    "    for i in range(n):\n"
+    "        v = x[i]\n"
+    "        for _ in range(steps[i]):\n"
+    "            v = v * rate + 0.01\n"
+    "        y[i] = v\n"
+    "kernel keep(x: f32[n], steps: i32[n], y: f32[n], rate: f32):\n"
+    "    for i in range(n):\n"
+    "        v = x[i]\n"
+    "        for _ in range(steps[i]):\n"
+    "            v = sin(v) * rate\n"
+    "        y[i] = v\n";
+
+static void set_opt(int on) {
+    if (on) unsetenv("DVM_NO_OPT");
+    else setenv("DVM_NO_OPT", "1", 1);
+}
+
+static dvm_program *compile(int opt) {
+    set_opt(opt);
+    dvm_program *p = NULL;
+    char *msg = NULL;
+    int rc = dvm_compile_source(SRC, strlen(SRC), "t.dvk", &p, &msg);
+    CHECK(rc == 0 && p, "compile (opt %d) failed: %s", opt, msg ? msg : "");
+    free(msg);
+    if (p) {
+        void *blob = NULL;
+        size_t len = 0;
+        char err[512] = "";
+        CHECK(dvm_blob_write(p, &blob, &len, err, sizeof err) == 0, "verifier refused the program (opt %d): %s", opt, err);
+        free(blob);
+    }
+    return p;
+}
+
+static const dvm_variant_desc *variant(const dvm_program *p, const char *kernel, int vk) {
+    for (uint32_t k = 0; k < p->nkernels; k++)
+        if (!strcmp(p->strings + p->kernels[k].name, kernel)) return &p->kernels[k].v[vk];
+    CHECK(0, "no kernel '%s'", kernel);
+    return NULL;
+}
+
+/* nodes of the variant's tasks with opcode op (-1: all), plus its size-program nodes for -1 */
+static int count(const dvm_program *p, const char *kernel, int vk, int op) {
+    const dvm_variant_desc *v = variant(p, kernel, vk);
+    if (!v) return -1;
+    int n = 0;
+    for (uint32_t t = 0; t < v->ntasks; t++) {
+        const dvm_task_desc *td = &p->tasks[v->task_begin + t];
+        for (uint32_t i = 0; i < td->code_len; i++)
+            if (op < 0 || p->nodes[td->code_begin + i].op == op) n++;
+    }
+    if (op < 0)
+        for (uint32_t s = 0; s < v->nstacks; s++) {
+            const dvm_stack_desc *sd = &p->stacks[v->stack_begin + s];
+            if (sd->sizing == DVM_SZ_PROGRAM) n += (int)sd->size_len;
+        }
+    return n;
+}
+
+static int nstacks(const dvm_program *p, const char *kernel, int vk) {
+    const dvm_variant_desc *v = variant(p, kernel, vk);
+    return v ? (int)v->nstacks : -1;
+}
+
+/* Runs kernel's adjoint (y.grad = 1) and returns y and x.grad in out[0..7], out[8..15]. */
+static int run(dvm_context *ctx, int opt, const char *kernel, float out[16]) {
+    set_opt(opt);
+    dvm_module *m = NULL;
+    if (dvm_compile(ctx, SRC, strlen(SRC), "t.dvk", &m) != DVM_OK) {
+        CHECK(0, "dvm_compile: %s", dvm_errmsg(ctx));
+        return 1;
+    }
+    const dvm_kernel *k = NULL;
+    dvm_kernel_find(ctx, m, kernel, &k);
+    int64_t n[1] = {8};
+    dvm_array *x, *s, *y, *yg, *xg;
+    dvm_array_create(ctx, DVM_F32, 1, n, &x);
+    dvm_array_create(ctx, DVM_I32, 1, n, &s);
+    dvm_array_create(ctx, DVM_F32, 1, n, &y);
+    dvm_array_create(ctx, DVM_F32, 1, n, &yg);
+    dvm_array_create(ctx, DVM_F32, 1, n, &xg);
+    float xv[8] = {0.5f, 1.25f, -2, 0.25f, 3, -0.75f, 0.1f, 2.5f}, ones[8] = {1, 1, 1, 1, 1, 1, 1, 1}, zeros[8] = {0};
+    int32_t sv[8] = {0, 1, 3, 2, 7, 5, 4, 6};
+    dvm_array_write(ctx, x, xv, 8);
+    dvm_array_write(ctx, s, sv, 8);
+    dvm_array_write(ctx, yg, ones, 8);
+    dvm_array_write(ctx, xg, zeros, 8);
+    dvm_args *a = NULL;
+    dvm_args_create(ctx, k, &a);
+    dvm_args_array(ctx, a, "x", x);
+    dvm_args_array(ctx, a, "y", y);
+    dvm_args_grad(ctx, a, "y", yg);
+    dvm_args_grad(ctx, a, "x", xg);
+    if (strcmp(kernel, "trans")) {
+        dvm_args_array(ctx, a, "steps", s);
+        dvm_args_f32(ctx, a, "rate", 0.9f);
+    }
+    dvm_launch_opts adj = {DVM_ADJOINT, 0, 0};
+    int rc = dvm_launch(ctx, k, a, &adj, NULL);
+    CHECK(rc == DVM_OK, "%s adjoint (opt %d): %s", kernel, opt, dvm_errmsg(ctx));
+    dvm_array_read(ctx, y, out, 8);
+    dvm_array_read(ctx, xg, out + 8, 8);
+    dvm_args_destroy(a);
+    dvm_array_destroy(x);
+    dvm_array_destroy(s);
+    dvm_array_destroy(y);
+    dvm_array_destroy(yg);
+    dvm_array_destroy(xg);
+    dvm_module_destroy(m);
+    return rc != DVM_OK;
+}
+
+int main(void) {
+    dvm_program *po = compile(1), *pn = compile(0);
+    if (!po || !pn) return 1;
+    const int ADJ = DVM_V_ADJOINT;
+
+    /* trans: each transcendental of v once in the adjoint */
+    CHECK(count(po, "trans", ADJ, DVM_OP_SIN) == 1, "trans adjoint: %d SIN, expected 1", count(po, "trans", ADJ, DVM_OP_SIN));
+    CHECK(count(po, "trans", ADJ, DVM_OP_COS) == 1, "trans adjoint: %d COS, expected 1", count(po, "trans", ADJ, DVM_OP_COS));
+    CHECK(count(po, "trans", ADJ, DVM_OP_TANH) == 1, "trans adjoint: %d TANH, expected 1",
+          count(po, "trans", ADJ, DVM_OP_TANH));
+    CHECK(count(pn, "trans", ADJ, DVM_OP_TANH) == 2, "unoptimized trans adjoint: %d TANH, expected 2 (is DVM_NO_OPT honored?)",
+          count(pn, "trans", ADJ, DVM_OP_TANH));
+
+    /* dynloop: v's stack is dead (the adjoint of v * rate reads rate only); the trip count stays */
+    CHECK(nstacks(pn, "dynloop", ADJ) == 2, "unoptimized dynloop adjoint: %d stacks, expected 2", nstacks(pn, "dynloop", ADJ));
+    CHECK(nstacks(po, "dynloop", ADJ) == 1, "dynloop adjoint: %d stacks, expected 1", nstacks(po, "dynloop", ADJ));
+    CHECK(count(po, "dynloop", ADJ, DVM_OP_PUSH) == 1 && count(po, "dynloop", ADJ, DVM_OP_POP) == 1,
+          "dynloop adjoint: %d PUSH, %d POP, expected 1 each (the trip count)", count(po, "dynloop", ADJ, DVM_OP_PUSH),
+          count(po, "dynloop", ADJ, DVM_OP_POP));
+    const dvm_variant_desc *dv = variant(po, "dynloop", ADJ);
+    if (dv && dv->nstacks == 1)
+        CHECK(po->stacks[dv->stack_begin].type == DVM_T_I32, "dynloop adjoint: the stack left is not the i32 trip count");
+
+    /* keep: the reverse pass reads v (cos(v)): its stack and its size program stay */
+    CHECK(nstacks(po, "keep", ADJ) == 2, "keep adjoint: %d stacks, expected 2", nstacks(po, "keep", ADJ));
+    CHECK(count(po, "keep", ADJ, DVM_OP_PUSH) == 2 && count(po, "keep", ADJ, DVM_OP_POP) == 2,
+          "keep adjoint: %d PUSH, %d POP, expected 2 each", count(po, "keep", ADJ, DVM_OP_PUSH),
+          count(po, "keep", ADJ, DVM_OP_POP));
+
+    const char *names[3] = {"trans", "dynloop", "keep"};
+    for (int i = 0; i < 3; i++)
+        for (int vk = 0; vk < DVM_V_COUNT; vk++) {
+            int a = count(po, names[i], vk, -1), b = count(pn, names[i], vk, -1);
+            if (vk == ADJ) CHECK(a < b, "%s adjoint: %d nodes optimized, %d not: expected fewer", names[i], a, b);
+            else CHECK(a <= b, "%s variant %d: %d nodes optimized, %d not", names[i], vk, a, b);
+        }
+    dvm_program_free(po);
+    dvm_program_free(pn);
+
+    /* the same values, bit for bit: the optimizer neither reorders nor rewrites arithmetic */
+    dvm_context_opts co = {"cpu", 0, 0};
+    dvm_context *ctx = NULL;
+    if (dvm_context_create(&co, &ctx) != DVM_OK) {
+        fprintf(stderr, "FAILED: no cpu context\n");
+        return 1;
+    }
+    for (int i = 0; i < 3; i++) {
+        float ro[16], rn[16];
+        if (run(ctx, 1, names[i], ro) || run(ctx, 0, names[i], rn)) continue;
+        for (int j = 0; j < 16; j++)
+            CHECK(!memcmp(&ro[j], &rn[j], 4), "%s: %s[%d] = %.9g optimized, %.9g not", names[i], j < 8 ? "y" : "x.grad",
+                  j % 8, (double)ro[j], (double)rn[j]);
+    }
+    dvm_context_destroy(ctx);
+    if (failures) {
+        fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("ok\n");
+    return 0;
+}
