@@ -159,6 +159,25 @@ typedef struct dvm_size_env {
 #define DVM_FMAF(a, b, c) ((a) * (b) + (c)) /* contraction is allowed here, not required */
 #endif
 
+/* DVM_NODE_WORD(ip): node *ip as one little-endian 64-bit word: op in bits 0-7, x 8-15,
+ * a 16-31, b 32-47, c 48-63 (the field order of dvm_node). A GPU includer whose node array is
+ * 8-byte aligned defines it as a plain 64-bit load. */
+#ifndef DVM_NODE_WORD
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define DVM_NODE_WORD(ip) ((uint64_t)(ip)->op | (uint64_t)(ip)->x << 8 | (uint64_t)(ip)->a << 16 | \
+                           (uint64_t)(ip)->b << 32 | (uint64_t)(ip)->c << 48)
+#else
+#if defined(__GNUC__)
+#define DVM_MEMCPY_ __builtin_memcpy
+#else
+#include <string.h>
+#define DVM_MEMCPY_ memcpy
+#endif
+DVM_FN uint64_t dvm_node_word_(const dvm_node *ip) { uint64_t w; DVM_MEMCPY_(&w, ip, 8); return w; }
+#define DVM_NODE_WORD(ip) dvm_node_word_(ip)
+#endif
+#endif
+
 #ifndef DVM_LOAD_ERR
 #define DVM_LOAD_ERR(p) (*(volatile int32_t *)(p))
 #endif
@@ -385,8 +404,14 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #ifdef DVM_USE_SWITCH
 #define vmdispatch() goto dvm_dispatch_
 #else
-#define vmdispatch() goto *dvm_disp_[ip->op]
+#define vmdispatch() do { nw_ = DVM_NODE_WORD(ip); goto *dvm_disp_[N_OP]; } while (0)
 #endif
+/* The node being run, fetched as one 64-bit word (one load, not five): its fields. */
+#define N_OP ((uint32_t)(nw_ & 0xFFu))
+#define N_X ((uint32_t)(nw_ >> 8) & 0xFFu)
+#define N_A ((uint32_t)(nw_ >> 16) & 0xFFFFu)
+#define N_B ((uint32_t)(nw_ >> 32) & 0xFFFFu)
+#define N_C ((uint32_t)(nw_ >> 48))
 #define vmcase(name) L_##name:
 #define vmbreak do { ip++; vmdispatch(); } while (0)
 
@@ -437,12 +462,12 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
             FAIL(DVM_RT_OOB, (x_), -1, (v_), (len_));                                  \
     } while (0)
 /* An array node: its base and length read once, before the lanes. */
-#define ARR_NODE DVM_GLOBAL uint32_t *const ab_ = arr[ip->x]; const int64_t al_ = e->arr_len[ip->x]
+#define ARR_NODE DVM_GLOBAL uint32_t *const ab_ = arr[N_X]; const int64_t al_ = e->arr_len[N_X]
 /* read-modify-write of element RI(ia) of the node's array, per lane */
 #define ARR_RMW(ia, stmt)                                                              \
     do {                                                                               \
         ARR_NODE;                                                                      \
-        LANES(int32_t v = RI(ia); CHECK_LEN(ip->x, v, al_); stmt);                     \
+        LANES(int32_t v = RI(ia); CHECK_LEN(N_X, v, al_); stmt);                     \
     } while (0)
 
 DVM_FN int DVM_RUN_AT_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
@@ -476,6 +501,7 @@ DVM_FN int DVM_RUN_AT_NAME(const dvm_env *e, uint32_t task_index, const dvm_task
 #endif
     const dvm_node *const code = e->nodes + t->code_begin;
     const dvm_node *ip = code + start;
+    uint64_t nw_ = 0; /* the current node as one word (DVM_NODE_WORD) */
     const uint32_t *const K = e->consts;
     uint32_t *const R = regs;
     uint32_t polls_ = 0; /* backward jumps taken (see DVM_POLL_EVERY) */
@@ -492,17 +518,18 @@ DVM_FN int DVM_RUN_AT_NAME(const dvm_env *e, uint32_t task_index, const dvm_task
     }
 #ifdef DVM_USE_SWITCH
 dvm_dispatch_:
+    nw_ = DVM_NODE_WORD(ip);
 #ifdef DVM_HOT_OPS
     /* nvcc compiles the switch to a tree of compares (no jump table): the includer's
        hottest opcodes are tested first, in its order (DVM_HOT_OPS: DVM_HOT(NAME) ...). */
     {
-        const uint32_t op_ = ip->op;
+        const uint32_t op_ = N_OP;
 #define DVM_HOT(name) if (op_ == (uint32_t)DVM_OP_##name) goto L_##name;
         DVM_HOT_OPS
 #undef DVM_HOT
     }
 #endif
-    switch (ip->op) {
+    switch (N_OP) {
 #define DVM_OP(name, num, fmt, flags, doc) case num: goto L_##name;
 #define DVM_DOP DVM_OP
 #include "../../bytecode/ops.def"
@@ -516,179 +543,179 @@ dvm_dispatch_:
 
     /* ---- constants and moves ---- */
     vmcase(NOP) vmbreak;
-    vmcase(CONST) { const uint32_t k_ = (uint32_t)ip->b | ((uint32_t)ip->c << 16); LANES(SETU(ip->a, k_)); } vmbreak;
-    vmcase(CONSTK) { const uint32_t k_ = K[ip->b]; LANES(SETU(ip->a, k_)); } vmbreak;
-    vmcase(MOV) LANES(SETU(ip->a, RU(ip->b))); vmbreak;
-    vmcase(LDU) { const uint32_t k_ = e->uni[ip->b]; LANES(SETU(ip->a, k_)); } vmbreak;
-    vmcase(STU) LANES(e->uni[ip->a] = RU(ip->b)); vmbreak;
-    vmcase(ATOMADDU) LANES(DVM_ATOMIC_ADD_F32(&e->uni[ip->a], RF(ip->b))); vmbreak;
+    vmcase(CONST) { const uint32_t k_ = (uint32_t)N_B | ((uint32_t)N_C << 16); LANES(SETU(N_A, k_)); } vmbreak;
+    vmcase(CONSTK) { const uint32_t k_ = K[N_B]; LANES(SETU(N_A, k_)); } vmbreak;
+    vmcase(MOV) LANES(SETU(N_A, RU(N_B))); vmbreak;
+    vmcase(LDU) { const uint32_t k_ = e->uni[N_B]; LANES(SETU(N_A, k_)); } vmbreak;
+    vmcase(STU) LANES(e->uni[N_A] = RU(N_B)); vmbreak;
+    vmcase(ATOMADDU) LANES(DVM_ATOMIC_ADD_F32(&e->uni[N_A], RF(N_B))); vmbreak;
 
     /* ---- f32 ---- */
-    vmcase(ADDF) LANES(SETF(ip->a, RF(ip->b) + RF(ip->c))); vmbreak;
-    vmcase(SUBF) LANES(SETF(ip->a, RF(ip->b) - RF(ip->c))); vmbreak;
-    vmcase(MULF) LANES(SETF(ip->a, RF(ip->b) * RF(ip->c))); vmbreak;
-    vmcase(DIVF) LANES(SETF(ip->a, RF(ip->b) / RF(ip->c))); vmbreak;
-    vmcase(MINF) LANES(float x = RF(ip->b); float y = RF(ip->c); SETF(ip->a, y < x ? y : x)); vmbreak;
-    vmcase(MAXF) LANES(float x = RF(ip->b); float y = RF(ip->c); SETF(ip->a, y > x ? y : x)); vmbreak;
-    vmcase(POWF) LANES(SETF(ip->a, DVM_POWF(RF(ip->b), RF(ip->c)))); vmbreak;
-    vmcase(ATAN2F) LANES(SETF(ip->a, DVM_ATAN2F(RF(ip->b), RF(ip->c)))); vmbreak;
-    vmcase(NEGF) LANES(SETU(ip->a, RU(ip->b) ^ 0x80000000u)); vmbreak;
-    vmcase(ABSF) LANES(SETU(ip->a, RU(ip->b) & 0x7FFFFFFFu)); vmbreak;
-    vmcase(SIN) LANES(SETF(ip->a, DVM_SINF(RF(ip->b)))); vmbreak;
-    vmcase(COS) LANES(SETF(ip->a, DVM_COSF(RF(ip->b)))); vmbreak;
-    vmcase(TAN) LANES(SETF(ip->a, DVM_TANF(RF(ip->b)))); vmbreak;
-    vmcase(ASIN) LANES(SETF(ip->a, DVM_ASINF(RF(ip->b)))); vmbreak;
-    vmcase(ACOS) LANES(SETF(ip->a, DVM_ACOSF(RF(ip->b)))); vmbreak;
-    vmcase(ATAN) LANES(SETF(ip->a, DVM_ATANF(RF(ip->b)))); vmbreak;
-    vmcase(EXP) LANES(SETF(ip->a, DVM_EXPF(RF(ip->b)))); vmbreak;
-    vmcase(LOG) LANES(SETF(ip->a, DVM_LOGF(RF(ip->b)))); vmbreak;
-    vmcase(SQRT) LANES(SETF(ip->a, DVM_SQRTF(RF(ip->b)))); vmbreak;
-    vmcase(RSQRT) LANES(SETF(ip->a, 1.0f / DVM_SQRTF(RF(ip->b)))); vmbreak;
-    vmcase(TANH) LANES(SETF(ip->a, DVM_TANHF(RF(ip->b)))); vmbreak;
-    vmcase(FLOOR) LANES(SETF(ip->a, DVM_FLOORF(RF(ip->b)))); vmbreak;
-    vmcase(CEIL) LANES(SETF(ip->a, DVM_CEILF(RF(ip->b)))); vmbreak;
+    vmcase(ADDF) LANES(SETF(N_A, RF(N_B) + RF(N_C))); vmbreak;
+    vmcase(SUBF) LANES(SETF(N_A, RF(N_B) - RF(N_C))); vmbreak;
+    vmcase(MULF) LANES(SETF(N_A, RF(N_B) * RF(N_C))); vmbreak;
+    vmcase(DIVF) LANES(SETF(N_A, RF(N_B) / RF(N_C))); vmbreak;
+    vmcase(MINF) LANES(float x = RF(N_B); float y = RF(N_C); SETF(N_A, y < x ? y : x)); vmbreak;
+    vmcase(MAXF) LANES(float x = RF(N_B); float y = RF(N_C); SETF(N_A, y > x ? y : x)); vmbreak;
+    vmcase(POWF) LANES(SETF(N_A, DVM_POWF(RF(N_B), RF(N_C)))); vmbreak;
+    vmcase(ATAN2F) LANES(SETF(N_A, DVM_ATAN2F(RF(N_B), RF(N_C)))); vmbreak;
+    vmcase(NEGF) LANES(SETU(N_A, RU(N_B) ^ 0x80000000u)); vmbreak;
+    vmcase(ABSF) LANES(SETU(N_A, RU(N_B) & 0x7FFFFFFFu)); vmbreak;
+    vmcase(SIN) LANES(SETF(N_A, DVM_SINF(RF(N_B)))); vmbreak;
+    vmcase(COS) LANES(SETF(N_A, DVM_COSF(RF(N_B)))); vmbreak;
+    vmcase(TAN) LANES(SETF(N_A, DVM_TANF(RF(N_B)))); vmbreak;
+    vmcase(ASIN) LANES(SETF(N_A, DVM_ASINF(RF(N_B)))); vmbreak;
+    vmcase(ACOS) LANES(SETF(N_A, DVM_ACOSF(RF(N_B)))); vmbreak;
+    vmcase(ATAN) LANES(SETF(N_A, DVM_ATANF(RF(N_B)))); vmbreak;
+    vmcase(EXP) LANES(SETF(N_A, DVM_EXPF(RF(N_B)))); vmbreak;
+    vmcase(LOG) LANES(SETF(N_A, DVM_LOGF(RF(N_B)))); vmbreak;
+    vmcase(SQRT) LANES(SETF(N_A, DVM_SQRTF(RF(N_B)))); vmbreak;
+    vmcase(RSQRT) LANES(SETF(N_A, 1.0f / DVM_SQRTF(RF(N_B)))); vmbreak;
+    vmcase(TANH) LANES(SETF(N_A, DVM_TANHF(RF(N_B)))); vmbreak;
+    vmcase(FLOOR) LANES(SETF(N_A, DVM_FLOORF(RF(N_B)))); vmbreak;
+    vmcase(CEIL) LANES(SETF(N_A, DVM_CEILF(RF(N_B)))); vmbreak;
 
     /* ---- i32 (wrapping: computed on u32) ---- */
-    vmcase(ADDI) LANES(SETU(ip->a, RU(ip->b) + RU(ip->c))); vmbreak;
-    vmcase(SUBI) LANES(SETU(ip->a, RU(ip->b) - RU(ip->c))); vmbreak;
-    vmcase(MULI) LANES(SETU(ip->a, RU(ip->b) * RU(ip->c))); vmbreak;
+    vmcase(ADDI) LANES(SETU(N_A, RU(N_B) + RU(N_C))); vmbreak;
+    vmcase(SUBI) LANES(SETU(N_A, RU(N_B) - RU(N_C))); vmbreak;
+    vmcase(MULI) LANES(SETU(N_A, RU(N_B) * RU(N_C))); vmbreak;
     vmcase(DIVI) LANES(
-        int32_t c = RI(ip->c);
+        int32_t c = RI(N_C);
         if (c == 0) FAIL(DVM_RT_DIVZERO, 0, 0, 0, 0);
-        SETI(ip->a, dvm_floordiv_(RI(ip->b), c))); vmbreak;
+        SETI(N_A, dvm_floordiv_(RI(N_B), c))); vmbreak;
     vmcase(MODI) LANES(
-        int32_t c = RI(ip->c);
+        int32_t c = RI(N_C);
         if (c == 0) FAIL(DVM_RT_DIVZERO, 0, 0, 0, 0);
-        SETI(ip->a, dvm_floormod_(RI(ip->b), c))); vmbreak;
-    vmcase(MINI) LANES(int32_t x = RI(ip->b); int32_t y = RI(ip->c); SETI(ip->a, y < x ? y : x)); vmbreak;
-    vmcase(MAXI) LANES(int32_t x = RI(ip->b); int32_t y = RI(ip->c); SETI(ip->a, y > x ? y : x)); vmbreak;
-    vmcase(NEGI) LANES(SETU(ip->a, 0u - RU(ip->b))); vmbreak;
-    vmcase(ABSI) LANES(uint32_t v = RU(ip->b); SETU(ip->a, (v & 0x80000000u) ? 0u - v : v)); vmbreak;
-    vmcase(ADDIK) { const uint32_t k_ = (uint32_t)(int32_t)(int16_t)ip->c; LANES(SETU(ip->a, RU(ip->b) + k_)); } vmbreak;
+        SETI(N_A, dvm_floormod_(RI(N_B), c))); vmbreak;
+    vmcase(MINI) LANES(int32_t x = RI(N_B); int32_t y = RI(N_C); SETI(N_A, y < x ? y : x)); vmbreak;
+    vmcase(MAXI) LANES(int32_t x = RI(N_B); int32_t y = RI(N_C); SETI(N_A, y > x ? y : x)); vmbreak;
+    vmcase(NEGI) LANES(SETU(N_A, 0u - RU(N_B))); vmbreak;
+    vmcase(ABSI) LANES(uint32_t v = RU(N_B); SETU(N_A, (v & 0x80000000u) ? 0u - v : v)); vmbreak;
+    vmcase(ADDIK) { const uint32_t k_ = (uint32_t)(int32_t)(int16_t)N_C; LANES(SETU(N_A, RU(N_B) + k_)); } vmbreak;
 
     /* ---- conversions ---- */
-    vmcase(I2F) LANES(SETF(ip->a, (float)RI(ip->b))); vmbreak;
-    vmcase(F2I) LANES(SETI(ip->a, dvm_f2i_(RF(ip->b)))); vmbreak;
-    vmcase(FFLOORDIV) LANES(SETF(ip->a, DVM_FLOORF(RF(ip->b) / RF(ip->c)))); vmbreak;
+    vmcase(I2F) LANES(SETF(N_A, (float)RI(N_B))); vmbreak;
+    vmcase(F2I) LANES(SETI(N_A, dvm_f2i_(RF(N_B)))); vmbreak;
+    vmcase(FFLOORDIV) LANES(SETF(N_A, DVM_FLOORF(RF(N_B) / RF(N_C)))); vmbreak;
     vmcase(FMODF) LANES(
-        float x = RF(ip->b); float y = RF(ip->c);
+        float x = RF(N_B); float y = RF(N_C);
         float q = DVM_FLOORF(x / y);
         float m = y * q; /* separate statements: no contraction */
-        SETF(ip->a, x - m)); vmbreak;
+        SETF(N_A, x - m)); vmbreak;
     vmcase(POWI) LANES(
-        int32_t c = RI(ip->c);
+        int32_t c = RI(N_C);
         if (c < 0) FAIL(DVM_RT_NEGPOW, c, 0, 0, 0);
-        SETU(ip->a, dvm_powi_(RU(ip->b), c))); vmbreak;
+        SETU(N_A, dvm_powi_(RU(N_B), c))); vmbreak;
 
     /* ---- comparisons and logic ---- */
-    vmcase(LTF) LANES(SETU(ip->a, RF(ip->b) < RF(ip->c))); vmbreak;
-    vmcase(LEF) LANES(SETU(ip->a, RF(ip->b) <= RF(ip->c))); vmbreak;
-    vmcase(EQF) LANES(SETU(ip->a, RF(ip->b) == RF(ip->c))); vmbreak;
-    vmcase(NEF) LANES(SETU(ip->a, RF(ip->b) != RF(ip->c))); vmbreak;
-    vmcase(LTI) LANES(SETU(ip->a, RI(ip->b) < RI(ip->c))); vmbreak;
-    vmcase(LEI) LANES(SETU(ip->a, RI(ip->b) <= RI(ip->c))); vmbreak;
-    vmcase(EQI) LANES(SETU(ip->a, RU(ip->b) == RU(ip->c))); vmbreak;
-    vmcase(NEI) LANES(SETU(ip->a, RU(ip->b) != RU(ip->c))); vmbreak;
-    vmcase(NOT) LANES(SETU(ip->a, RU(ip->b) == 0u)); vmbreak;
-    vmcase(SEL) LANES(SETU(ip->a, RU(ip->a) ? RU(ip->b) : RU(ip->c))); vmbreak;
+    vmcase(LTF) LANES(SETU(N_A, RF(N_B) < RF(N_C))); vmbreak;
+    vmcase(LEF) LANES(SETU(N_A, RF(N_B) <= RF(N_C))); vmbreak;
+    vmcase(EQF) LANES(SETU(N_A, RF(N_B) == RF(N_C))); vmbreak;
+    vmcase(NEF) LANES(SETU(N_A, RF(N_B) != RF(N_C))); vmbreak;
+    vmcase(LTI) LANES(SETU(N_A, RI(N_B) < RI(N_C))); vmbreak;
+    vmcase(LEI) LANES(SETU(N_A, RI(N_B) <= RI(N_C))); vmbreak;
+    vmcase(EQI) LANES(SETU(N_A, RU(N_B) == RU(N_C))); vmbreak;
+    vmcase(NEI) LANES(SETU(N_A, RU(N_B) != RU(N_C))); vmbreak;
+    vmcase(NOT) LANES(SETU(N_A, RU(N_B) == 0u)); vmbreak;
+    vmcase(SEL) LANES(SETU(N_A, RU(N_A) ? RU(N_B) : RU(N_C))); vmbreak;
 
     /* ---- control ---- */
-    vmcase(JMP) JUMP(ip->a);
-    vmcase(JZ) { AGREE(c_, RU(ip->a) == 0u); if (c_) JUMP(ip->b); } vmbreak;
-    vmcase(JNZ) { AGREE(c_, RU(ip->a) != 0u); if (c_) JUMP(ip->b); } vmbreak;
-    vmcase(JGEI) { AGREE(c_, RI(ip->a) >= RI(ip->b)); if (c_) JUMP(ip->c); } vmbreak;
+    vmcase(JMP) JUMP(N_A);
+    vmcase(JZ) { AGREE(c_, RU(N_A) == 0u); if (c_) JUMP(N_B); } vmbreak;
+    vmcase(JNZ) { AGREE(c_, RU(N_A) != 0u); if (c_) JUMP(N_B); } vmbreak;
+    vmcase(JGEI) { AGREE(c_, RI(N_A) >= RI(N_B)); if (c_) JUMP(N_C); } vmbreak;
     vmcase(INCLT) {
-        AGREE(c_, (int32_t)(RU(ip->a) + 1u) < RI(ip->b));
-        LANES(SETU(ip->a, RU(ip->a) + 1u));
-        if (c_) JUMP(ip->c);
+        AGREE(c_, (int32_t)(RU(N_A) + 1u) < RI(N_B));
+        LANES(SETU(N_A, RU(N_A) + 1u));
+        if (c_) JUMP(N_C);
     } vmbreak;
     vmcase(END) return 0;
-    vmcase(ASSERT) LANES(if (!RU(ip->a)) FAIL(DVM_RT_ASSERT, ip->b, 0, 0, 0)); vmbreak;
+    vmcase(ASSERT) LANES(if (!RU(N_A)) FAIL(DVM_RT_ASSERT, N_B, 0, 0, 0)); vmbreak;
 
     /* ---- arrays ---- */
     vmcase(IDX) {
-        const int32_t ext = e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK + ip->c];
-        LANES(int32_t v = RI(ip->b);
-              if (v < 0 || v >= ext) FAIL(DVM_RT_OOB, ip->x, ip->c, v, ext);
-              SETI(ip->a, v));
+        const int32_t ext = e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK + N_C];
+        LANES(int32_t v = RI(N_B);
+              if (v < 0 || v >= ext) FAIL(DVM_RT_OOB, N_X, N_C, v, ext);
+              SETI(N_A, v));
     } vmbreak;
     vmcase(IDXM) {
-        const int32_t ext = e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK + ip->c];
-        LANES(int32_t v = RI(ip->b);
-              if (v < 0 || v >= ext) FAIL(DVM_RT_OOB, ip->x, ip->c, v, ext);
-              SETU(ip->a, RU(ip->a) * (uint32_t)ext + (uint32_t)v));
+        const int32_t ext = e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK + N_C];
+        LANES(int32_t v = RI(N_B);
+              if (v < 0 || v >= ext) FAIL(DVM_RT_OOB, N_X, N_C, v, ext);
+              SETU(N_A, RU(N_A) * (uint32_t)ext + (uint32_t)v));
     } vmbreak;
     vmcase(LD) {
         /* all lanes' loads first, then the register writes: the loads are in flight together */
         ARR_NODE;
         uint32_t ld_[DVM_LANES];
-        LANES(int32_t v = RI(ip->b); CHECK_LEN(ip->x, v, al_); ld_[l_] = ab_[v]);
-        LANES(SETU(ip->a, ld_[l_]));
+        LANES(int32_t v = RI(N_B); CHECK_LEN(N_X, v, al_); ld_[l_] = ab_[v]);
+        LANES(SETU(N_A, ld_[l_]));
     } vmbreak;
-    vmcase(ST) ARR_RMW(ip->a, ab_[v] = RU(ip->b)); vmbreak;
+    vmcase(ST) ARR_RMW(N_A, ab_[v] = RU(N_B)); vmbreak;
     /* rank-2 access, both indices in registers: IDX + IDXM + LD/ST in one node. The verifier
        allows it only on rank-2 slots, so the flat index i * e1 + j < arr_len. */
     vmcase(LD2) {
-        DVM_GLOBAL uint32_t *const ab_ = arr[ip->x];
-        const int32_t e0_ = e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK];
-        const int32_t e1_ = e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK + 1];
+        DVM_GLOBAL uint32_t *const ab_ = arr[N_X];
+        const int32_t e0_ = e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK];
+        const int32_t e1_ = e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK + 1];
         uint32_t ld_[DVM_LANES];
-        LANES(int32_t i = RI(ip->b); int32_t j = RI(ip->c);
-              if ((uint32_t)i >= (uint32_t)e0_) FAIL(DVM_RT_OOB, ip->x, 0, i, e0_);
-              if ((uint32_t)j >= (uint32_t)e1_) FAIL(DVM_RT_OOB, ip->x, 1, j, e1_);
+        LANES(int32_t i = RI(N_B); int32_t j = RI(N_C);
+              if ((uint32_t)i >= (uint32_t)e0_) FAIL(DVM_RT_OOB, N_X, 0, i, e0_);
+              if ((uint32_t)j >= (uint32_t)e1_) FAIL(DVM_RT_OOB, N_X, 1, j, e1_);
               ld_[l_] = ab_[(int64_t)i * e1_ + j]);
-        LANES(SETU(ip->a, ld_[l_]));
+        LANES(SETU(N_A, ld_[l_]));
     } vmbreak;
     vmcase(ST2) {
-        DVM_GLOBAL uint32_t *const ab_ = arr[ip->x];
-        const int32_t e0_ = e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK];
-        const int32_t e1_ = e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK + 1];
-        LANES(int32_t i = RI(ip->a); int32_t j = RI(ip->b);
-              if ((uint32_t)i >= (uint32_t)e0_) FAIL(DVM_RT_OOB, ip->x, 0, i, e0_);
-              if ((uint32_t)j >= (uint32_t)e1_) FAIL(DVM_RT_OOB, ip->x, 1, j, e1_);
-              ab_[(int64_t)i * e1_ + j] = RU(ip->c));
+        DVM_GLOBAL uint32_t *const ab_ = arr[N_X];
+        const int32_t e0_ = e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK];
+        const int32_t e1_ = e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK + 1];
+        LANES(int32_t i = RI(N_A); int32_t j = RI(N_B);
+              if ((uint32_t)i >= (uint32_t)e0_) FAIL(DVM_RT_OOB, N_X, 0, i, e0_);
+              if ((uint32_t)j >= (uint32_t)e1_) FAIL(DVM_RT_OOB, N_X, 1, j, e1_);
+              ab_[(int64_t)i * e1_ + j] = RU(N_C));
     } vmbreak;
-    vmcase(ATOMADDF) ARR_RMW(ip->a, DVM_ATOMIC_ADD_F32(&ab_[v], RF(ip->b))); vmbreak;
-    vmcase(ATOMADDI) ARR_RMW(ip->a, DVM_ATOMIC_ADD_I32(&ab_[v], RU(ip->b))); vmbreak;
-    vmcase(ATOMMAXF) ARR_RMW(ip->a, DVM_ATOMIC_MAX_F32(&ab_[v], RF(ip->b))); vmbreak;
-    vmcase(ATOMMINF) ARR_RMW(ip->a, DVM_ATOMIC_MIN_F32(&ab_[v], RF(ip->b))); vmbreak;
-    vmcase(ATOMMAXI) ARR_RMW(ip->a, DVM_ATOMIC_MAX_I32(&ab_[v], RI(ip->b))); vmbreak;
-    vmcase(ATOMMINI) ARR_RMW(ip->a, DVM_ATOMIC_MIN_I32(&ab_[v], RI(ip->b))); vmbreak;
-    vmcase(SHAPE) { const int32_t k_ = e->arr_shape[(uint32_t)ip->x * DVM_MAX_RANK + ip->b]; LANES(SETI(ip->a, k_)); } vmbreak;
+    vmcase(ATOMADDF) ARR_RMW(N_A, DVM_ATOMIC_ADD_F32(&ab_[v], RF(N_B))); vmbreak;
+    vmcase(ATOMADDI) ARR_RMW(N_A, DVM_ATOMIC_ADD_I32(&ab_[v], RU(N_B))); vmbreak;
+    vmcase(ATOMMAXF) ARR_RMW(N_A, DVM_ATOMIC_MAX_F32(&ab_[v], RF(N_B))); vmbreak;
+    vmcase(ATOMMINF) ARR_RMW(N_A, DVM_ATOMIC_MIN_F32(&ab_[v], RF(N_B))); vmbreak;
+    vmcase(ATOMMAXI) ARR_RMW(N_A, DVM_ATOMIC_MAX_I32(&ab_[v], RI(N_B))); vmbreak;
+    vmcase(ATOMMINI) ARR_RMW(N_A, DVM_ATOMIC_MIN_I32(&ab_[v], RI(N_B))); vmbreak;
+    vmcase(SHAPE) { const int32_t k_ = e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK + N_B]; LANES(SETI(N_A, k_)); } vmbreak;
 
     /* ---- adstacks: word 0 of a stack is its count, entries follow ---- */
     vmcase(PUSH) {
-        const int64_t off = e->stack_off[ip->a], cap = e->stack_cap[ip->a];
+        const int64_t off = e->stack_off[N_A], cap = e->stack_cap[N_A];
         LANES(const int64_t s_ = slot * DVM_LANES + l_; /* lane l's heap slot */
               DVM_GLOBAL uint32_t *cnt = DVM_HEAP_WORD(e, s_, off);
               uint32_t n = *cnt;
-              if ((int64_t)n >= cap) FAIL(DVM_RT_ADSTACK_OVERFLOW, ip->a, cap, 0, 0);
-              *DVM_HEAP_WORD(e, s_, off + 1 + (int64_t)n) = RU(ip->b);
+              if ((int64_t)n >= cap) FAIL(DVM_RT_ADSTACK_OVERFLOW, N_A, cap, 0, 0);
+              *DVM_HEAP_WORD(e, s_, off + 1 + (int64_t)n) = RU(N_B);
               *cnt = n + 1u);
     } vmbreak;
     vmcase(POP) {
-        const int64_t off = e->stack_off[ip->b];
+        const int64_t off = e->stack_off[N_B];
         LANES(const int64_t s_ = slot * DVM_LANES + l_;
               DVM_GLOBAL uint32_t *cnt = DVM_HEAP_WORD(e, s_, off);
               uint32_t n = *cnt;
-              if (n == 0u) FAIL(DVM_RT_ADSTACK_UNDERFLOW, ip->b, 0, 0, 0);
+              if (n == 0u) FAIL(DVM_RT_ADSTACK_UNDERFLOW, N_B, 0, 0, 0);
               n -= 1u;
-              SETU(ip->a, *DVM_HEAP_WORD(e, s_, off + 1 + (int64_t)n));
+              SETU(N_A, *DVM_HEAP_WORD(e, s_, off + 1 + (int64_t)n));
               *cnt = n);
     } vmbreak;
 
     /* ---- superinstructions ---- */
-    vmcase(ADDFK) { const float k_ = KF(ip->c); LANES(SETF(ip->a, RF(ip->b) + k_)); } vmbreak;
-    vmcase(MULFK) { const float k_ = KF(ip->c); LANES(SETF(ip->a, RF(ip->b) * k_)); } vmbreak;
-    vmcase(KSUBF) { const float k_ = KF(ip->c); LANES(SETF(ip->a, k_ - RF(ip->b))); } vmbreak;
-    vmcase(KDIVF) { const float k_ = KF(ip->c); LANES(SETF(ip->a, k_ / RF(ip->b))); } vmbreak;
-    vmcase(FMAF) LANES(SETF(ip->a, DVM_FMAF(RF(ip->b), RF(ip->c), RF(ip->a)))); vmbreak;
-    vmcase(FMAFK) { const float k_ = KF(ip->c); LANES(SETF(ip->a, DVM_FMAF(RF(ip->a), RF(ip->b), k_))); } vmbreak;
+    vmcase(ADDFK) { const float k_ = KF(N_C); LANES(SETF(N_A, RF(N_B) + k_)); } vmbreak;
+    vmcase(MULFK) { const float k_ = KF(N_C); LANES(SETF(N_A, RF(N_B) * k_)); } vmbreak;
+    vmcase(KSUBF) { const float k_ = KF(N_C); LANES(SETF(N_A, k_ - RF(N_B))); } vmbreak;
+    vmcase(KDIVF) { const float k_ = KF(N_C); LANES(SETF(N_A, k_ / RF(N_B))); } vmbreak;
+    vmcase(FMAF) LANES(SETF(N_A, DVM_FMAF(RF(N_B), RF(N_C), RF(N_A)))); vmbreak;
+    vmcase(FMAFK) { const float k_ = KF(N_C); LANES(SETF(N_A, DVM_FMAF(RF(N_A), RF(N_B), k_))); } vmbreak;
     vmcase(LDADDF) {
         ARR_NODE;
         uint32_t ld_[DVM_LANES];
-        LANES(int32_t v = RI(ip->b); CHECK_LEN(ip->x, v, al_); ld_[l_] = ab_[v]);
-        LANES(SETF(ip->a, RF(ip->a) + DVM_U2F(ld_[l_])));
+        LANES(int32_t v = RI(N_B); CHECK_LEN(N_X, v, al_); ld_[l_] = ab_[v]);
+        LANES(SETF(N_A, RF(N_A) + DVM_U2F(ld_[l_])));
     } vmbreak;
 
     /* ---- size opcodes never appear in kernel code (the verifier rejects them) ---- */
@@ -703,7 +730,7 @@ dvm_dispatch_:
     vmcase(SZ_SHAPE)
     vmcase(SZ_PARAM)
     L__BAD:
-    FAIL(DVM_RT_BAD_OP, ip->op, 0, 0, 0);
+    FAIL(DVM_RT_BAD_OP, N_OP, 0, 0, 0);
 }
 
 DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
@@ -731,6 +758,11 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
 #undef vmcase
 #undef vmbreak
 #undef vmdispatch
+#undef N_OP
+#undef N_X
+#undef N_A
+#undef N_B
+#undef N_C
 #undef DVM_LANES
 #undef DVM_RSTRIDE
 #undef DVM_RUN_NAME

@@ -17,7 +17,9 @@
 /* exec flags */
 #define DVM_GPU_F_ZERO_SERIAL 1u /* serial task: zero the serial slot's stack counts first */
 #define DVM_GPU_F_SMEM_CODE 2u   /* copy the task's nodes into shared memory per block */
-#define DVM_GPU_F_SMEM_REGS 4u   /* register files in shared memory (else regs_global) */
+#define DVM_GPU_F_SMEM_REGS 4u   /* register files in shared memory (else regs_global); with
+                                    SMEM_CODE on a parallel task: the array table too (the
+                                    fast shape, dvm_gpu_stage_all in interp_cuda.cu) */
 #define DVM_GPU_F_STACKS 8u      /* the variant has stacks: call dvm_thread_begin */
 #define DVM_GPU_F_NO_WARP_SYNC 16u /* dvm_k_parallel: no warp-wide start of each round (measuring) */
 
@@ -39,6 +41,8 @@ typedef struct dvm_gpu_exec_args {
     uint32_t start_u;              /* DVM_NO_SLOT or a uniform slot */
     uint32_t ext_u[3];
     uint32_t max_threads;          /* 0, or: only threads below it iterate (a test switch) */
+    uint32_t narr;                 /* array slots of the variant (the shared-memory table) */
+    uint32_t pad;
 } dvm_gpu_exec_args;
 
 typedef struct dvm_gpu_size_args {

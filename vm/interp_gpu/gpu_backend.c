@@ -399,22 +399,29 @@ static int has_cond_branch(const dvm_node *nodes, const dvm_task_desc *t) {
     return 0;
 }
 
-static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_desc *t, int has_stacks) {
+/* narr: the variant's array slots. A parallel task whose nodes and register files both fit
+   in shared memory also gets the array table there (32 bytes a slot: interp_cuda.cu,
+   dvm_gpu_stage_all), ahead of the nodes. */
+static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_desc *t, int has_stacks, uint32_t narr) {
     gpu_cfg c;
     memset(&c, 0, sizeof c);
     uint32_t nregs = t->nregs ? t->nregs : 1;
     c.nregs_pad = nregs | 1u; /* odd stride: a warp's register r hits 32 different banks */
     c.flags = (has_stacks ? DVM_GPU_F_STACKS : 0) | (be->no_warp_sync ? DVM_GPU_F_NO_WARP_SYNC : 0);
     uint32_t code = 0;
+    const uint32_t tabs = narr * 32u;
     if (t->kind == DVM_TASK_PARALLEL && be->use_smem_code && (size_t)t->code_len * 8u <= SMEM_CODE_BUDGET) {
         c.flags |= DVM_GPU_F_SMEM_CODE;
         code = t->code_len * 8u;
     }
     uint32_t nthr = t->kind == DVM_TASK_PARALLEL ? DVM_GPU_BLOCK : 1;
     uint32_t regs = c.nregs_pad * 4u * nthr;
-    if (be->use_smem_regs && code + regs <= (uint32_t)be->smem_max) {
+    if (be->use_smem_regs && (c.flags & DVM_GPU_F_SMEM_CODE) && tabs + code + regs <= (uint32_t)be->smem_max) {
         c.flags |= DVM_GPU_F_SMEM_REGS;
-        c.smem = code + regs;
+        c.smem = tabs + code + regs;
+    } else if (be->use_smem_regs && !(c.flags & DVM_GPU_F_SMEM_CODE) && regs <= (uint32_t)be->smem_max) {
+        c.flags |= DVM_GPU_F_SMEM_REGS;
+        c.smem = regs;
     } else {
         c.smem = code;
     }
@@ -424,7 +431,7 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
         /* Several iterations per thread (dispatch paid once for all, their loads in flight
            together) when nodes and the wider register files fit in shared memory with at least
            two blocks per multiprocessor. */
-        uint32_t pad = (nregs * DVM_GPU_LANES) | 1u, smem = t->code_len * 8u + pad * 4u * DVM_GPU_BLOCK;
+        uint32_t pad = (nregs * DVM_GPU_LANES) | 1u, smem = tabs + t->code_len * 8u + pad * 4u * DVM_GPU_BLOCK;
         if (be->use_lanes && (c.flags & DVM_GPU_F_SMEM_CODE) && smem <= (uint32_t)be->smem_max &&
             (be->use_lanes > 1 || !has_cond_branch(nodes, t)) &&
             be->drv->occupancy(&nb, be->k_lanes, DVM_GPU_BLOCK, smem) == 0 && nb >= 2) {
@@ -449,7 +456,7 @@ int64_t dvm_gpu_slots(dvm_backend *be, const dvm_exec *x) {
     for (uint32_t i = 0; i < x->var->ntasks; i++) {
         const dvm_task_desc *t = &p->tasks[x->var->task_begin + i];
         if (t->kind != DVM_TASK_PARALLEL) continue;
-        gpu_cfg c = task_cfg(be, p->nodes, t, x->nstacks > 0);
+        gpu_cfg c = task_cfg(be, p->nodes, t, x->nstacks > 0, x->nslots);
         int64_t n = (int64_t)c.blocks * DVM_GPU_BLOCK * c.lanes; /* a heap slot per lane */
         if (n > best) best = n;
     }
@@ -491,11 +498,12 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
     a.slot = x->nthread_slots;
     a.nslots = x->nthread_slots + 1;
     a.nstacks = x->nstacks;
+    a.narr = x->nslots;
     int zero_serial = x->nstacks > 0;
     for (uint32_t i = 0; i < x->var->ntasks; i++) {
         uint32_t ti = x->var->task_begin + i;
         const dvm_task_desc *td = &p->tasks[ti];
-        gpu_cfg c = task_cfg(be, p->nodes, td, x->nstacks > 0);
+        gpu_cfg c = task_cfg(be, p->nodes, td, x->nstacks > 0, x->nslots);
         a.task = l->tasks + (uint64_t)ti * sizeof(dvm_task_desc);
         a.task_index = i;
         a.code_begin = td->code_begin;

@@ -75,6 +75,9 @@ __device__ static inline void dvm_gpu_atomic_minf(uint32_t *p, float v) {
 #define DVM_HOT_OPS DVM_HOT(FMAFK) DVM_HOT(INCLT) DVM_HOT(LD) DVM_HOT(IDXM) DVM_HOT(IDX) DVM_HOT(ADDF) \
     DVM_HOT(MULF) DVM_HOT(FMAF) DVM_HOT(LDADDF) DVM_HOT(JGEI) DVM_HOT(PUSH) DVM_HOT(POP) DVM_HOT(ST)
 #endif
+/* Node arrays are 8-byte aligned here (device allocations, and the shared-memory copy):
+   a node is fetched with one 64-bit load. */
+#define DVM_NODE_WORD(ip) (*(const uint64_t *)(ip))
 #include "../interp_cpu/interp_core.h" /* dvm_run, dvm_run_at: one iteration per call */
 /* DVM_GPU_LANES iterations per call in lockstep (dvm_k_parallel_lanes), and the scalar run
    of one lane of that lane-major register file (a tail, or lanes that took different
@@ -241,13 +244,50 @@ __device__ static inline void dvm_gpu_decompose(const dvm_gpu_space &sp, uint32_
 #define DVM_WARP_ANY(mask, pred) (__ballot_sync((mask), (pred)) != 0u)
 #endif
 
-extern "C" __global__ void __launch_bounds__(DVM_GPU_BLOCK) dvm_k_parallel(dvm_gpu_exec_args a) {
-    uint32_t *smem_regs;
-    const dvm_node *nodes = dvm_gpu_stage_code(a, &smem_regs);
-    dvm_env e;
-    dvm_gpu_env(a, &e, nodes);
-    const dvm_gpu_space sp = dvm_gpu_space_of(a);
+/* The fast launch shape (DVM_GPU_F_SMEM_CODE and DVM_GPU_F_SMEM_REGS both set): the array
+   table (bases, lengths, shapes), the task's nodes and the register files all in shared
+   memory, staged once per block. Every pointer of the env then points into shared memory, so
+   nvcc emits shared loads (not generic ones) for every node, operand and array descriptor.
+   Layout, in bytes (gpu_backend.c computes the same): [narr * 8 bases][narr * 8 lengths]
+   [narr * 16 shapes][code_len * 8 nodes][register files]. Returns the register files. */
+__device__ static inline uint32_t *dvm_gpu_stage_all(const dvm_gpu_exec_args &a, dvm_env *e) {
+    uint64_t *base = dvm_gpu_smem, *len = base + a.narr;
+    int32_t *shape = (int32_t *)(len + a.narr);
+    uint64_t *code = (uint64_t *)(shape + (size_t)a.narr * DVM_MAX_RANK);
+    const uint64_t *gbase = (const uint64_t *)a.arr, *glen = (const uint64_t *)a.arr_len;
+    const int32_t *gshape = (const int32_t *)a.arr_shape;
+    const uint64_t *gcode = (const uint64_t *)((const dvm_node *)a.nodes + a.code_begin);
+    for (uint32_t i = threadIdx.x; i < a.narr; i += blockDim.x) {
+        base[i] = gbase[i];
+        len[i] = glen[i];
+    }
+    for (uint32_t i = threadIdx.x; i < a.narr * DVM_MAX_RANK; i += blockDim.x) shape[i] = gshape[i];
+    for (uint32_t i = threadIdx.x; i < a.code_len; i += blockDim.x) code[i] = gcode[i];
+    __syncthreads();
+    e->arr = (uint32_t *const *)base;
+    e->arr_len = (const int64_t *)len;
+    e->arr_shape = shape;
+    /* absolute node n lives at code[n - code_begin]; the core reads only this task's nodes */
+    e->nodes = (const dvm_node *)code - a.code_begin;
+    return (uint32_t *)(code + a.code_len);
+}
+
+/* One iteration per thread and call, grid-stride. SMEM: the fast shape above; otherwise
+   nodes and register files each where the flags say (global when they do not fit). */
+template <bool SMEM> __device__ static inline void dvm_gpu_parallel(const dvm_gpu_exec_args &a) {
     const uint64_t gtid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    dvm_env e;
+    uint32_t *regs;
+    if (SMEM) {
+        dvm_gpu_env(a, &e, (const dvm_node *)a.nodes);
+        regs = dvm_gpu_stage_all(a, &e) + (size_t)threadIdx.x * a.nregs_pad;
+    } else {
+        uint32_t *smem_regs;
+        const dvm_node *nodes = dvm_gpu_stage_code(a, &smem_regs);
+        dvm_gpu_env(a, &e, nodes);
+        regs = dvm_gpu_regs(a, smem_regs, gtid);
+    }
+    const dvm_gpu_space sp = dvm_gpu_space_of(a);
     uint64_t nthreads = (uint64_t)gridDim.x * blockDim.x;
     if (a.max_threads && a.max_threads < nthreads) nthreads = a.max_threads;
     const int live = (int64_t)gtid < sp.total && gtid < nthreads;
@@ -255,7 +295,6 @@ extern "C" __global__ void __launch_bounds__(DVM_GPU_BLOCK) dvm_k_parallel(dvm_g
     const unsigned wmask = DVM_WARP_MASK(live);
     if (!live) return;
     if (a.flags & DVM_GPU_F_STACKS) dvm_thread_begin(&e, (int64_t)gtid);
-    uint32_t *regs = dvm_gpu_regs(a, smem_regs, gtid);
     for (uint32_t r = 0; r < a.nregs_pad; r++) regs[r] = 0;
     /* the descriptor in registers: no global re-read per iteration */
     const dvm_task_desc td = *(const dvm_task_desc *)a.task;
@@ -281,20 +320,22 @@ extern "C" __global__ void __launch_bounds__(DVM_GPU_BLOCK) dvm_k_parallel(dvm_g
     }
 }
 
+extern "C" __global__ void __launch_bounds__(DVM_GPU_BLOCK) dvm_k_parallel(dvm_gpu_exec_args a) {
+    if ((a.flags & (DVM_GPU_F_SMEM_CODE | DVM_GPU_F_SMEM_REGS)) == (DVM_GPU_F_SMEM_CODE | DVM_GPU_F_SMEM_REGS))
+        dvm_gpu_parallel<true>(a);
+    else
+        dvm_gpu_parallel<false>(a);
+}
+
 /* DVM_GPU_LANES iterations per thread and call: lane l of a thread takes iteration
    base + l * nthreads (each lane's accesses stay coalesced across the warp). The launch
    needs the task's nodes and the register files in shared memory (the host checks) and
    DVM_GPU_LANES heap slots per thread. Register r of lane l: regs[r * LANES + l]; a
    thread's file is a.nregs_pad words (odd: no bank conflicts between threads). */
 extern "C" __global__ void __launch_bounds__(DVM_GPU_BLOCK) dvm_k_parallel_lanes(dvm_gpu_exec_args a) {
-    const dvm_node *gnodes = (const dvm_node *)a.nodes;
-    uint64_t *cdst = dvm_gpu_smem;
-    const uint64_t *csrc = (const uint64_t *)(gnodes + a.code_begin);
-    for (uint32_t i = threadIdx.x; i < a.code_len; i += blockDim.x) cdst[i] = csrc[i];
-    __syncthreads();
     dvm_env e;
-    dvm_gpu_env(a, &e, (const dvm_node *)cdst - a.code_begin);
-    uint32_t *regs = (uint32_t *)(dvm_gpu_smem + a.code_len) + (size_t)threadIdx.x * a.nregs_pad;
+    dvm_gpu_env(a, &e, (const dvm_node *)a.nodes);
+    uint32_t *regs = dvm_gpu_stage_all(a, &e) + (size_t)threadIdx.x * a.nregs_pad;
     const dvm_gpu_space sp = dvm_gpu_space_of(a);
     const uint64_t gtid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     int64_t nthreads = (int64_t)gridDim.x * blockDim.x;
