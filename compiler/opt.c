@@ -438,7 +438,7 @@ static int compact(dvm_program *p, const uint8_t *stack_dead) {
         for (uint32_t i = 0; i < td->code_len; i++) {
             dvm_node *n = &p->nodes[td->code_begin + i];
             const char *f = fmt_of(n);
-            for (int j = 0; j < 3; j++)
+            for (int j = 0; j < 3 && f; j++)
                 if (f[j + 1] == 'J' && opnd(n, j) < td->code_len)
                     set_opnd(n, j, (uint16_t)(newpos[td->code_begin + opnd(n, j)] - newpos[td->code_begin]));
         }
