@@ -347,26 +347,30 @@ extern "C" __global__ void __launch_bounds__(DVM_GPU_BLOCK) dvm_k_parallel_lanes
     const dvm_task_desc td = *(const dvm_task_desc *)a.task;
     const uint32_t ti = a.task_index, ndim = a.ndim;
     for (int64_t base = (int64_t)gtid; base < sp.total; base += nthreads * DVM_GPU_LANES) {
-        int32_t idx[3 * DVM_GPU_LANES];
-#pragma unroll
-        for (int l = 0; l < DVM_GPU_LANES; l++) dvm_gpu_decompose(sp, ndim, base + l * nthreads, idx + 3 * l);
+        /* A full round runs the lanes in lockstep; a partial last round, or the lanes of a
+           round that disagreed at a branch (from that node on), run one by one below. The
+           lockstep indices are only ever indexed by constants (registers, no local memory),
+           and the scalar run has one call site: ncu showed the earlier shape (an index array
+           indexed by lane, the scalar run inlined per lane) spending 73% of its memory
+           requests on local-memory spills. */
+        uint32_t start = 0;
         if (base + (DVM_GPU_LANES - 1) * nthreads < sp.total) {
-            uint32_t resume = 0;
-            int rc = dvm_run_lanes_at(&e, ti, &td, idx, (int64_t)gtid, regs, 0u, &resume);
-            if (rc == 1) return;
-            if (rc == 2) /* the lanes disagree at a branch: each finishes alone from there */
+            int32_t idx[3 * DVM_GPU_LANES];
 #pragma unroll
-                for (int l = 0; l < DVM_GPU_LANES; l++)
-                    if (dvm_run_lane_at(&e, ti, &td, idx + 3 * l, (int64_t)gtid * DVM_GPU_LANES + l, regs + l,
-                                        resume, &resume))
-                        return;
-        } else { /* the last, partial round */
-            for (int l = 0; l < DVM_GPU_LANES; l++) {
-                if (base + l * nthreads >= sp.total) break;
-                uint32_t resume = 0;
-                if (dvm_run_lane_at(&e, ti, &td, idx + 3 * l, (int64_t)gtid * DVM_GPU_LANES + l, regs + l, 0u, &resume))
-                    return;
-            }
+            for (int l = 0; l < DVM_GPU_LANES; l++) dvm_gpu_decompose(sp, ndim, base + l * nthreads, idx + 3 * l);
+            int rc = dvm_run_lanes_at(&e, ti, &td, idx, (int64_t)gtid, regs, 0u, &start);
+            if (rc == 1) return;
+            if (rc == 0) continue;
+            /* rc == 2: the lanes disagree at node `start`; each finishes alone from there */
+        }
+#pragma unroll 1
+        for (int l = 0; l < DVM_GPU_LANES; l++) {
+            if (base + l * nthreads >= sp.total) break;
+            int32_t idx1[3];
+            dvm_gpu_decompose(sp, ndim, base + l * nthreads, idx1);
+            uint32_t resume = 0;
+            if (dvm_run_lane_at(&e, ti, &td, idx1, (int64_t)gtid * DVM_GPU_LANES + l, regs + l, start, &resume))
+                return;
         }
     }
 }
