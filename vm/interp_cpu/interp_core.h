@@ -178,6 +178,15 @@ DVM_FN uint64_t dvm_node_word_(const dvm_node *ip) { uint64_t w; DVM_MEMCPY_(&w,
 #endif
 #endif
 
+/* DVM_LDG(p), DVM_STG(p, v): a kernel array element's load and store (CUDA: explicit global
+ * ones, since the array table may sit in shared memory and nvcc would emit generic ones). */
+#ifndef DVM_LDG
+#define DVM_LDG(p) (*(p))
+#endif
+#ifndef DVM_STG
+#define DVM_STG(p, v) (*(p) = (v))
+#endif
+
 #ifndef DVM_LOAD_ERR
 #define DVM_LOAD_ERR(p) (*(volatile int32_t *)(p))
 #endif
@@ -463,12 +472,40 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
     } while (0)
 /* An array node: its base and length read once, before the lanes. */
 #define ARR_NODE DVM_GLOBAL uint32_t *const ab_ = arr[N_X]; const int64_t al_ = e->arr_len[N_X]
-/* read-modify-write of element RI(ia) of the node's array, per lane */
+/* The flat index in register ia of an array node, one per lane in ix_[], all checked before
+ * any access: one unsigned 32-bit compare a lane (lengths are below 2^31: the runtime refuses
+ * larger arrays) and one branch a node; the slow path reports the first failing lane. */
+#define ARR_IDX(ia)                                                                    \
+    ARR_NODE;                                                                          \
+    uint32_t ix_[DVM_LANES];                                                           \
+    {                                                                                  \
+        int bad_ = 0;                                                                  \
+        LANES(ix_[l_] = RU(ia); bad_ |= ix_[l_] >= (uint32_t)al_);                     \
+        if (bad_) LANES(CHECK_LEN(N_X, (int32_t)ix_[l_], al_));                        \
+    }
+/* read-modify-write of element RI(ia) of the node's array, per lane (v: the index) */
 #define ARR_RMW(ia, stmt)                                                              \
     do {                                                                               \
-        ARR_NODE;                                                                      \
-        LANES(int32_t v = RI(ia); CHECK_LEN(N_X, v, al_); stmt);                     \
+        ARR_IDX(ia);                                                                   \
+        LANES(const uint32_t v = ix_[l_]; stmt);                                       \
     } while (0)
+/* Both indices of a rank-2 node (registers ia, ja), checked axis 0 then axis 1 per lane
+ * before any access; f_[] the flat index (< arr_len < 2^31: the verifier allows LD2/ST2 on
+ * rank-2 slots only). */
+#define ARR2_IDX(ia, ja)                                                               \
+    DVM_GLOBAL uint32_t *const ab_ = arr[N_X];                                         \
+    const uint32_t e0_ = (uint32_t)e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK];         \
+    const uint32_t e1_ = (uint32_t)e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK + 1];     \
+    uint32_t f_[DVM_LANES];                                                            \
+    {                                                                                  \
+        uint32_t i_[DVM_LANES], j_[DVM_LANES];                                         \
+        int bad_ = 0;                                                                  \
+        LANES(i_[l_] = RU(ia); j_[l_] = RU(ja); bad_ |= (i_[l_] >= e0_) | (j_[l_] >= e1_)); \
+        if (bad_)                                                                      \
+            LANES(if (i_[l_] >= e0_) FAIL(DVM_RT_OOB, N_X, 0, (int32_t)i_[l_], (int32_t)e0_); \
+                  if (j_[l_] >= e1_) FAIL(DVM_RT_OOB, N_X, 1, (int32_t)j_[l_], (int32_t)e1_)); \
+        LANES(f_[l_] = i_[l_] * e1_ + j_[l_]);                                         \
+    }
 
 DVM_FN int DVM_RUN_AT_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
                            const int32_t *idx, int64_t slot, uint32_t *regs, uint32_t start,
@@ -647,33 +684,23 @@ dvm_dispatch_:
     } vmbreak;
     vmcase(LD) {
         /* all lanes' loads first, then the register writes: the loads are in flight together */
-        ARR_NODE;
+        ARR_IDX(N_B);
         uint32_t ld_[DVM_LANES];
-        LANES(int32_t v = RI(N_B); CHECK_LEN(N_X, v, al_); ld_[l_] = ab_[v]);
+        LANES(ld_[l_] = DVM_LDG(&ab_[ix_[l_]]));
         LANES(SETU(N_A, ld_[l_]));
     } vmbreak;
-    vmcase(ST) ARR_RMW(N_A, ab_[v] = RU(N_B)); vmbreak;
+    vmcase(ST) ARR_RMW(N_A, DVM_STG(&ab_[v], RU(N_B))); vmbreak;
     /* rank-2 access, both indices in registers: IDX + IDXM + LD/ST in one node. The verifier
        allows it only on rank-2 slots, so the flat index i * e1 + j < arr_len. */
     vmcase(LD2) {
-        DVM_GLOBAL uint32_t *const ab_ = arr[N_X];
-        const int32_t e0_ = e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK];
-        const int32_t e1_ = e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK + 1];
+        ARR2_IDX(N_B, N_C);
         uint32_t ld_[DVM_LANES];
-        LANES(int32_t i = RI(N_B); int32_t j = RI(N_C);
-              if ((uint32_t)i >= (uint32_t)e0_) FAIL(DVM_RT_OOB, N_X, 0, i, e0_);
-              if ((uint32_t)j >= (uint32_t)e1_) FAIL(DVM_RT_OOB, N_X, 1, j, e1_);
-              ld_[l_] = ab_[(int64_t)i * e1_ + j]);
+        LANES(ld_[l_] = DVM_LDG(&ab_[f_[l_]]));
         LANES(SETU(N_A, ld_[l_]));
     } vmbreak;
     vmcase(ST2) {
-        DVM_GLOBAL uint32_t *const ab_ = arr[N_X];
-        const int32_t e0_ = e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK];
-        const int32_t e1_ = e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK + 1];
-        LANES(int32_t i = RI(N_A); int32_t j = RI(N_B);
-              if ((uint32_t)i >= (uint32_t)e0_) FAIL(DVM_RT_OOB, N_X, 0, i, e0_);
-              if ((uint32_t)j >= (uint32_t)e1_) FAIL(DVM_RT_OOB, N_X, 1, j, e1_);
-              ab_[(int64_t)i * e1_ + j] = RU(N_C));
+        ARR2_IDX(N_A, N_B);
+        LANES(DVM_STG(&ab_[f_[l_]], RU(N_C)));
     } vmbreak;
     vmcase(ATOMADDF) ARR_RMW(N_A, DVM_ATOMIC_ADD_F32(&ab_[v], RF(N_B))); vmbreak;
     vmcase(ATOMADDI) ARR_RMW(N_A, DVM_ATOMIC_ADD_I32(&ab_[v], RU(N_B))); vmbreak;
@@ -712,9 +739,9 @@ dvm_dispatch_:
     vmcase(FMAF) LANES(SETF(N_A, DVM_FMAF(RF(N_B), RF(N_C), RF(N_A)))); vmbreak;
     vmcase(FMAFK) { const float k_ = KF(N_C); LANES(SETF(N_A, DVM_FMAF(RF(N_A), RF(N_B), k_))); } vmbreak;
     vmcase(LDADDF) {
-        ARR_NODE;
+        ARR_IDX(N_B);
         uint32_t ld_[DVM_LANES];
-        LANES(int32_t v = RI(N_B); CHECK_LEN(N_X, v, al_); ld_[l_] = ab_[v]);
+        LANES(ld_[l_] = DVM_LDG(&ab_[ix_[l_]]));
         LANES(SETF(N_A, RF(N_A) + DVM_U2F(ld_[l_])));
     } vmbreak;
 
@@ -755,6 +782,8 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
 #undef CHECK_LEN
 #undef ARR_NODE
 #undef ARR_RMW
+#undef ARR_IDX
+#undef ARR2_IDX
 #undef vmcase
 #undef vmbreak
 #undef vmdispatch

@@ -78,6 +78,12 @@ __device__ static inline void dvm_gpu_atomic_minf(uint32_t *p, float v) {
 /* Node arrays are 8-byte aligned here (device allocations, and the shared-memory copy):
    a node is fetched with one 64-bit load. */
 #define DVM_NODE_WORD(ip) (*(const uint64_t *)(ip))
+#if !defined(__HIP__) && !defined(__HIPCC__)
+/* Array elements are global memory (ld.global / st.global, not generic: the fast shape reads
+   array bases from shared memory, so nvcc cannot infer the space). */
+#define DVM_LDG(p) __ldca(p)
+#define DVM_STG(p, v) __stwb((p), (v))
+#endif
 #include "../interp_cpu/interp_core.h" /* dvm_run, dvm_run_at: one iteration per call */
 /* DVM_GPU_LANES iterations per call in lockstep (dvm_k_parallel_lanes), and the scalar run
    of one lane of that lane-major register file (a tail, or lanes that took different
@@ -247,12 +253,15 @@ __device__ static inline void dvm_gpu_decompose(const dvm_gpu_space &sp, uint32_
 /* Launch bounds of the two interpreter kernels. With the block size alone ptxas held them
    to 32 registers and kept loop invariants in local memory (ncu on an H200: 7.4M local
    spill requests per saxpy launch, reloaded every round). A floor of 12 resident blocks
-   per SM (1536 threads: sm_80+; 8 on sm_75, which holds 1024) gives 40 registers and no
-   spills. HIP keeps the one-argument form (its second argument means something else). */
+   per SM on sm_90 gives 40 registers and no spills (measured); sm_80-89 spill at 40, so
+   10 there (48 registers); sm_75 holds 1024 threads, so 8. HIP keeps the one-argument form
+   (its second argument means something else). */
 #if defined(__HIP__) || defined(__HIPCC__)
 #define DVM_GPU_BOUNDS __launch_bounds__(DVM_GPU_BLOCK)
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #define DVM_GPU_BOUNDS __launch_bounds__(DVM_GPU_BLOCK, 8)
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define DVM_GPU_BOUNDS __launch_bounds__(DVM_GPU_BLOCK, 10)
 #else
 #define DVM_GPU_BOUNDS __launch_bounds__(DVM_GPU_BLOCK, 12)
 #endif
