@@ -11,8 +11,10 @@
 #define DVM_GPU_MAX_RANGES 32
 /* Threads per block of every parallel entry point. */
 #define DVM_GPU_BLOCK 128
-/* Iterations per thread and call of dvm_k_parallel_lanes (each has its own heap slot). */
+/* Iterations per thread and call of dvm_k_parallel_lanes and dvm_k_parallel_lanes8 (each
+   lane has its own heap slot). */
 #define DVM_GPU_LANES 4
+#define DVM_GPU_LANES_WIDE 8
 
 /* exec flags */
 #define DVM_GPU_F_ZERO_SERIAL 1u /* serial task: zero the serial slot's stack counts first */

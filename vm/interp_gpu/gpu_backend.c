@@ -24,14 +24,15 @@ struct dvm_loaded {
 typedef struct gpu_cfg {
     uint32_t flags, nregs_pad, smem;
     uint32_t blocks; /* parallel: grid size */
-    uint32_t lanes;  /* iterations per thread and call: 1 (dvm_k_parallel) or DVM_GPU_LANES */
+    uint32_t lanes;  /* iterations per thread and call: 1 (dvm_k_parallel), DVM_GPU_LANES or
+                        DVM_GPU_LANES_WIDE (the two lane kernels) */
 } gpu_cfg;
 
 struct dvm_backend {
     const dvm_gpu_driver *drv;
     int ordinal;
     void *ctx, *mod;
-    void *k_serial, *k_parallel, *k_ranges, *k_reduce, *k_final, *k_lanes;
+    void *k_serial, *k_parallel, *k_ranges, *k_reduce, *k_final, *k_lanes, *k_lanes8;
     int sms, cc_major, cc_minor, smem_max; /* smem_max: dynamic shared memory we may use */
     int use_smem_code, use_smem_regs;      /* DVM_GPU_SMEM_CODE / DVM_GPU_SMEM_REGS=0 turn off */
     int use_lanes;                         /* 0 never, 1 straight-line tasks, 2 all (DVM_GPU_LANES) */
@@ -217,10 +218,12 @@ dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opt
         open_fail(be, 0);
         return NULL;
     }
-    static const char *const names[6] = {"dvm_k_serial", "dvm_k_parallel", "dvm_k_size_ranges",
-                                         "dvm_k_size_reduce", "dvm_k_size_final", "dvm_k_parallel_lanes"};
-    void **fns[6] = {&be->k_serial, &be->k_parallel, &be->k_ranges, &be->k_reduce, &be->k_final, &be->k_lanes};
-    for (int i = 0; i < 6; i++) {
+    static const char *const names[7] = {"dvm_k_serial",      "dvm_k_parallel",   "dvm_k_size_ranges",
+                                         "dvm_k_size_reduce", "dvm_k_size_final", "dvm_k_parallel_lanes",
+                                         "dvm_k_parallel_lanes8"};
+    void **fns[7] = {&be->k_serial, &be->k_parallel, &be->k_ranges, &be->k_reduce,
+                     &be->k_final,  &be->k_lanes,    &be->k_lanes8};
+    for (int i = 0; i < 7; i++) {
         rc = drv->func(be->mod, names[i], fns[i]);
         if (rc != 0) {
             fail(err, errlen, "%s backend: the embedded interpreter lacks %s: %s", drv->name, names[i], drv->errstr(rc));
@@ -247,7 +250,8 @@ dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opt
         return NULL;
     }
     if (be->smem_max > 48 * 1024) {
-        if (drv->set_max_smem(be->k_parallel, be->smem_max) != 0 || drv->set_max_smem(be->k_lanes, be->smem_max) != 0)
+        if (drv->set_max_smem(be->k_parallel, be->smem_max) != 0 || drv->set_max_smem(be->k_lanes, be->smem_max) != 0 ||
+            drv->set_max_smem(be->k_lanes8, be->smem_max) != 0)
             be->smem_max = 48 * 1024;
     }
     return be;
@@ -430,18 +434,31 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
         int nb = 0;
         /* Several iterations per thread (dispatch paid once for all, their loads in flight
            together) when nodes and the wider register files fit in shared memory with at least
-           two blocks per multiprocessor. */
-        uint32_t pad = (nregs * DVM_GPU_LANES) | 1u, smem = tabs + t->code_len * 8u + pad * 4u * DVM_GPU_BLOCK;
-        if (be->use_lanes && (c.flags & DVM_GPU_F_SMEM_CODE) && smem <= (uint32_t)be->smem_max &&
-            (be->use_lanes > 1 || !has_cond_branch(nodes, t)) &&
-            be->drv->occupancy(&nb, be->k_lanes, DVM_GPU_BLOCK, smem) == 0 && nb >= 2) {
-            c.lanes = DVM_GPU_LANES;
-            c.nregs_pad = pad;
-            c.smem = smem;
-            c.flags |= DVM_GPU_F_SMEM_REGS;
-        } else if (be->drv->occupancy(&nb, be->k_parallel, DVM_GPU_BLOCK, c.smem) != 0 || nb <= 0) {
-            nb = 1;
+           two blocks per multiprocessor. Of the two widths, the one with more iterations in
+           flight per multiprocessor (lanes x resident blocks; a tie keeps 4, the higher
+           occupancy): on an H200, 8 lanes took saxpy (4 registers) from 0.44x to 0.52x of
+           native and the transcendental kernel (13 registers, 4 resident blocks at 8 lanes)
+           from 0.27x to 0.24x (bench/RESULTS.md, v13). */
+        if (be->use_lanes && (c.flags & DVM_GPU_F_SMEM_CODE) && (be->use_lanes > 1 || !has_cond_branch(nodes, t))) {
+            static const uint32_t widths[2] = {DVM_GPU_LANES, DVM_GPU_LANES_WIDE};
+            void *const fns[2] = {be->k_lanes, be->k_lanes8};
+            uint32_t best = 0;
+            for (int w = 0; w < 2; w++) {
+                uint32_t pad = (nregs * widths[w]) | 1u, smem = tabs + t->code_len * 8u + pad * 4u * DVM_GPU_BLOCK;
+                int nbw = 0;
+                if (smem > (uint32_t)be->smem_max || be->drv->occupancy(&nbw, fns[w], DVM_GPU_BLOCK, smem) != 0 || nbw < 2)
+                    continue;
+                if ((uint32_t)nbw * widths[w] > best) {
+                    best = (uint32_t)nbw * widths[w];
+                    nb = nbw;
+                    c.lanes = widths[w];
+                    c.nregs_pad = pad;
+                    c.smem = smem;
+                }
+            }
+            if (best) c.flags |= DVM_GPU_F_SMEM_REGS;
         }
+        if (c.lanes == 1 && (be->drv->occupancy(&nb, be->k_parallel, DVM_GPU_BLOCK, c.smem) != 0 || nb <= 0)) nb = 1;
         c.blocks = (uint32_t)nb * (uint32_t)be->sms;
     } else {
         c.blocks = 1;
@@ -531,7 +548,8 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
                     return -1;
                 a.regs_global = be->regs;
             }
-            if (launch(be, c.lanes > 1 ? be->k_lanes : be->k_parallel, c.blocks, DVM_GPU_BLOCK, c.smem, &a,
+            void *fn = c.lanes == DVM_GPU_LANES_WIDE ? be->k_lanes8 : c.lanes == DVM_GPU_LANES ? be->k_lanes : be->k_parallel;
+            if (launch(be, fn, c.blocks, DVM_GPU_BLOCK, c.smem, &a,
                        "launching a parallel task", err, errlen))
                 return -1;
         }

@@ -9,7 +9,7 @@
 #include <hip/hip_runtime.h>
 #endif
 
-#define DVM_FN __device__ static inline
+#define DVM_FN __device__ static __forceinline__ /* one copy per call site: the interpreter must be inlined into each entry point */
 #define DVM_ATOMIC_ADD_F32(p, v) atomicAdd((float *)(p), (v))
 #define DVM_ATOMIC_ADD_I32(p, v) atomicAdd((int *)(p), (int)(v))
 #define DVM_ATOMIC_MAX_I32(p, v) atomicMax((int *)(p), (int)(v))
@@ -85,9 +85,9 @@ __device__ static inline void dvm_gpu_atomic_minf(uint32_t *p, float v) {
 #define DVM_STG(p, v) __stwb((p), (v))
 #endif
 #include "../interp_cpu/interp_core.h" /* dvm_run, dvm_run_at: one iteration per call */
-/* DVM_GPU_LANES iterations per call in lockstep (dvm_k_parallel_lanes), and the scalar run
-   of one lane of that lane-major register file (a tail, or lanes that took different
-   branches). */
+/* L = DVM_GPU_LANES or DVM_GPU_LANES_WIDE iterations per call in lockstep
+   (dvm_k_parallel_lanes, dvm_k_parallel_lanes8), and for each L the scalar run of one lane
+   of that lane-major register file (a tail, or lanes that took different branches). */
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_RUN_NAME dvm_run_lanes
 #define DVM_RUN_AT_NAME dvm_run_lanes_at
@@ -97,6 +97,37 @@ __device__ static inline void dvm_gpu_atomic_minf(uint32_t *p, float v) {
 #define DVM_RUN_NAME dvm_run_lane
 #define DVM_RUN_AT_NAME dvm_run_lane_at
 #include "../interp_cpu/interp_core.h"
+#define DVM_LANES DVM_GPU_LANES_WIDE
+#define DVM_RUN_NAME dvm_run_lanes_w
+#define DVM_RUN_AT_NAME dvm_run_lanes_w_at
+#include "../interp_cpu/interp_core.h"
+#define DVM_LANES 1
+#define DVM_RSTRIDE DVM_GPU_LANES_WIDE
+#define DVM_RUN_NAME dvm_run_lane_w
+#define DVM_RUN_AT_NAME dvm_run_lane_w_at
+#include "../interp_cpu/interp_core.h"
+/* The pair of runners for L lanes. */
+template <int L> struct dvm_gpu_lanes_of;
+template <> struct dvm_gpu_lanes_of<DVM_GPU_LANES> {
+    __device__ static __forceinline__ int all(const dvm_env *e, uint32_t ti, const dvm_task_desc *t, const int32_t *idx, int64_t slot,
+                              uint32_t *regs, uint32_t start, uint32_t *resume) {
+        return dvm_run_lanes_at(e, ti, t, idx, slot, regs, start, resume);
+    }
+    __device__ static __forceinline__ int one(const dvm_env *e, uint32_t ti, const dvm_task_desc *t, const int32_t *idx, int64_t slot,
+                              uint32_t *regs, uint32_t start, uint32_t *resume) {
+        return dvm_run_lane_at(e, ti, t, idx, slot, regs, start, resume);
+    }
+};
+template <> struct dvm_gpu_lanes_of<DVM_GPU_LANES_WIDE> {
+    __device__ static __forceinline__ int all(const dvm_env *e, uint32_t ti, const dvm_task_desc *t, const int32_t *idx, int64_t slot,
+                              uint32_t *regs, uint32_t start, uint32_t *resume) {
+        return dvm_run_lanes_w_at(e, ti, t, idx, slot, regs, start, resume);
+    }
+    __device__ static __forceinline__ int one(const dvm_env *e, uint32_t ti, const dvm_task_desc *t, const int32_t *idx, int64_t slot,
+                              uint32_t *regs, uint32_t start, uint32_t *resume) {
+        return dvm_run_lane_w_at(e, ti, t, idx, slot, regs, start, resume);
+    }
+};
 
 /* ---- the ops-table hash, computed at compile time from the same ops.def rows and in the
    same way as bytecode/ops.c (FNV-1a 64: number, name, format, flags); the host refuses an
@@ -263,7 +294,10 @@ __device__ static inline void dvm_gpu_decompose(const dvm_gpu_space &sp, uint32_
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define DVM_GPU_BOUNDS __launch_bounds__(DVM_GPU_BLOCK, 10)
 #else
-#define DVM_GPU_BOUNDS __launch_bounds__(DVM_GPU_BLOCK, 12)
+#ifndef DVM_GPU_MIN_BLOCKS
+#define DVM_GPU_MIN_BLOCKS 12
+#endif
+#define DVM_GPU_BOUNDS __launch_bounds__(DVM_GPU_BLOCK, DVM_GPU_MIN_BLOCKS)
 #endif
 
 /* The fast launch shape (DVM_GPU_F_SMEM_CODE and DVM_GPU_F_SMEM_REGS both set): the array
@@ -296,7 +330,7 @@ __device__ static inline uint32_t *dvm_gpu_stage_all(const dvm_gpu_exec_args &a,
 
 /* One iteration per thread and call, grid-stride. SMEM: the fast shape above; otherwise
    nodes and register files each where the flags say (global when they do not fit). */
-template <bool SMEM> __device__ static inline void dvm_gpu_parallel(const dvm_gpu_exec_args &a) {
+template <bool SMEM> __device__ static __forceinline__ void dvm_gpu_parallel(const dvm_gpu_exec_args &a) {
     const uint64_t gtid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     dvm_env e;
     uint32_t *regs;
@@ -349,12 +383,12 @@ extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel(dvm_gpu_exec_args a) {
         dvm_gpu_parallel<false>(a);
 }
 
-/* DVM_GPU_LANES iterations per thread and call: lane l of a thread takes iteration
+/* L iterations per thread and call: lane l of a thread takes iteration
    base + l * nthreads (each lane's accesses stay coalesced across the warp). The launch
    needs the task's nodes and the register files in shared memory (the host checks) and
-   DVM_GPU_LANES heap slots per thread. Register r of lane l: regs[r * LANES + l]; a
-   thread's file is a.nregs_pad words (odd: no bank conflicts between threads). */
-extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_lanes(dvm_gpu_exec_args a) {
+   L heap slots per thread. Register r of lane l: regs[r * L + l]; a thread's file is
+   a.nregs_pad words (odd: no bank conflicts between threads). */
+template <int L> __device__ static __forceinline__ void dvm_gpu_lanes(const dvm_gpu_exec_args &a) {
     dvm_env e;
     dvm_gpu_env(a, &e, (const dvm_node *)a.nodes);
     uint32_t *regs = dvm_gpu_stage_all(a, &e) + (size_t)threadIdx.x * a.nregs_pad;
@@ -364,11 +398,11 @@ extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_lanes(dvm_gpu_exec_args
     if (a.max_threads && a.max_threads < nthreads) nthreads = a.max_threads;
     if ((int64_t)gtid >= sp.total || (int64_t)gtid >= nthreads) return;
     if (a.flags & DVM_GPU_F_STACKS)
-        for (int l = 0; l < DVM_GPU_LANES; l++) dvm_thread_begin(&e, (int64_t)gtid * DVM_GPU_LANES + l);
+        for (int l = 0; l < L; l++) dvm_thread_begin(&e, (int64_t)gtid * L + l);
     for (uint32_t r = 0; r < a.nregs_pad; r++) regs[r] = 0;
     const dvm_task_desc td = *(const dvm_task_desc *)a.task;
     const uint32_t ti = a.task_index, ndim = a.ndim;
-    for (int64_t base = (int64_t)gtid; base < sp.total; base += nthreads * DVM_GPU_LANES) {
+    for (int64_t base = (int64_t)gtid; base < sp.total; base += nthreads * L) {
         /* A full round runs the lanes in lockstep; a partial last round, or the lanes of a
            round that disagreed at a branch (from that node on), run one by one below. The
            lockstep indices are only ever indexed by constants (registers, no local memory),
@@ -376,26 +410,29 @@ extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_lanes(dvm_gpu_exec_args
            indexed by lane, the scalar run inlined per lane) spending 73% of its memory
            requests on local-memory spills. */
         uint32_t start = 0;
-        if (base + (DVM_GPU_LANES - 1) * nthreads < sp.total) {
-            int32_t idx[3 * DVM_GPU_LANES];
+        if (base + (L - 1) * nthreads < sp.total) {
+            int32_t idx[3 * L];
 #pragma unroll
-            for (int l = 0; l < DVM_GPU_LANES; l++) dvm_gpu_decompose(sp, ndim, base + l * nthreads, idx + 3 * l);
-            int rc = dvm_run_lanes_at(&e, ti, &td, idx, (int64_t)gtid, regs, 0u, &start);
+            for (int l = 0; l < L; l++) dvm_gpu_decompose(sp, ndim, base + l * nthreads, idx + 3 * l);
+            int rc = dvm_gpu_lanes_of<L>::all(&e, ti, &td, idx, (int64_t)gtid, regs, 0u, &start);
             if (rc == 1) return;
             if (rc == 0) continue;
             /* rc == 2: the lanes disagree at node `start`; each finishes alone from there */
         }
 #pragma unroll 1
-        for (int l = 0; l < DVM_GPU_LANES; l++) {
+        for (int l = 0; l < L; l++) {
             if (base + l * nthreads >= sp.total) break;
             int32_t idx1[3];
             dvm_gpu_decompose(sp, ndim, base + l * nthreads, idx1);
             uint32_t resume = 0;
-            if (dvm_run_lane_at(&e, ti, &td, idx1, (int64_t)gtid * DVM_GPU_LANES + l, regs + l, start, &resume))
+            if (dvm_gpu_lanes_of<L>::one(&e, ti, &td, idx1, (int64_t)gtid * L + l, regs + l, start, &resume))
                 return;
         }
     }
 }
+
+extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_lanes(dvm_gpu_exec_args a) { dvm_gpu_lanes<DVM_GPU_LANES>(a); }
+extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_lanes8(dvm_gpu_exec_args a) { dvm_gpu_lanes<DVM_GPU_LANES_WIDE>(a); }
 
 /* ---- sizer ---- */
 __device__ static inline void dvm_gpu_size_env(const dvm_gpu_size_args &a, dvm_size_env *s) {
