@@ -76,6 +76,8 @@ typedef struct topt {
     uint32_t tabcap;
     uint64_t *live; /* live-in per node, words each */
     uint64_t *tmp;
+    const uint64_t *entry_def; /* registers the interpreter writes at node 0 (NULL: none) */
+    int weak;                  /* liveness counts every read (register allocation) */
 } topt;
 
 static uint32_t key_hash(const dvm_node *k) {
@@ -193,6 +195,11 @@ static void live_out(const topt *t, uint32_t i, uint64_t *out) {
     uint32_t succ[4], ns = 0;
     if (n->op == DVM_OP_END) {
         succ[ns++] = 0; /* the thread's next iteration starts with these registers */
+        if (t->entry_def) { /* ... except the indices, written anew at node 0 */
+            const uint64_t *in = t->live;
+            for (uint32_t w = 0; w < t->words; w++) out[w] = in[w] & ~t->entry_def[w];
+            return;
+        }
     } else {
         const char *f = fmt_of(n);
         if (flags_of(n) & DVM_F_BRANCH)
@@ -219,7 +226,7 @@ static void liveness(topt *t) {
             const dvm_node *n = &t->code[i];
             const char *f = fmt_of(n);
             live_out(t, i, t->tmp);
-            int needed = (flags_of(n) & (DVM_F_SIDE | DVM_F_BRANCH)) != 0;
+            int needed = t->weak || (flags_of(n) & (DVM_F_SIDE | DVM_F_BRANCH)) != 0;
             for (int j = 0; j < 3; j++)
                 if ((f[j + 1] == 'w' || f[j + 1] == 'm') && BIT(t->tmp, opnd(n, j))) needed = 1;
             for (int j = 0; j < 3; j++)
@@ -252,6 +259,60 @@ static int dce_pass(topt *t) {
     }
     return changed;
 }
+
+/* JMP/JZ/JNZ/JGEI to the next kept node does nothing (they have no other effect). */
+static int jump_next_pass(topt *t) {
+    int changed = 0;
+    for (uint32_t i = 0; i < t->len; i++) {
+        dvm_node *n = &t->code[i];
+        if (n->op != DVM_OP_JMP && n->op != DVM_OP_JZ && n->op != DVM_OP_JNZ && n->op != DVM_OP_JGEI) continue;
+        const char *f = fmt_of(n);
+        uint32_t target = 0;
+        for (int j = 0; j < 3; j++)
+            if (f[j + 1] == 'J') target = opnd(n, j);
+        if (target <= i) continue;
+        uint32_t k = i + 1;
+        while (k < target && t->code[k].op == DVM_OP_NOP) k++;
+        if (k < target) continue;
+        memset(n, 0, sizeof *n);
+        changed = 1;
+    }
+    return changed;
+}
+
+/* Within a basic block, PUSH s, rX ... POP rY, s with no other PUSH/POP of s and no write of
+ * rX in between: the POP reads what the PUSH stored, so it becomes MOV rY, rX and the pair
+ * leaves the stack as it was (the PUSH goes; a stack left without POPs dies afterwards). */
+static int push_pop_pass(topt *t) {
+    int changed = 0;
+    find_leaders(t);
+    for (uint32_t i = 0; i < t->len; i++) {
+        dvm_node *push = &t->code[i];
+        if (push->op != DVM_OP_PUSH) continue;
+        uint16_t s = push->a, rx = push->b;
+        for (uint32_t k = i + 1; k < t->len && !t->leader[k]; k++) {
+            dvm_node *n = &t->code[k];
+            int sj = -1, writes_rx = 0;
+            const char *f = fmt_of(n);
+            for (int j = 0; j < 3; j++) {
+                if (f[j + 1] == 'S') sj = j;
+                if ((f[j + 1] == 'w' || f[j + 1] == 'm') && opnd(n, j) == rx) writes_rx = 1;
+            }
+            if (sj >= 0 && opnd(n, sj) == s) {
+                if (n->op == DVM_OP_POP) {
+                    dvm_node mv = {DVM_OP_MOV, 0, n->a, rx, 0};
+                    *n = mv;
+                    memset(push, 0, sizeof *push);
+                    changed = 1;
+                }
+                break;
+            }
+            if (writes_rx) break;
+        }
+    }
+    return changed;
+}
+
 
 /* Every operand inside its range: otherwise the task is left alone. */
 static int task_ok(const dvm_program *p, const dvm_task_desc *td, uint32_t nstacks) {
@@ -297,6 +358,132 @@ static void topt_free(topt *t) {
     free(t->tmp);
 }
 
+/* ---- register allocation ----
+ * Interference over the task's CFG with weak liveness (every read counts): a written
+ * register interferes with everything live after its node (a MOV's destination not with its
+ * source: they hold one value). The parallel indices are written at node 0 (each iteration):
+ * they interfere with each other and with whatever is live into node 0. A register read
+ * before any write is live from node 0 (through END), so nothing sharing its colour is
+ * written before that read and it still reads the per-thread zero. An 'm' operand also
+ * interferes with the node's other read operands (INCLT, SEL, FMAF... read and write it in
+ * an op-specific order). Greedy colouring in order of first appearance, a MOV's destination
+ * preferring its source's colour; MOVs whose two sides get one colour go. */
+static uint32_t ctz64(uint64_t v) { return (uint32_t)__builtin_ctzll(v); }
+
+static void add_edge(uint64_t *adj, uint32_t words, uint32_t a, uint32_t b) {
+    if (a == b) return;
+    adj[(size_t)a * words + (b >> 6)] |= (uint64_t)1 << (b & 63);
+    adj[(size_t)b * words + (a >> 6)] |= (uint64_t)1 << (a & 63);
+}
+
+/* Renumbers the task's registers; returns -1 when out of memory. */
+static int regalloc_task(dvm_program *p, dvm_task_desc *td) {
+    topt t;
+    uint32_t nr = td->nregs ? td->nregs : 1;
+    int rc = -1;
+    uint64_t *adj = NULL, *entry = NULL, *forbid = NULL;
+    uint16_t *colour = NULL, *order = NULL, *pref = NULL;
+    uint8_t *used = NULL;
+    if (!topt_init(&t, p->nodes + td->code_begin, td->code_len, nr)) goto out;
+    adj = calloc((size_t)nr * t.words, sizeof *adj);
+    entry = calloc(t.words, sizeof *entry);
+    forbid = malloc(sizeof *forbid * t.words);
+    colour = malloc(sizeof *colour * nr);
+    order = malloc(sizeof *order * nr);
+    pref = malloc(sizeof *pref * nr);
+    used = calloc(nr, 1);
+    if (!adj || !entry || !forbid || !colour || !order || !pref || !used) goto out;
+    uint32_t ndim = td->kind == DVM_TASK_PARALLEL ? td->ndim : 0;
+    if (ndim > DVM_MAX_PAR_DIMS) ndim = DVM_MAX_PAR_DIMS;
+    for (uint32_t d = 0; d < ndim; d++)
+        if (td->idx_reg[d] >= nr) goto out_keep; /* the verifier refuses it; leave it */
+    uint32_t norder = 0;
+    for (uint32_t d = 0; d < ndim; d++) {
+        uint16_t r = td->idx_reg[d];
+        entry[r >> 6] |= (uint64_t)1 << (r & 63);
+        if (!used[r]) used[r] = 1, order[norder++] = r;
+    }
+    for (uint32_t i = 0; i < t.len; i++) {
+        const dvm_node *n = &t.code[i];
+        const char *f = fmt_of(n);
+        for (int j = 0; j < 3; j++)
+            if (is_reg(f[j + 1]) && !used[opnd(n, j)]) used[opnd(n, j)] = 1, order[norder++] = opnd(n, j);
+    }
+    t.entry_def = ndim ? entry : NULL;
+    t.weak = 1;
+    liveness(&t);
+    for (uint32_t i = 0; i < t.len; i++) {
+        const dvm_node *n = &t.code[i];
+        const char *f = fmt_of(n);
+        live_out(&t, i, t.tmp);
+        for (int j = 0; j < 3; j++) {
+            if (f[j + 1] != 'w' && f[j + 1] != 'm') continue;
+            uint32_t d = opnd(n, j);
+            for (uint32_t w = 0; w < t.words; w++)
+                for (uint64_t bits = t.tmp[w]; bits; bits &= bits - 1) {
+                    uint32_t x = w * 64 + ctz64(bits);
+                    if (n->op == DVM_OP_MOV && x == n->b) continue;
+                    add_edge(adj, t.words, d, x);
+                }
+            if (f[j + 1] == 'm')
+                for (int k = 0; k < 3; k++)
+                    if (f[k + 1] == 'r') add_edge(adj, t.words, d, opnd(n, k));
+        }
+    }
+    for (uint32_t d = 0; d < ndim; d++) {
+        uint32_t r = td->idx_reg[d];
+        for (uint32_t e = 0; e < ndim; e++) add_edge(adj, t.words, r, td->idx_reg[e]);
+        for (uint32_t w = 0; w < t.words; w++)
+            for (uint64_t bits = t.live[w]; bits; bits &= bits - 1) add_edge(adj, t.words, r, w * 64 + ctz64(bits));
+    }
+    /* colour preference: a MOV's destination takes its source's colour when it can */
+    for (uint32_t r = 0; r < nr; r++) pref[r] = 0xFFFFu;
+    for (uint32_t i = 0; i < t.len; i++)
+        if (t.code[i].op == DVM_OP_MOV && pref[t.code[i].a] == 0xFFFFu) pref[t.code[i].a] = t.code[i].b;
+    uint32_t ncol = 0;
+    for (uint32_t r = 0; r < nr; r++) colour[r] = 0xFFFFu;
+    for (uint32_t o = 0; o < norder; o++) {
+        uint32_t r = order[o];
+        memset(forbid, 0, sizeof *forbid * t.words);
+        const uint64_t *row = adj + (size_t)r * t.words;
+        for (uint32_t w = 0; w < t.words; w++)
+            for (uint64_t bits = row[w]; bits; bits &= bits - 1) {
+                uint16_t c = colour[w * 64 + ctz64(bits)];
+                if (c != 0xFFFFu) forbid[c >> 6] |= (uint64_t)1 << (c & 63);
+            }
+        uint32_t c = 0;
+        if (pref[r] != 0xFFFFu && colour[pref[r]] != 0xFFFFu && !BIT(forbid, colour[pref[r]])) {
+            c = colour[pref[r]];
+        } else {
+            while (BIT(forbid, c)) c++;
+        }
+        colour[r] = (uint16_t)c;
+        if (c + 1 > ncol) ncol = c + 1;
+    }
+    for (uint32_t i = 0; i < t.len; i++) {
+        dvm_node *n = &t.code[i];
+        const char *f = fmt_of(n);
+        for (int j = 0; j < 3; j++)
+            if (is_reg(f[j + 1])) set_opnd(n, j, colour[opnd(n, j)]);
+        if (n->op == DVM_OP_MOV && n->a == n->b) memset(n, 0, sizeof *n);
+    }
+    for (uint32_t d = 0; d < ndim; d++) td->idx_reg[d] = colour[td->idx_reg[d]];
+    td->nregs = (uint16_t)(ncol ? ncol : 1);
+    jump_next_pass(&t); /* a deleted MOV may leave a jump to the next node */
+out_keep:
+    rc = 0;
+out:
+    topt_free(&t);
+    free(adj);
+    free(entry);
+    free(forbid);
+    free(colour);
+    free(order);
+    free(pref);
+    free(used);
+    return rc;
+}
+
 /* Optimizes one task in place; then records in stack_live which stacks have a live POP.
  * Returns 1 if it changed something, -1 when out of memory. */
 static int opt_task(dvm_program *p, const dvm_task_desc *td, uint8_t *stack_live) {
@@ -307,7 +494,9 @@ static int opt_task(dvm_program *p, const dvm_task_desc *td, uint8_t *stack_live
         return -1;
     }
     for (int round = 0; round < MAX_ROUNDS; round++) {
-        int c = local_pass(&t);
+        int c = jump_next_pass(&t);
+        c |= push_pop_pass(&t);
+        c |= local_pass(&t);
         liveness(&t);
         c |= dce_pass(&t);
         changed |= c;
@@ -375,6 +564,8 @@ static int opt_variant(dvm_program *p, const dvm_variant_desc *vd, uint8_t *stac
             }
         }
     }
+    for (uint32_t t = 0; t < vd->ntasks && rc >= 0; t++)
+        if (regalloc_task(p, &p->tasks[vd->task_begin + t]) < 0) rc = -1;
     if (rc >= 0) {
         /* renumber the surviving stacks */
         uint16_t *newid = malloc(sizeof *newid * (vd->nstacks ? vd->nstacks : 1));

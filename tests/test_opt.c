@@ -1,7 +1,8 @@
 /* test_opt.c: the bytecode optimizer (compiler/opt.c). Compiles kernels with and without it
  * (DVM_NO_OPT) and checks what it removes (repeated transcendentals, an adstack whose pops
- * nothing reads), what it must keep (a stack the reverse pass reads), that both programs
- * pass the verifier, and that both give bit-identical results on the CPU. */
+ * nothing reads, a PUSH/POP pair inside one block, jumps to the next node), what it must keep
+ * (a stack the reverse pass reads), the register count after renumbering, that both
+ * programs pass the verifier, and that both give bit-identical results on the CPU. */
 #define _POSIX_C_SOURCE 200809L
 #include "bytecode/bc.h"
 #include "bytecode/blob.h"
@@ -38,7 +39,13 @@ static const char *SRC =
     "        v = x[i]\n"
     "        for _ in range(steps[i]):\n"
     "            v = sin(v) * rate\n"
-    "        y[i] = v\n";
+    "        y[i] = v\n"
+    "kernel stencil(u: f32[n, m], v: f32[n, m]):\n"
+    "    for i, j in ndrange(n, m):\n"
+    "        if i > 0 and i < n - 1 and j > 0 and j < m - 1:\n"
+    "            v[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]) - u[i, j]\n"
+    "        else:\n"
+    "            v[i, j] = u[i, j]\n";
 
 static void set_opt(int on) {
     if (on) unsetenv("DVM_NO_OPT");
@@ -85,6 +92,29 @@ static int count(const dvm_program *p, const char *kernel, int vk, int op) {
             if (sd->sizing == DVM_SZ_PROGRAM) n += (int)sd->size_len;
         }
     return n;
+}
+
+/* the largest nregs among the variant's tasks */
+static int max_nregs(const dvm_program *p, const char *kernel, int vk) {
+    const dvm_variant_desc *v = variant(p, kernel, vk);
+    int m = -1;
+    for (uint32_t t = 0; v && t < v->ntasks; t++)
+        if (p->tasks[v->task_begin + t].nregs > m) m = p->tasks[v->task_begin + t].nregs;
+    return m;
+}
+
+/* Nodes the optimizer must leave none of: a jump to the next node, a MOV onto itself. */
+static void check_leftovers(const dvm_program *p) {
+    for (uint32_t t = 0; t < p->ntasks; t++) {
+        const dvm_task_desc *td = &p->tasks[t];
+        for (uint32_t i = 0; i < td->code_len; i++) {
+            const dvm_node *n = &p->nodes[td->code_begin + i];
+            uint32_t target = n->op == DVM_OP_JMP ? n->a : (n->op == DVM_OP_JZ || n->op == DVM_OP_JNZ) ? n->b
+                              : n->op == DVM_OP_JGEI ? n->c : 0;
+            CHECK(!target || target != i + 1, "task %u node %u (op %u) jumps to the next node", t, i, n->op);
+            CHECK(n->op != DVM_OP_MOV || n->a != n->b, "task %u node %u: MOV r%u, r%u is left", t, i, n->a, n->b);
+        }
+    }
 }
 
 static int nstacks(const dvm_program *p, const char *kernel, int vk) {
@@ -140,6 +170,65 @@ static int run(dvm_context *ctx, int opt, const char *kernel, float out[16]) {
     return rc != DVM_OK;
 }
 
+/* Runs stencil on a 5 x 6 grid in every mode: out[0..29] v (forward), out[30..59] u.grad
+ * (adjoint, v.grad = a pattern), out[60..89] v.dual (tangent, u.dual = a pattern). */
+#define SN 5
+#define SM 6
+#define SC (SN * SM)
+static int run_stencil(dvm_context *ctx, int opt, float out[3 * SC]) {
+    set_opt(opt);
+    dvm_module *m = NULL;
+    if (dvm_compile(ctx, SRC, strlen(SRC), "t.dvk", &m) != DVM_OK) {
+        CHECK(0, "dvm_compile: %s", dvm_errmsg(ctx));
+        return 1;
+    }
+    const dvm_kernel *k = NULL;
+    dvm_kernel_find(ctx, m, "stencil", &k);
+    int64_t shape[2] = {SN, SM};
+    float uv[SC], gv[SC], zeros[SC] = {0};
+    for (int i = 0; i < SC; i++) {
+        uv[i] = (float)((i * 7) % 11) * 0.375f - 1.5f;
+        gv[i] = (float)((i * 5) % 7) * 0.25f + 0.125f;
+    }
+    int rc = 0;
+    for (int mode = 0; mode < 3; mode++) {
+        dvm_array *u, *v, *ug, *vg;
+        dvm_array_create(ctx, DVM_F32, 2, shape, &u);
+        dvm_array_create(ctx, DVM_F32, 2, shape, &v);
+        dvm_array_create(ctx, DVM_F32, 2, shape, &ug);
+        dvm_array_create(ctx, DVM_F32, 2, shape, &vg);
+        dvm_array_write(ctx, u, uv, SC);
+        dvm_array_write(ctx, v, zeros, SC);
+        dvm_args *a = NULL;
+        dvm_args_create(ctx, k, &a);
+        dvm_args_array(ctx, a, "u", u);
+        dvm_args_array(ctx, a, "v", v);
+        if (mode == DVM_ADJOINT) {
+            dvm_array_write(ctx, ug, zeros, SC);
+            dvm_array_write(ctx, vg, gv, SC);
+            dvm_args_grad(ctx, a, "u", ug);
+            dvm_args_grad(ctx, a, "v", vg);
+        } else if (mode == DVM_TANGENT) {
+            dvm_array_write(ctx, ug, gv, SC);
+            dvm_array_write(ctx, vg, zeros, SC);
+            dvm_args_dual(ctx, a, "u", ug);
+            dvm_args_dual(ctx, a, "v", vg);
+        }
+        dvm_launch_opts lo = {(dvm_mode)mode, 0, 0};
+        int lrc = dvm_launch(ctx, k, a, &lo, NULL);
+        CHECK(lrc == DVM_OK, "stencil mode %d (opt %d): %s", mode, opt, dvm_errmsg(ctx));
+        rc |= lrc != DVM_OK;
+        dvm_array_read(ctx, mode == DVM_FORWARD ? v : mode == DVM_ADJOINT ? ug : vg, out + mode * SC, SC);
+        dvm_args_destroy(a);
+        dvm_array_destroy(u);
+        dvm_array_destroy(v);
+        dvm_array_destroy(ug);
+        dvm_array_destroy(vg);
+    }
+    dvm_module_destroy(m);
+    return rc;
+}
+
 int main(void) {
     dvm_program *po = compile(1), *pn = compile(0);
     if (!po || !pn) return 1;
@@ -153,28 +242,46 @@ int main(void) {
     CHECK(count(pn, "trans", ADJ, DVM_OP_TANH) == 2, "unoptimized trans adjoint: %d TANH, expected 2 (is DVM_NO_OPT honored?)",
           count(pn, "trans", ADJ, DVM_OP_TANH));
 
-    /* dynloop: v's stack is dead (the adjoint of v * rate reads rate only); the trip count stays */
+    /* dynloop: v's stack is dead (the adjoint of v * rate reads rate only); the trip count is
+     * pushed and popped in one block (forwarded to a MOV), so no stack is left */
     CHECK(nstacks(pn, "dynloop", ADJ) == 2, "unoptimized dynloop adjoint: %d stacks, expected 2", nstacks(pn, "dynloop", ADJ));
-    CHECK(nstacks(po, "dynloop", ADJ) == 1, "dynloop adjoint: %d stacks, expected 1", nstacks(po, "dynloop", ADJ));
-    CHECK(count(po, "dynloop", ADJ, DVM_OP_PUSH) == 1 && count(po, "dynloop", ADJ, DVM_OP_POP) == 1,
-          "dynloop adjoint: %d PUSH, %d POP, expected 1 each (the trip count)", count(po, "dynloop", ADJ, DVM_OP_PUSH),
+    CHECK(nstacks(po, "dynloop", ADJ) == 0, "dynloop adjoint: %d stacks, expected 0", nstacks(po, "dynloop", ADJ));
+    CHECK(count(po, "dynloop", ADJ, DVM_OP_PUSH) == 0 && count(po, "dynloop", ADJ, DVM_OP_POP) == 0,
+          "dynloop adjoint: %d PUSH, %d POP, expected none", count(po, "dynloop", ADJ, DVM_OP_PUSH),
           count(po, "dynloop", ADJ, DVM_OP_POP));
-    const dvm_variant_desc *dv = variant(po, "dynloop", ADJ);
-    if (dv && dv->nstacks == 1)
-        CHECK(po->stacks[dv->stack_begin].type == DVM_T_I32, "dynloop adjoint: the stack left is not the i32 trip count");
 
-    /* keep: the reverse pass reads v (cos(v)): its stack and its size program stay */
-    CHECK(nstacks(po, "keep", ADJ) == 2, "keep adjoint: %d stacks, expected 2", nstacks(po, "keep", ADJ));
-    CHECK(count(po, "keep", ADJ, DVM_OP_PUSH) == 2 && count(po, "keep", ADJ, DVM_OP_POP) == 2,
-          "keep adjoint: %d PUSH, %d POP, expected 2 each", count(po, "keep", ADJ, DVM_OP_PUSH),
+    /* keep: the reverse pass reads v (cos(v)) in another loop: its stack and its size program
+     * stay; the trip count's PUSH/POP pair goes */
+    CHECK(nstacks(po, "keep", ADJ) == 1, "keep adjoint: %d stacks, expected 1", nstacks(po, "keep", ADJ));
+    CHECK(count(po, "keep", ADJ, DVM_OP_PUSH) == 1 && count(po, "keep", ADJ, DVM_OP_POP) == 1,
+          "keep adjoint: %d PUSH, %d POP, expected 1 each", count(po, "keep", ADJ, DVM_OP_PUSH),
           count(po, "keep", ADJ, DVM_OP_POP));
+    const dvm_variant_desc *kv = variant(po, "keep", ADJ);
+    if (kv && kv->nstacks == 1)
+        CHECK(po->stacks[kv->stack_begin].type == DVM_T_F32 && po->stacks[kv->stack_begin].sizing == DVM_SZ_PROGRAM,
+              "keep adjoint: the stack left is not v's (f32, with a size program)");
 
-    const char *names[3] = {"trans", "dynloop", "keep"};
-    for (int i = 0; i < 3; i++)
+    /* stencil: 22 registers as emitted; at most 5 values are live at once (the two indices,
+     * n, m and a temporary early on; later the indices, a sum and a load), so renumbering
+     * must get well below; the adjoint's condition stack (PUSH; JZ to the next node; POP)
+     * disappears */
+    CHECK(max_nregs(pn, "stencil", DVM_V_FORWARD) == 22, "unoptimized stencil forward: %d registers, expected 22",
+          max_nregs(pn, "stencil", DVM_V_FORWARD));
+    CHECK(max_nregs(po, "stencil", DVM_V_FORWARD) <= 6, "stencil forward: %d registers, expected <= 6",
+          max_nregs(po, "stencil", DVM_V_FORWARD));
+    CHECK(max_nregs(po, "stencil", ADJ) <= 7, "stencil adjoint: %d registers, expected <= 7", max_nregs(po, "stencil", ADJ));
+    CHECK(nstacks(pn, "stencil", ADJ) == 1, "unoptimized stencil adjoint: %d stacks, expected 1", nstacks(pn, "stencil", ADJ));
+    CHECK(nstacks(po, "stencil", ADJ) == 0, "stencil adjoint: %d stacks, expected 0", nstacks(po, "stencil", ADJ));
+    check_leftovers(po);
+
+    const char *names[4] = {"trans", "dynloop", "keep", "stencil"};
+    for (int i = 0; i < 4; i++)
         for (int vk = 0; vk < DVM_V_COUNT; vk++) {
             int a = count(po, names[i], vk, -1), b = count(pn, names[i], vk, -1);
             if (vk == ADJ) CHECK(a < b, "%s adjoint: %d nodes optimized, %d not: expected fewer", names[i], a, b);
             else CHECK(a <= b, "%s variant %d: %d nodes optimized, %d not", names[i], vk, a, b);
+            int ra = max_nregs(po, names[i], vk), rb = max_nregs(pn, names[i], vk);
+            CHECK(ra <= rb, "%s variant %d: %d registers optimized, %d not", names[i], vk, ra, rb);
         }
     dvm_program_free(po);
     dvm_program_free(pn);
@@ -193,6 +300,11 @@ int main(void) {
             CHECK(!memcmp(&ro[j], &rn[j], 4), "%s: %s[%d] = %.9g optimized, %.9g not", names[i], j < 8 ? "y" : "x.grad",
                   j % 8, (double)ro[j], (double)rn[j]);
     }
+    float so[3 * SC], sn[3 * SC];
+    if (!run_stencil(ctx, 1, so) && !run_stencil(ctx, 0, sn))
+        for (int j = 0; j < 3 * SC; j++)
+            CHECK(!memcmp(&so[j], &sn[j], 4), "stencil: %s[%d] = %.9g optimized, %.9g not",
+                  j < SC ? "v" : j < 2 * SC ? "u.grad" : "v.dual", j % SC, (double)so[j], (double)sn[j]);
     dvm_context_destroy(ctx);
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
