@@ -1,12 +1,15 @@
 /* opt.c: dvm_optimize, the bytecode optimizer run on the emitter's finished program.
  *
  * Driven by the ops.def table only (format letters and DVM_F_SIDE / DVM_F_BRANCH). Per task:
+ *   0. jumps to the next node go; a PUSH and the POP of the same stack later in its basic
+ *      block become one MOV;
  *   1. copy propagation and local CSE within each basic block (value = op, x and the read
  *      operands, valid while no operand register, uniform or the holder is redefined);
  *   2. global (strong) liveness over the task's CFG and deletion of side-effect-free nodes
  *      whose written registers are dead.
  * Per variant: 3. an adstack whose every POP writes a dead register loses its PUSH/POP nodes,
- * its descriptor and its size program. The passes repeat until nothing changes.
+ * its descriptor and its size program. The passes repeat until nothing changes. Last, each
+ * task's registers are renumbered by colouring an interference graph (regalloc_task).
  * Deleted nodes become NOP first; the final compaction drops them and remaps jumps (to the
  * next kept node), line/col, task and size-program ranges and stack ids.
  *
