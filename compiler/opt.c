@@ -368,8 +368,8 @@ static void topt_free(topt *t) {
  * they interfere with each other and with whatever is live into node 0. A register read
  * before any write is live from node 0 (through END), so nothing sharing its colour is
  * written before that read and it still reads the per-thread zero. An 'm' operand also
- * interferes with the node's other read operands (INCLT, SEL, FMAF... read and write it in
- * an op-specific order). Greedy colouring in order of first appearance, a MOV's destination
+ * interferes with the node's other read operands: like copy propagation, this does not rely
+ * on the order in which INCLT, SEL, FMAF... read and write. Greedy colouring in order of first appearance, a MOV's destination
  * preferring its source's colour; MOVs whose two sides get one colour go. */
 static uint32_t ctz64(uint64_t v) { return (uint32_t)__builtin_ctzll(v); }
 
