@@ -106,28 +106,24 @@ __device__ static inline void dvm_gpu_atomic_minf(uint32_t *p, float v) {
 #define DVM_RUN_NAME dvm_run_lane_w
 #define DVM_RUN_AT_NAME dvm_run_lane_w_at
 #include "../interp_cpu/interp_core.h"
-/* The pair of runners for L lanes. */
+/* The pair of runners for L lanes: all lanes in lockstep, and one lane alone. */
 template <int L> struct dvm_gpu_lanes_of;
-template <> struct dvm_gpu_lanes_of<DVM_GPU_LANES> {
-    __device__ static __forceinline__ int all(const dvm_env *e, uint32_t ti, const dvm_task_desc *t, const int32_t *idx, int64_t slot,
-                              uint32_t *regs, uint32_t start, uint32_t *resume) {
-        return dvm_run_lanes_at(e, ti, t, idx, slot, regs, start, resume);
-    }
-    __device__ static __forceinline__ int one(const dvm_env *e, uint32_t ti, const dvm_task_desc *t, const int32_t *idx, int64_t slot,
-                              uint32_t *regs, uint32_t start, uint32_t *resume) {
-        return dvm_run_lane_at(e, ti, t, idx, slot, regs, start, resume);
-    }
-};
-template <> struct dvm_gpu_lanes_of<DVM_GPU_LANES_WIDE> {
-    __device__ static __forceinline__ int all(const dvm_env *e, uint32_t ti, const dvm_task_desc *t, const int32_t *idx, int64_t slot,
-                              uint32_t *regs, uint32_t start, uint32_t *resume) {
-        return dvm_run_lanes_w_at(e, ti, t, idx, slot, regs, start, resume);
-    }
-    __device__ static __forceinline__ int one(const dvm_env *e, uint32_t ti, const dvm_task_desc *t, const int32_t *idx, int64_t slot,
-                              uint32_t *regs, uint32_t start, uint32_t *resume) {
-        return dvm_run_lane_w_at(e, ti, t, idx, slot, regs, start, resume);
-    }
-};
+#define DVM_GPU_LANES_OF(L, ALL, ONE)                                                                               \
+    template <> struct dvm_gpu_lanes_of<L> {                                                                      \
+        __device__ static __forceinline__ int all(const dvm_env *e, uint32_t ti, const dvm_task_desc *t,            \
+                                                  const int32_t *idx, int64_t slot, uint32_t *regs, uint32_t start, \
+                                                  uint32_t *resume) {                                               \
+            return ALL(e, ti, t, idx, slot, regs, start, resume);                                                  \
+        }                                                                                                         \
+        __device__ static __forceinline__ int one(const dvm_env *e, uint32_t ti, const dvm_task_desc *t,            \
+                                                  const int32_t *idx, int64_t slot, uint32_t *regs, uint32_t start, \
+                                                  uint32_t *resume) {                                               \
+            return ONE(e, ti, t, idx, slot, regs, start, resume);                                                  \
+        }                                                                                                         \
+    };
+DVM_GPU_LANES_OF(DVM_GPU_LANES, dvm_run_lanes_at, dvm_run_lane_at)
+DVM_GPU_LANES_OF(DVM_GPU_LANES_WIDE, dvm_run_lanes_w_at, dvm_run_lane_w_at)
+#undef DVM_GPU_LANES_OF
 
 /* ---- the ops-table hash, computed at compile time from the same ops.def rows and in the
    same way as bytecode/ops.c (FNV-1a 64: number, name, format, flags); the host refuses an
