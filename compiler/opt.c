@@ -134,6 +134,12 @@ static int local_pass(topt *t) {
             set_opnd(n, j, ce->src);
             changed = 1;
         }
+        if (n->op == DVM_OP_ADDIK && n->c == 0) { /* r[b] + 0: a copy */
+            dvm_node mv = {DVM_OP_MOV, 0, n->a, n->b, 0};
+            *n = mv;
+            f = fmt_of(n);
+            changed = 1;
+        }
         if (n->op == DVM_OP_MOV && n->a == n->b) {
             memset(n, 0, sizeof *n);
             changed = 1;
@@ -257,6 +263,26 @@ static int dce_pass(topt *t) {
         for (int j = 0; j < 3; j++)
             if ((f[j + 1] == 'w' || f[j + 1] == 'm') && BIT(t->tmp, opnd(n, j))) live = 1;
         if (live) continue;
+        memset(n, 0, sizeof *n);
+        changed = 1;
+    }
+    return changed;
+}
+
+/* An INCLT that jumps back to itself (over deleted nodes only) is a loop with an empty
+ * body: it only counts r[a] up to
+ * r[b], and it always ends (r[a] grows by one while below r[b] <= INT32_MAX, so it cannot
+ * wrap). When r[a] is dead where the loop exits, the loop does nothing: delete it. (The
+ * adjoint's forward sweep leaves such loops once its pushes are gone.) Needs fresh
+ * liveness. */
+static int empty_loop_pass(topt *t) {
+    int changed = 0;
+    for (uint32_t i = 0; i + 1 < t->len; i++) {
+        dvm_node *n = &t->code[i];
+        if (n->op != DVM_OP_INCLT || n->c > i) continue;
+        uint32_t k = n->c;
+        while (k < i && t->code[k].op == DVM_OP_NOP) k++;
+        if (k < i || BIT(t->live + (size_t)(i + 1) * t->words, n->a)) continue;
         memset(n, 0, sizeof *n);
         changed = 1;
     }
@@ -502,6 +528,7 @@ static int opt_task(dvm_program *p, const dvm_task_desc *td, uint8_t *stack_live
         c |= local_pass(&t);
         liveness(&t);
         c |= dce_pass(&t);
+        c |= empty_loop_pass(&t);
         changed |= c;
         if (!c) break;
     }

@@ -249,6 +249,15 @@ int main(void) {
     CHECK(count(po, "dynloop", ADJ, DVM_OP_PUSH) == 0 && count(po, "dynloop", ADJ, DVM_OP_POP) == 0,
           "dynloop adjoint: %d PUSH, %d POP, expected none", count(po, "dynloop", ADJ, DVM_OP_PUSH),
           count(po, "dynloop", ADJ, DVM_OP_POP));
+    /* with v's pushes gone the adjoint's forward sweep is an empty counting loop: deleted, so
+       only the reverse loop's INCLT is left (two unoptimized: the forward sweep's and the
+       reverse loop's); the trip count's `+ 0` is a copy, folded away */
+    CHECK(count(pn, "dynloop", ADJ, DVM_OP_INCLT) == 2, "unoptimized dynloop adjoint: %d INCLT, expected 2",
+          count(pn, "dynloop", ADJ, DVM_OP_INCLT));
+    CHECK(count(po, "dynloop", ADJ, DVM_OP_INCLT) == 1, "dynloop adjoint: %d INCLT, expected 1 (the reverse loop)",
+          count(po, "dynloop", ADJ, DVM_OP_INCLT));
+    CHECK(count(po, "dynloop", ADJ, DVM_OP_ADDIK) == 0, "dynloop adjoint: %d ADDIK, expected 0",
+          count(po, "dynloop", ADJ, DVM_OP_ADDIK));
 
     /* keep: the reverse pass reads v (cos(v)) in another loop: its stack and its size program
      * stay; the trip count's PUSH/POP pair goes */
