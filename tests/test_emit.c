@@ -11,16 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-#define CHECK(cond, ...)                                                                            \
-    do {                                                                                            \
-        if (!(cond)) {                                                                              \
-            failures++;                                                                             \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                      \
-            fprintf(stderr, __VA_ARGS__);                                                           \
-            fprintf(stderr, "\n");                                                                  \
-        }                                                                                           \
-    } while (0)
+#include "check.h"
 
 /* ---- IR constructors ---- */
 static dvm_arena *A;
@@ -240,7 +231,7 @@ static char *code_text(const dvm_program *p, uint32_t task) {
 static void expect_code(const dvm_program *p, uint32_t task, const char *want, int line) {
     const char *got = code_text(p, task);
     if (strcmp(got, want) != 0) {
-        failures++;
+        fails++;
         fprintf(stderr, "%s:%d: FAILED task %u code\n  expected: %s\n  got:      %s\n", __FILE__, line, task, want, got);
     }
 }
@@ -837,8 +828,8 @@ int main(void) {
     test_serial();
     test_limits();
     dvm_arena_destroy(A);
-    if (failures) {
-        fprintf(stderr, "test_emit: %d failure(s)\n", failures);
+    if (fails) {
+        fprintf(stderr, "test_emit: %d failure(s)\n", fails);
         return 1;
     }
     printf("test_emit: ok\n");

@@ -12,16 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-#define CHECK(cond, ...)                                                                            \
-    do {                                                                                            \
-        if (!(cond)) {                                                                              \
-            failures++;                                                                             \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                      \
-            fprintf(stderr, __VA_ARGS__);                                                           \
-            fprintf(stderr, "\n");                                                                  \
-        }                                                                                           \
-    } while (0)
+#include "check.h"
 
 static const char *SRC =
     "kernel trans(x: f32[n], y: f32[n]):\n"
@@ -122,16 +113,25 @@ static int nstacks(const dvm_program *p, const char *kernel, int vk) {
     return v ? (int)v->nstacks : -1;
 }
 
-/* Runs kernel's adjoint (y.grad = 1) and returns y and x.grad in out[0..7], out[8..15]. */
-static int run(dvm_context *ctx, int opt, const char *kernel, float out[16]) {
+/* Compiles SRC with the optimizer on or off and finds kernel; NULL on failure (counted). */
+static const dvm_kernel *compile_find(dvm_context *ctx, int opt, const char *kernel, dvm_module **m) {
     set_opt(opt);
-    dvm_module *m = NULL;
-    if (dvm_compile(ctx, SRC, strlen(SRC), "t.dvk", &m) != DVM_OK) {
+    *m = NULL;
+    if (dvm_compile(ctx, SRC, strlen(SRC), "t.dvk", m) != DVM_OK) {
         CHECK(0, "dvm_compile: %s", dvm_errmsg(ctx));
-        return 1;
+        return NULL;
     }
     const dvm_kernel *k = NULL;
-    dvm_kernel_find(ctx, m, kernel, &k);
+    dvm_kernel_find(ctx, *m, kernel, &k);
+    CHECK(k != NULL, "kernel %s not found", kernel);
+    return k;
+}
+
+/* Runs kernel's adjoint (y.grad = 1) and returns y and x.grad in out[0..7], out[8..15]. */
+static int run(dvm_context *ctx, int opt, const char *kernel, float out[16]) {
+    dvm_module *m = NULL;
+    const dvm_kernel *k = compile_find(ctx, opt, kernel, &m);
+    if (!k) return 1;
     int64_t n[1] = {8};
     dvm_array *x, *s, *y, *yg, *xg;
     dvm_array_create(ctx, DVM_F32, 1, n, &x);
@@ -176,14 +176,9 @@ static int run(dvm_context *ctx, int opt, const char *kernel, float out[16]) {
 #define SM 6
 #define SC (SN * SM)
 static int run_stencil(dvm_context *ctx, int opt, float out[3 * SC]) {
-    set_opt(opt);
     dvm_module *m = NULL;
-    if (dvm_compile(ctx, SRC, strlen(SRC), "t.dvk", &m) != DVM_OK) {
-        CHECK(0, "dvm_compile: %s", dvm_errmsg(ctx));
-        return 1;
-    }
-    const dvm_kernel *k = NULL;
-    dvm_kernel_find(ctx, m, "stencil", &k);
+    const dvm_kernel *k = compile_find(ctx, opt, "stencil", &m);
+    if (!k) return 1;
     int64_t shape[2] = {SN, SM};
     float uv[SC], gv[SC], zeros[SC] = {0};
     for (int i = 0; i < SC; i++) {
@@ -315,8 +310,8 @@ int main(void) {
             CHECK(!memcmp(&so[j], &sn[j], 4), "stencil: %s[%d] = %.9g optimized, %.9g not",
                   j < SC ? "v" : j < 2 * SC ? "u.grad" : "v.dual", j % SC, (double)so[j], (double)sn[j]);
     dvm_context_destroy(ctx);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
+    if (fails) {
+        fprintf(stderr, "%d check(s) failed\n", fails);
         return 1;
     }
     printf("ok\n");
