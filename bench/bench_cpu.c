@@ -48,6 +48,14 @@ static void c_dynloop(int nt, const float *x, const int *steps, float *y, float 
         y[i] = v;
     }
 }
+static void c_dynsin(int nt, const float *x, const int *steps, float *y, float rate, long n) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (long i = 0; i < n; i++) {
+        float v = x[i];
+        for (int s = 0; s < steps[i]; s++) v = sinf(v) * rate + 0.01f;
+        y[i] = v;
+    }
+}
 static void c_stencil(int nt, const float *u, float *v, long n, long m) {
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (long i = 0; i < n; i++)
@@ -168,22 +176,24 @@ int main(int argc, char **argv) {
     for (long i = 0; i < ND; i++) steps[i] = (int)(urand() * 64);
     for (long i = 0; i < SN * SN; i++) u[i] = (float)urand();
 
-    row rows[5];
+    enum { NK = 6 };
+    row rows[NK];
     memset(rows, 0, sizeof rows);
-    const char *names[5] = {"saxpy", "trans", "dynloop", "stencil", "hist"};
-    const char *labels[5] = {"saxpy (2^24, memory-bound)", "transcendental (2^22: sin cos exp log tanh)",
-                             "dynamic loop (2^20 x U[0,64) steps)", "2-D stencil (2048^2, ndrange)",
-                             "atomic histogram (2^24 -> 256 bins)"};
+    const char *names[NK] = {"saxpy", "trans", "dynloop", "stencil", "hist", "dynsin"};
+    const char *labels[NK] = {"saxpy (2^24, memory-bound)", "transcendental (2^22: sin cos exp log tanh)",
+                              "dynamic loop (2^20 x U[0,64) steps)", "2-D stencil (2048^2, ndrange)",
+                              "atomic histogram (2^24 -> 256 bins)", "dynamic sin loop (2^20 x U[0,64) steps, adstack)"};
     if (quick) {
         labels[0] = "saxpy (2^20)";
         labels[1] = "transcendental (2^18)";
         labels[2] = "dynamic loop (2^16)";
         labels[3] = "2-D stencil (512^2)";
         labels[4] = "atomic histogram (2^20)";
+        labels[5] = "dynamic sin loop (2^16)";
     }
     dvm_launch_stats st;
     double size_share = 0, heap_b = 0, heap_min = 0, size_ms = 0, adj_first = 0;
-    for (int kk = 0; kk < 5; kk++) {
+    for (int kk = 0; kk < NK; kk++) {
         rows[kk].name = labels[kk];
         for (int t = 0; t < 2; t++) {
             ctx = ctxs[t];
@@ -216,7 +226,7 @@ int main(int argc, char **argv) {
                     c_trans(nt, x, yr, NT);
                     if (r && now_ms() - s < best) best = now_ms() - s;
                 }
-            } else if (kk == 2) {
+            } else if (kk == 2 || kk == 5) {
                 A = mk(ctx, DVM_F32, 1, ND, 0, x);
                 B = mk(ctx, DVM_I32, 1, ND, 0, steps);
                 Cc = mk(ctx, DVM_F32, 1, ND, 0, NULL);
@@ -226,7 +236,10 @@ int main(int argc, char **argv) {
                 CHECK(dvm_args_f32(ctx, args, "rate", 0.97f));
                 for (int r = 0; r < reps + 1; r++) {
                     double s = now_ms();
-                    c_dynloop(nt, x, steps, yr, 0.97f, ND);
+                    if (kk == 2)
+                        c_dynloop(nt, x, steps, yr, 0.97f, ND);
+                    else
+                        c_dynsin(nt, x, steps, yr, 0.97f, ND);
                     if (r && now_ms() - s < best) best = now_ms() - s;
                 }
             } else if (kk == 3) {
@@ -256,10 +269,11 @@ int main(int argc, char **argv) {
             rows[kk].vm[t] = time_dvm(ctx, k, args, DVM_FORWARD, &st);
             /* correctness of the timed launch (single-thread context, saxpy excluded since
                repeated launches accumulate into y) */
-            if (t == 1 && (kk == 1 || kk == 2 || kk == 3)) {
-                long cnt = kk == 1 ? NT : kk == 2 ? ND : SN * SN;
+            const int loop = kk == 2 || kk == 5, checked = kk == 1 || kk == 3 || loop;
+            if (t == 1 && checked) {
+                long cnt = kk == 1 ? NT : loop ? ND : SN * SN;
                 float *got = malloc(sizeof(float) * cnt);
-                CHECK(dvm_array_read(ctx, kk == 2 ? Cc : B, got, cnt));
+                CHECK(dvm_array_read(ctx, loop ? Cc : B, got, cnt));
                 double me = 0;
                 for (long i = 0; i < cnt; i++) {
                     double e = fabs((double)got[i] - yr[i]) / (fabs(yr[i]) + 1e-3);
@@ -268,11 +282,11 @@ int main(int argc, char **argv) {
                 rows[kk].maxerr = me;
                 free(got);
             }
-            if (t == 1 && (kk == 1 || kk == 2 || kk == 3)) {
-                /* adjoint over forward; for the dynamic loop also the sizer's share of the
-                   first (uncached) adjoint launch and the heap against its minimum */
+            if (t == 1 && checked) {
+                /* adjoint over forward; for the sin loop (its v on an adstack) also the sizer's
+                   share of the first (uncached) adjoint launch and the heap against its minimum */
                 dvm_launch_opts o = {DVM_ADJOINT, 0, 0};
-                if (kk == 2) {
+                if (kk == 5) {
                     double s = now_ms();
                     CHECK(dvm_launch(ctx, k, args, &o, &st));
                     adj_first = now_ms() - s;
@@ -293,18 +307,18 @@ int main(int argc, char **argv) {
     printf("| kernel | native 1T ms | dvm 1T ms | native/dvm 1T | native %dT ms | dvm %dT ms | native/dvm %dT | adjoint/forward | max rel err |\n",
            all, all, all);
     printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-    for (int kk = 0; kk < 5; kk++) {
+    for (int kk = 0; kk < NK; kk++) {
         row *r = &rows[kk];
         printf("| %s | %.2f | %.2f | %.2fx | %.2f | %.2f | %.2fx | ", r->name, r->native[0], r->vm[0],
                r->native[0] / r->vm[0], r->native[1], r->vm[1], r->native[1] / r->vm[1]);
         if (r->adj_over_fwd > 0) printf("%.2f | ", r->adj_over_fwd); else printf("- | ");
-        if (r->maxerr > 0 || kk == 1 || kk == 2 || kk == 3) printf("%.1e |\n", r->maxerr); else printf("- |\n");
+        if (r->maxerr > 0 || kk == 1 || kk == 2 || kk == 3 || kk == 5) printf("%.1e |\n", r->maxerr); else printf("- |\n");
     }
     printf("\n(native/dvm: 1.00x = as fast as gcc -O2; 0.25x = 4 times slower)\n\n");
     printf("| figure | value |\n| --- | --- |\n");
     printf("| compile, %d kernels in one source (mean of %d) | %.3f ms (%.3f ms per kernel) |\n", nkern, ncomp, compile_ms, compile_ms / nkern);
     printf("| blob load + verify (mean of %d) | %.1f us |\n", nload, load_us);
-    printf("| sizer + max-reducer, first adjoint of the dynamic loop (%ld elements) | %.3f ms of %.3f ms = %.2f%% |\n", ND, size_ms, adj_first, 100 * size_share);
+    printf("| sizer + max-reducer, first adjoint of the dynamic sin loop (%ld elements) | %.3f ms of %.3f ms = %.2f%% |\n", ND, size_ms, adj_first, 100 * size_share);
     printf("| adstack heap for that launch | %.0f bytes (exact per-thread minimum %.0f bytes) |\n", heap_b, heap_min);
 
     for (int t = 0; t < 2; t++) {

@@ -1,5 +1,7 @@
 /* bench_kernels.h: the benchmark kernels in .dvk, one definition shared by bench_cpu,
- * bench_vulkan and bench_cuda (whose native C / CUDA references compute the same math). */
+ * bench_vulkan and bench_cuda (whose native C / CUDA references compute the same math).
+ * dynloop's adjoint needs no stack (d(v*rate)/dv = rate); dynsin's keeps every v of its
+ * loop on an adstack sized by the sizer (d(sin(v)*rate)/dv = cos(v)*rate). */
 #ifndef DVM_BENCH_KERNELS_H
 #define DVM_BENCH_KERNELS_H
 static const char *SRC =
@@ -17,6 +19,13 @@ static const char *SRC =
     "        v = x[i]\n"
     "        for _ in range(steps[i]):\n"
     "            v = v * rate + 0.01\n"
+    "        y[i] = v\n"
+    "\n"
+    "kernel dynsin(x: f32[n], steps: i32[n], y: f32[n], rate: f32):\n"
+    "    for i in range(n):\n"
+    "        v = x[i]\n"
+    "        for _ in range(steps[i]):\n"
+    "            v = sin(v) * rate + 0.01\n"
     "        y[i] = v\n"
     "\n"
     "kernel stencil(u: f32[n, m], v: f32[n, m]):\n"

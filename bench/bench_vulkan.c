@@ -49,7 +49,7 @@ typedef struct side {
 static int run_one(side *s, int kk, int mode, long N, long SN, const float *x, const float *y, const int *steps,
                    const int *keys, const float *u) {
     dvm_context *ctx = s->ctx;
-    static const char *names[5] = {"saxpy", "trans", "dynloop", "stencil", "hist"};
+    static const char *names[6] = {"saxpy", "trans", "dynloop", "stencil", "hist", "dynsin"};
     const dvm_kernel *k;
     if (dvm_kernel_find(ctx, s->mod, names[kk], &k) != DVM_OK) return -1;
     dvm_args *args;
@@ -67,13 +67,13 @@ static int run_one(side *s, int kk, int mode, long N, long SN, const float *x, c
         CHECK(dvm_args_array(ctx, args, "x", arr[0]));
         CHECK(dvm_args_array(ctx, args, "y", arr[1]));
         outa = arr[1];
-    } else if (kk == 1 || kk == 2) {
+    } else if (kk == 1 || kk == 2 || kk == 5) {
         CHECK(dvm_array_create(ctx, DVM_F32, 1, n1, &arr[0]));
         CHECK(dvm_array_create(ctx, DVM_F32, 1, n1, &arr[1]));
         CHECK(dvm_array_write(ctx, arr[0], x, N));
         CHECK(dvm_args_array(ctx, args, "x", arr[0]));
         CHECK(dvm_args_array(ctx, args, "y", arr[1]));
-        if (kk == 2) {
+        if (kk == 2 || kk == 5) {
             CHECK(dvm_array_create(ctx, DVM_I32, 1, n1, &arr[2]));
             CHECK(dvm_array_write(ctx, arr[2], steps, N));
             CHECK(dvm_args_array(ctx, args, "steps", arr[2]));
@@ -174,7 +174,8 @@ int main(int argc, char **argv) {
     static const struct { int k, mode; const char *label; } rows[] = {
         {0, DVM_FORWARD, "saxpy"}, {1, DVM_FORWARD, "trans (sin cos exp log tanh)"},
         {1, DVM_ADJOINT, "trans adjoint"}, {2, DVM_FORWARD, "dynloop (U[0,64) steps)"},
-        {2, DVM_ADJOINT, "dynloop adjoint (adstacks, sizer)"}, {3, DVM_FORWARD, "stencil 5-point (ndrange)"},
+        {2, DVM_ADJOINT, "dynloop adjoint (no stack)"}, {5, DVM_FORWARD, "dynsin (U[0,64) steps)"},
+        {5, DVM_ADJOINT, "dynsin adjoint (adstack, sizer)"}, {3, DVM_FORWARD, "stencil 5-point (ndrange)"},
         {4, DVM_FORWARD, "histogram (i32 atomics, 256 bins)"}};
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         long cnt = rows[r].k == 3 ? SN * SN : rows[r].k == 4 ? 256 : N;

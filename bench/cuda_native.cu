@@ -53,6 +53,30 @@ __global__ void k_dynloop_adj(const float *x, const int *steps, float *y, const 
         gx[i] += g;
     }
 }
+__global__ void k_dynsin(const float *x, const int *steps, float *y, float rate, long n) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        float v = x[i];
+        for (int s = 0; s < steps[i]; s++) v = sinf(v) * rate + 0.01f;
+        y[i] = v;
+    }
+}
+// hand-written adjoint with a tape, as an adstack holds it: the forward stores each step's
+// v at tape[s * n + i] (consecutive threads, consecutive words), the reverse reads them back
+__global__ void k_dynsin_adj(const float *x, const int *steps, float *y, const float *gy, float *gx, float *tape,
+                             float rate, long n) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        float v = x[i];
+        int k = steps[i];
+        for (int s = 0; s < k; s++) {
+            tape[s * n + i] = v;
+            v = sinf(v) * rate + 0.01f;
+        }
+        y[i] = v;
+        float g = gy[i];
+        for (int s = k - 1; s >= 0; s--) g *= cosf(tape[s * n + i]) * rate;
+        gx[i] += g;
+    }
+}
 __device__ bool interior(long i, long j, long n, long m) { return i > 0 && i < n - 1 && j > 0 && j < m - 1; }
 __global__ void k_stencil(const float *u, float *v, long n, long m) {
     for (long p = blockIdx.x * (long)blockDim.x + threadIdx.x; p < n * m; p += (long)gridDim.x * blockDim.x) {
@@ -290,10 +314,45 @@ int main(int argc, char **argv) {
         DV(dvm_array_read(ctx, GX, out.data(), ND));
         double erra = relerr(out.data(), ref.data(), ND);
         double tda = time_dvm("dynloop", a, DVM_ADJOINT, &te);
-        row("dynloop adjoint (fwd+rev, adstack)", sz, tna, tda, te, 0, erra);
+        row("dynloop adjoint (fwd+rev, no stack)", sz, tna, tda, te, 0, erra);
         dvm_args_destroy(a); dvm_array_destroy(X); dvm_array_destroy(S); dvm_array_destroy(Y);
         dvm_array_destroy(GX); dvm_array_destroy(GY);
         CK(cudaFree(ds));
+    }
+    // dynsin: the same trip counts, a nonlinear step; its adjoint keeps every v (adstack / tape)
+    if (use_kernel("dynsin")) {
+        int *ds; CK(cudaMalloc(&ds, ND * 4));
+        float *tape; CK(cudaMalloc(&tape, 64L * ND * 4));
+        CK(cudaMemcpy(d0, x.data(), ND * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(ds, steps.data(), ND * 4, cudaMemcpyHostToDevice));
+        k_dynsin<<<grid_blocks, 256>>>(d0, ds, d1, 0.99f, ND);
+        CK(cudaMemcpy(ref.data(), d1, ND * 4, cudaMemcpyDeviceToHost));
+        double tn = time_it([&] { k_dynsin<<<grid_blocks, 256>>>(d0, ds, d1, 0.99f, ND); });
+        dvm_array *X = mk(DVM_F32, 1, ND, 0, x.data()), *S = mk(DVM_I32, 1, ND, 0, steps.data()), *Y = mk(DVM_F32, 1, ND, 0, NULL);
+        dvm_args *a = args_for("dynsin");
+        DV(dvm_args_array(ctx, a, "x", X)); DV(dvm_args_array(ctx, a, "steps", S)); DV(dvm_args_array(ctx, a, "y", Y));
+        DV(dvm_args_f32(ctx, a, "rate", 0.99f));
+        double td = time_dvm("dynsin", a, DVM_FORWARD, &te);
+        DV(dvm_array_read(ctx, Y, out.data(), ND));
+        snprintf(sz, sizeof sz, "2^%d, 0..63 steps", (int)log2((double)ND));
+        row("dynsin (v = sin(v)*rate + 0.01)", sz, tn, td, te, 0, relerr(out.data(), ref.data(), ND));
+        CK(cudaMemcpy(d2, gy.data(), ND * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemset(d3, 0, ND * 4));
+        k_dynsin_adj<<<grid_blocks, 256>>>(d0, ds, d1, d2, d3, tape, 0.99f, ND);
+        CK(cudaMemcpy(ref.data(), d3, ND * 4, cudaMemcpyDeviceToHost));
+        double tna = time_it([&] { k_dynsin_adj<<<grid_blocks, 256>>>(d0, ds, d1, d2, d3, tape, 0.99f, ND); });
+        dvm_array *GX = mk(DVM_F32, 1, ND, 0, NULL), *GY = mk(DVM_F32, 1, ND, 0, gy.data());
+        DV(dvm_args_grad(ctx, a, "x", GX)); DV(dvm_args_grad(ctx, a, "y", GY));
+        const dvm_kernel *k; DV(dvm_kernel_find(ctx, mod, "dynsin", &k));
+        dvm_launch_opts o; memset(&o, 0, sizeof o); o.mode = DVM_ADJOINT;
+        DV(dvm_launch(ctx, k, a, &o, NULL));
+        DV(dvm_array_read(ctx, GX, out.data(), ND));
+        double erra = relerr(out.data(), ref.data(), ND);
+        double tda = time_dvm("dynsin", a, DVM_ADJOINT, &te);
+        row("dynsin adjoint (fwd+rev, adstack)", sz, tna, tda, te, 0, erra);
+        dvm_args_destroy(a); dvm_array_destroy(X); dvm_array_destroy(S); dvm_array_destroy(Y);
+        dvm_array_destroy(GX); dvm_array_destroy(GY);
+        CK(cudaFree(ds)); CK(cudaFree(tape));
     }
     // stencil + its adjoint
     if (use_kernel("stencil")) {

@@ -35,7 +35,7 @@ struct dvm_backend {
     void *k_serial, *k_parallel, *k_ranges, *k_reduce, *k_final, *k_lanes, *k_lanes8;
     int sms, cc_major, cc_minor, smem_max; /* smem_max: dynamic shared memory we may use */
     int use_smem_code, use_smem_regs;      /* DVM_GPU_SMEM_CODE / DVM_GPU_SMEM_REGS=0 turn off */
-    int use_lanes;                         /* 0 never, 1 straight-line tasks, 2 all (DVM_GPU_LANES) */
+    int use_lanes;                         /* 0 never, 1 tasks without loops, 2 all (DVM_GPU_LANES) */
     int no_warp_sync;                      /* DVM_GPU_WARP_SYNC=0: threads of a warp start rounds alone */
     uint32_t max_threads;                  /* DVM_GPU_MAX_THREADS=N: only N threads iterate (tests:
                                               puts small kernels through the lanes' every path) */
@@ -391,14 +391,18 @@ static int stage_tables(dvm_backend *be, const tab_layout *t, uint32_t nuni, con
     return 0;
 }
 
-/* Launch shape of a task: nodes and register files in shared memory when they fit. */
-/* Whether the task has a conditional branch. Lanes that disagree at one finish one by one,
-   and on an H100 every branchy kernel measured (a 2-D bounds test, a data-dependent loop,
-   their adjoints) ran 2-5x slower with lanes than without: lanes are for straight-line tasks. */
-static int has_cond_branch(const dvm_node *nodes, const dvm_task_desc *t) {
+/* Whether the task has a loop: a jump backwards (INCLT, or JMP/JZ/JNZ/JGEI to an earlier
+   node; a `while` loop closes with a JMP and leaves by a forward JZ). Lanes that disagree at a branch finish one by one from there; a loop with a
+   data-dependent trip count disagrees in nearly every round, so such tasks run one
+   iteration per call (on an H100 lanes made the dynamic loop 3.5x slower). Forward branches
+   (if/else) rarely split the lanes of a round: the 2-D stencil (its boundary test) ran 6%
+   faster with lanes and its adjoint 14% (H200, bench/RESULTS.md, v15). */
+static int has_loop(const dvm_node *nodes, const dvm_task_desc *t) {
     for (uint32_t i = 0; i < t->code_len; i++) {
-        uint8_t op = nodes[t->code_begin + i].op;
-        if (op == DVM_OP_JZ || op == DVM_OP_JNZ || op == DVM_OP_JGEI || op == DVM_OP_INCLT) return 1;
+        const dvm_node *n = &nodes[t->code_begin + i];
+        if (n->op == DVM_OP_INCLT || (n->op == DVM_OP_JMP && n->a <= i)) return 1;
+        if ((n->op == DVM_OP_JZ || n->op == DVM_OP_JNZ) && n->b <= i) return 1;
+        if (n->op == DVM_OP_JGEI && n->c <= i) return 1;
     }
     return 0;
 }
@@ -439,7 +443,7 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
            occupancy): on an H200, 8 lanes took saxpy (4 registers) from 0.44x to 0.52x of
            native and the transcendental kernel (13 registers, 4 resident blocks at 8 lanes)
            from 0.27x to 0.24x (bench/RESULTS.md, v13). */
-        if (be->use_lanes && (c.flags & DVM_GPU_F_SMEM_CODE) && (be->use_lanes > 1 || !has_cond_branch(nodes, t))) {
+        if (be->use_lanes && (c.flags & DVM_GPU_F_SMEM_CODE) && (be->use_lanes > 1 || !has_loop(nodes, t))) {
             static const uint32_t widths[2] = {DVM_GPU_LANES, DVM_GPU_LANES_WIDE};
             void *const fns[2] = {be->k_lanes, be->k_lanes8};
             uint32_t best = 0;
