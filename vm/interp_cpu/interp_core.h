@@ -76,6 +76,8 @@ typedef struct dvm_env {
     dvm_rt_error *err;
     int64_t nslots;               /* heap slots in all (nthread_slots + 1); read only by an
                                      interleaved DVM_HEAP_WORD (GPU) */
+    uint32_t wmask;               /* DVM_WARP_MIN (GPU): the warp's threads running this call
+                                     together, or 0 (each thread on its own) */
 } dvm_env;
 
 enum { DVM_SZ_PASS_RANGES = 0, DVM_SZ_PASS_FINAL = 1, DVM_SZ_PASS_BODY = 2 };
@@ -435,6 +437,26 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #define SETF(n, v) (RU(n) = DVM_F2U(v))
 #define KF(n) DVM_U2F(K[n])
 #define NODE_ID() ((uint32_t)(ip - code) + t->code_begin)
+/* DVM_WARP_MIN(mask, v) (optional, scalar runs only): the minimum of v over the threads in
+ * mask, all of which call it (a warp-wide reduction on a GPU). With it (and e->wmask set),
+ * the threads of a warp that run this call together stay together: after each conditional
+ * branch they vote their node index and only those at the lowest one go on; the rest wait. Threads that took different ways at a
+ * branch thus meet again where the ways join (a loop's exit waits for the longest trip; the
+ * adjoint's reverse loop starts for all at once), instead of running each group's nodes one
+ * group after another for the rest of the call. A thread that has finished (END or an error)
+ * votes "none" until all have; RET(v) is every return of the call. */
+#if DVM_LANES == 1 && defined(DVM_WARP_MIN)
+#define DVM_CONVERGE_ 1
+#define RET(v)                                                                         \
+    do {                                                                               \
+        rc_ = (v);                                                                     \
+        goto dvm_finish_;                                                              \
+    } while (0)
+#define CONV_MARK() (vote_ = 1) /* threads can part only at a conditional branch: vote next */
+#else
+#define RET(v) return (v)
+#define CONV_MARK() ((void)0)
+#endif
 /* A jump: a backward one polls the error word so that other threads stop early. */
 #ifndef DVM_POLL_EVERY
 #define DVM_POLL_EVERY 1
@@ -444,7 +466,7 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
         const dvm_node *nip_ = code + (tgt);                                           \
         if (nip_ <= ip && (++polls_ & (DVM_POLL_EVERY - 1)) == 0u &&                   \
             DVM_LOAD_ERR(&e->err->code))                                               \
-            return 1;                                                                  \
+            RET(1);                                                                    \
         ip = nip_;                                                                     \
         vmdispatch();                                                                  \
     } while (0)
@@ -459,10 +481,13 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
             if (((cond_) != 0) != c0_) { *resume = (uint32_t)(ip - code); return 2; }   \
     } while (0)
 #else
-#define AGREE(c0_, cond_) int c0_; do { const int l_ = 0; c0_ = (cond_) != 0; } while (0)
+#define AGREE(c0_, cond_) int c0_; do { const int l_ = 0; c0_ = (cond_) != 0; CONV_MARK(); } while (0)
 #endif
 #define FAIL(code_, p0, p1, p2, p3)                                                    \
-    return dvm_record_error(e->err, (code_), task_index, NODE_ID(), (p0), (p1), (p2), (p3))
+    do {                                                                               \
+        dvm_record_error(e->err, (code_), task_index, NODE_ID(), (p0), (p1), (p2), (p3)); \
+        RET(1);                                                                        \
+    } while (0)
 /* Flat bounds check of index v (i32) against len_ (the slot's element count, read once per
  * node): one unsigned compare. */
 #define CHECK_LEN(x_, v_, len_)                                                        \
@@ -512,7 +537,9 @@ DVM_FN int DVM_RUN_AT_NAME(const dvm_env *e, uint32_t task_index, const dvm_task
                            uint32_t *resume)
 {
     (void)resume;
-    if (DVM_LOAD_ERR(&e->err->code)) return 1;
+#ifdef DVM_CONVERGE_
+    int rc_ = 0, vote_ = 0;
+#endif
 #ifndef DVM_USE_SWITCH
     /* Unlisted numbers go to L__BAD; each ops.def row then overrides its own entry. */
 #if defined(__clang__)
@@ -544,6 +571,7 @@ DVM_FN int DVM_RUN_AT_NAME(const dvm_env *e, uint32_t task_index, const dvm_task
     uint32_t polls_ = 0; /* backward jumps taken (see DVM_POLL_EVERY) */
     (void)polls_;
     DVM_GLOBAL uint32_t *const *const arr = e->arr;
+    if (DVM_LOAD_ERR(&e->err->code)) RET(1);
 
     if (t->kind == DVM_TASK_PARALLEL && start == 0) {
         const uint32_t nd = t->ndim;
@@ -555,6 +583,14 @@ DVM_FN int DVM_RUN_AT_NAME(const dvm_env *e, uint32_t task_index, const dvm_task
     }
 #ifdef DVM_USE_SWITCH
 dvm_dispatch_:
+#ifdef DVM_CONVERGE_
+    if (vote_ && e->wmask) {
+        const uint32_t me_ = (uint32_t)(ip - code);
+        vote_ = 0;
+        while (DVM_WARP_MIN(e->wmask, me_) != me_) {
+        }
+    }
+#endif
     nw_ = DVM_NODE_WORD(ip);
 #ifdef DVM_HOT_OPS
     /* nvcc compiles the switch to a tree of compares (no jump table): the includer's
@@ -666,7 +702,7 @@ dvm_dispatch_:
         LANES(SETU(N_A, RU(N_A) + 1u));
         if (c_) JUMP(N_C);
     } vmbreak;
-    vmcase(END) return 0;
+    vmcase(END) RET(0);
     vmcase(ASSERT) LANES(if (!RU(N_A)) FAIL(DVM_RT_ASSERT, N_B, 0, 0, 0)); vmbreak;
 
     /* ---- arrays ---- */
@@ -758,6 +794,14 @@ dvm_dispatch_:
     vmcase(SZ_PARAM)
     L__BAD:
     FAIL(DVM_RT_BAD_OP, N_OP, 0, 0, 0);
+#ifdef DVM_CONVERGE_
+dvm_finish_:
+    /* wait, voting "none", until every thread of the call has finished */
+    if (e->wmask)
+        while (DVM_WARP_MIN(e->wmask, 0xFFFFFFFFu) != 0xFFFFFFFFu) {
+        }
+    return rc_;
+#endif
 }
 
 DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
@@ -779,6 +823,9 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
 #undef JUMP
 #undef AGREE
 #undef FAIL
+#undef RET
+#undef CONV_MARK
+#undef DVM_CONVERGE_
 #undef CHECK_LEN
 #undef ARR_NODE
 #undef ARR_RMW

@@ -24,6 +24,7 @@
                                     fast shape, dvm_gpu_stage_all in interp_cuda.cu) */
 #define DVM_GPU_F_STACKS 8u      /* the variant has stacks: call dvm_thread_begin */
 #define DVM_GPU_F_NO_WARP_SYNC 16u /* dvm_k_parallel: no warp-wide start of each round (measuring) */
+#define DVM_GPU_F_CONVERGE 32u     /* dvm_k_parallel: a round's threads keep together (DVM_WARP_MIN) */
 
 typedef struct dvm_gpu_exec_args {
     uint64_t nodes, consts;        /* program */

@@ -37,6 +37,7 @@ struct dvm_backend {
     int use_smem_code, use_smem_regs;      /* DVM_GPU_SMEM_CODE / DVM_GPU_SMEM_REGS=0 turn off */
     int use_lanes;                         /* 0 never, 1 tasks without loops, 2 all (DVM_GPU_LANES) */
     int no_warp_sync;                      /* DVM_GPU_WARP_SYNC=0: threads of a warp start rounds alone */
+    int converge;                          /* 0 never, 1 tasks with 2+ loops, 2 all (DVM_GPU_CONVERGE) */
     uint32_t max_threads;                  /* DVM_GPU_MAX_THREADS=N: only N threads iterate (tests:
                                               puts small kernels through the lanes' every path) */
     char name[320];
@@ -195,6 +196,7 @@ dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opt
     be->use_smem_code = !env_off("DVM_GPU_SMEM_CODE");
     be->use_smem_regs = !env_off("DVM_GPU_SMEM_REGS");
     be->no_warp_sync = env_off("DVM_GPU_WARP_SYNC");
+    be->converge = env_off("DVM_GPU_CONVERGE") ? 0 : (getenv("DVM_GPU_CONVERGE") && !strcmp(getenv("DVM_GPU_CONVERGE"), "2") ? 2 : 1);
     /* DVM_GPU_LANES=0: never; =2: every task that fits (branchy ones too: for measuring) */
     be->use_lanes = env_off("DVM_GPU_LANES") ? 0 : (getenv("DVM_GPU_LANES") && !strcmp(getenv("DVM_GPU_LANES"), "2") ? 2 : 1);
     const char *mt = getenv("DVM_GPU_MAX_THREADS");
@@ -391,20 +393,20 @@ static int stage_tables(dvm_backend *be, const tab_layout *t, uint32_t nuni, con
     return 0;
 }
 
-/* Whether the task has a loop: a jump backwards (INCLT, or JMP/JZ/JNZ/JGEI to an earlier
-   node; a `while` loop closes with a JMP and leaves by a forward JZ). Lanes that disagree at a branch finish one by one from there; a loop with a
+/* The task's loops: its jumps backwards (INCLT, or JMP/JZ/JNZ/JGEI to an earlier node; a
+   `while` loop closes with a JMP and leaves by a forward JZ). A task with none runs lanes. Lanes that disagree at a branch finish one by one from there; a loop with a
    data-dependent trip count disagrees in nearly every round, so such tasks run one
    iteration per call (on an H100 lanes made the dynamic loop 3.5x slower). Forward branches
    (if/else) rarely split the lanes of a round: the 2-D stencil (its boundary test) ran 6%
    faster with lanes and its adjoint 14% (H200, bench/RESULTS.md, v15). */
-static int has_loop(const dvm_node *nodes, const dvm_task_desc *t) {
+static uint32_t count_loops(const dvm_node *nodes, const dvm_task_desc *t) {
+    uint32_t k = 0;
     for (uint32_t i = 0; i < t->code_len; i++) {
         const dvm_node *n = &nodes[t->code_begin + i];
-        if (n->op == DVM_OP_INCLT || (n->op == DVM_OP_JMP && n->a <= i)) return 1;
-        if ((n->op == DVM_OP_JZ || n->op == DVM_OP_JNZ) && n->b <= i) return 1;
-        if (n->op == DVM_OP_JGEI && n->c <= i) return 1;
+        k += n->op == DVM_OP_INCLT || (n->op == DVM_OP_JMP && n->a <= i) ||
+             ((n->op == DVM_OP_JZ || n->op == DVM_OP_JNZ) && n->b <= i) || (n->op == DVM_OP_JGEI && n->c <= i);
     }
-    return 0;
+    return k;
 }
 
 /* narr: the variant's array slots. A parallel task whose nodes and register files both fit
@@ -443,7 +445,7 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
            occupancy): on an H200, 8 lanes took saxpy (4 registers) from 0.44x to 0.52x of
            native and the transcendental kernel (13 registers, 4 resident blocks at 8 lanes)
            from 0.27x to 0.24x (bench/RESULTS.md, v13). */
-        if (be->use_lanes && (c.flags & DVM_GPU_F_SMEM_CODE) && (be->use_lanes > 1 || !has_loop(nodes, t))) {
+        if (be->use_lanes && (c.flags & DVM_GPU_F_SMEM_CODE) && (be->use_lanes > 1 || count_loops(nodes, t) == 0)) {
             static const uint32_t widths[2] = {DVM_GPU_LANES, DVM_GPU_LANES_WIDE};
             void *const fns[2] = {be->k_lanes, be->k_lanes8};
             uint32_t best = 0;
@@ -463,6 +465,15 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
             if (best) c.flags |= DVM_GPU_F_SMEM_REGS;
         }
         if (c.lanes == 1 && (be->drv->occupancy(&nb, be->k_parallel, DVM_GPU_BLOCK, c.smem) != 0 || nb <= 0)) nb = 1;
+        /* Two loops or more one after another (an adjoint's forward sweep, then its reverse
+           loop): a warp's threads leave the first at different times and would run the second
+           out of step, each group's nodes in turn. Keeping the round's threads together (a
+           warp vote after each conditional branch, only the lowest node index goes on) took
+           the dynsin adjoint from 24.9 to 13.6 ms on an H200; with one loop it only costs
+           (dynloop 1.43 -> 1.98 ms), so it is for tasks with two or more. sm_80 and newer
+           (the vote is redux.sync); DVM_GPU_CONVERGE=0 turns it off, =2 on for every task. */
+        if (c.lanes == 1 && be->converge && (be->converge > 1 || count_loops(nodes, t) >= 2) && be->cc_major >= 8)
+            c.flags |= DVM_GPU_F_CONVERGE;
         c.blocks = (uint32_t)nb * (uint32_t)be->sms;
     } else {
         c.blocks = 1;

@@ -85,6 +85,18 @@ __device__ static inline void dvm_gpu_atomic_minf(uint32_t *p, float v) {
 #define DVM_STG(p, v) __stwb((p), (v))
 #endif
 #include "../interp_cpu/interp_core.h" /* dvm_run, dvm_run_at: one iteration per call */
+/* dvm_run_conv: the same, with the threads of a warp that run an iteration together kept
+   on the same node (interp_core.h, DVM_WARP_MIN; redux.sync: sm_80 and newer). A separate
+   copy, so that tasks that do not converge pay nothing for it (the vote's bookkeeping in the
+   one copy made the one-loop kernels 10% slower on an H200). */
+#if !defined(__HIP__) && !defined(__HIPCC__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define DVM_GPU_CONVERGE_RUN 1
+#define DVM_WARP_MIN(mask, v) __reduce_min_sync((mask), (v))
+#define DVM_RUN_NAME dvm_run_conv
+#define DVM_RUN_AT_NAME dvm_run_conv_at
+#include "../interp_cpu/interp_core.h"
+#undef DVM_WARP_MIN
+#endif
 /* L = DVM_GPU_LANES or DVM_GPU_LANES_WIDE iterations per call in lockstep
    (dvm_k_parallel_lanes, dvm_k_parallel_lanes8), and for each L the scalar run of one lane
    of that lane-major register file (a tail, or lanes that took different branches). */
@@ -166,6 +178,7 @@ __device__ static inline void dvm_gpu_env(const dvm_gpu_exec_args &a, dvm_env *e
     e->nstacks = a.nstacks;
     e->err = (dvm_rt_error *)a.err;
     e->nslots = a.nslots;
+    e->wmask = 0;
 }
 
 extern __shared__ uint64_t dvm_gpu_smem[];
@@ -364,6 +377,17 @@ template <bool SMEM> __device__ static __forceinline__ void dvm_gpu_parallel(con
         } else if (!mine) {
             break;
         }
+#ifdef DVM_GPU_CONVERGE_RUN
+        if (sync && (a.flags & DVM_GPU_F_CONVERGE)) {
+            e.wmask = __ballot_sync(wmask, mine); /* this round's threads keep together */
+            if (mine) {
+                int32_t idx[3];
+                dvm_gpu_decompose(sp, a.ndim, lin, idx);
+                if (dvm_run_conv(&e, a.task_index, &td, idx, (int64_t)gtid, regs)) stop = 1;
+            }
+            continue;
+        }
+#endif
         if (mine) {
             int32_t idx[3];
             dvm_gpu_decompose(sp, a.ndim, lin, idx);
