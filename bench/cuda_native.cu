@@ -284,75 +284,51 @@ int main(int argc, char **argv) {
         row("trans adjoint (fwd+rev)", sz, tna, tda, te, 16.0 * N, err);
         dvm_args_destroy(a); dvm_array_destroy(X); dvm_array_destroy(Y); dvm_array_destroy(GX); dvm_array_destroy(GY);
     }
-    // dynloop: data-dependent trip count
-    if (use_kernel("dynloop")) {
+    // the two data-dependent loops and their adjoints: the same arrays and trip counts; the
+    // native launches come in as lambdas (dynsin's adjoint also gets a tape of 64 steps)
+    auto loop_rows = [&](const char *kname, const char *flabel, const char *alabel, auto native_fwd, auto native_adj) {
         int *ds; CK(cudaMalloc(&ds, ND * 4));
         CK(cudaMemcpy(d0, x.data(), ND * 4, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(ds, steps.data(), ND * 4, cudaMemcpyHostToDevice));
-        k_dynloop<<<grid_blocks, 256>>>(d0, ds, d1, 0.99f, ND);
+        native_fwd(ds);
         CK(cudaMemcpy(ref.data(), d1, ND * 4, cudaMemcpyDeviceToHost));
-        double tn = time_it([&] { k_dynloop<<<grid_blocks, 256>>>(d0, ds, d1, 0.99f, ND); });
+        double tn = time_it([&] { native_fwd(ds); });
         dvm_array *X = mk(DVM_F32, 1, ND, 0, x.data()), *S = mk(DVM_I32, 1, ND, 0, steps.data()), *Y = mk(DVM_F32, 1, ND, 0, NULL);
-        dvm_args *a = args_for("dynloop");
+        dvm_args *a = args_for(kname);
         DV(dvm_args_array(ctx, a, "x", X)); DV(dvm_args_array(ctx, a, "steps", S)); DV(dvm_args_array(ctx, a, "y", Y));
         DV(dvm_args_f32(ctx, a, "rate", 0.99f));
-        double td = time_dvm("dynloop", a, DVM_FORWARD, &te);
+        double td = time_dvm(kname, a, DVM_FORWARD, &te);
         DV(dvm_array_read(ctx, Y, out.data(), ND));
         snprintf(sz, sizeof sz, "2^%d, 0..63 steps", (int)log2((double)ND));
-        row("dynloop (v = v*rate + 0.01)", sz, tn, td, te, 0, relerr(out.data(), ref.data(), ND));
-        // its adjoint (dvm: the loop's values on an adstack)
+        row(flabel, sz, tn, td, te, 0, relerr(out.data(), ref.data(), ND));
         CK(cudaMemcpy(d2, gy.data(), ND * 4, cudaMemcpyHostToDevice));
         CK(cudaMemset(d3, 0, ND * 4));
-        k_dynloop_adj<<<grid_blocks, 256>>>(d0, ds, d1, d2, d3, 0.99f, ND);
+        native_adj(ds);
         CK(cudaMemcpy(ref.data(), d3, ND * 4, cudaMemcpyDeviceToHost));
-        double tna = time_it([&] { k_dynloop_adj<<<grid_blocks, 256>>>(d0, ds, d1, d2, d3, 0.99f, ND); });
+        double tna = time_it([&] { native_adj(ds); });
         dvm_array *GX = mk(DVM_F32, 1, ND, 0, NULL), *GY = mk(DVM_F32, 1, ND, 0, gy.data());
         DV(dvm_args_grad(ctx, a, "x", GX)); DV(dvm_args_grad(ctx, a, "y", GY));
-        const dvm_kernel *k; DV(dvm_kernel_find(ctx, mod, "dynloop", &k));
+        const dvm_kernel *k; DV(dvm_kernel_find(ctx, mod, kname, &k));
         dvm_launch_opts o; memset(&o, 0, sizeof o); o.mode = DVM_ADJOINT;
         DV(dvm_launch(ctx, k, a, &o, NULL));
         DV(dvm_array_read(ctx, GX, out.data(), ND));
         double erra = relerr(out.data(), ref.data(), ND);
-        double tda = time_dvm("dynloop", a, DVM_ADJOINT, &te);
-        row("dynloop adjoint (fwd+rev, no stack)", sz, tna, tda, te, 0, erra);
+        double tda = time_dvm(kname, a, DVM_ADJOINT, &te);
+        row(alabel, sz, tna, tda, te, 0, erra);
         dvm_args_destroy(a); dvm_array_destroy(X); dvm_array_destroy(S); dvm_array_destroy(Y);
         dvm_array_destroy(GX); dvm_array_destroy(GY);
         CK(cudaFree(ds));
-    }
-    // dynsin: the same trip counts, a nonlinear step; its adjoint keeps every v (adstack / tape)
+    };
+    if (use_kernel("dynloop"))
+        loop_rows("dynloop", "dynloop (v = v*rate + 0.01)", "dynloop adjoint (fwd+rev, no stack)",
+                  [&](int *ds) { k_dynloop<<<grid_blocks, 256>>>(d0, ds, d1, 0.99f, ND); },
+                  [&](int *ds) { k_dynloop_adj<<<grid_blocks, 256>>>(d0, ds, d1, d2, d3, 0.99f, ND); });
     if (use_kernel("dynsin")) {
-        int *ds; CK(cudaMalloc(&ds, ND * 4));
         float *tape; CK(cudaMalloc(&tape, 64L * ND * 4));
-        CK(cudaMemcpy(d0, x.data(), ND * 4, cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(ds, steps.data(), ND * 4, cudaMemcpyHostToDevice));
-        k_dynsin<<<grid_blocks, 256>>>(d0, ds, d1, 0.99f, ND);
-        CK(cudaMemcpy(ref.data(), d1, ND * 4, cudaMemcpyDeviceToHost));
-        double tn = time_it([&] { k_dynsin<<<grid_blocks, 256>>>(d0, ds, d1, 0.99f, ND); });
-        dvm_array *X = mk(DVM_F32, 1, ND, 0, x.data()), *S = mk(DVM_I32, 1, ND, 0, steps.data()), *Y = mk(DVM_F32, 1, ND, 0, NULL);
-        dvm_args *a = args_for("dynsin");
-        DV(dvm_args_array(ctx, a, "x", X)); DV(dvm_args_array(ctx, a, "steps", S)); DV(dvm_args_array(ctx, a, "y", Y));
-        DV(dvm_args_f32(ctx, a, "rate", 0.99f));
-        double td = time_dvm("dynsin", a, DVM_FORWARD, &te);
-        DV(dvm_array_read(ctx, Y, out.data(), ND));
-        snprintf(sz, sizeof sz, "2^%d, 0..63 steps", (int)log2((double)ND));
-        row("dynsin (v = sin(v)*rate + 0.01)", sz, tn, td, te, 0, relerr(out.data(), ref.data(), ND));
-        CK(cudaMemcpy(d2, gy.data(), ND * 4, cudaMemcpyHostToDevice));
-        CK(cudaMemset(d3, 0, ND * 4));
-        k_dynsin_adj<<<grid_blocks, 256>>>(d0, ds, d1, d2, d3, tape, 0.99f, ND);
-        CK(cudaMemcpy(ref.data(), d3, ND * 4, cudaMemcpyDeviceToHost));
-        double tna = time_it([&] { k_dynsin_adj<<<grid_blocks, 256>>>(d0, ds, d1, d2, d3, tape, 0.99f, ND); });
-        dvm_array *GX = mk(DVM_F32, 1, ND, 0, NULL), *GY = mk(DVM_F32, 1, ND, 0, gy.data());
-        DV(dvm_args_grad(ctx, a, "x", GX)); DV(dvm_args_grad(ctx, a, "y", GY));
-        const dvm_kernel *k; DV(dvm_kernel_find(ctx, mod, "dynsin", &k));
-        dvm_launch_opts o; memset(&o, 0, sizeof o); o.mode = DVM_ADJOINT;
-        DV(dvm_launch(ctx, k, a, &o, NULL));
-        DV(dvm_array_read(ctx, GX, out.data(), ND));
-        double erra = relerr(out.data(), ref.data(), ND);
-        double tda = time_dvm("dynsin", a, DVM_ADJOINT, &te);
-        row("dynsin adjoint (fwd+rev, adstack)", sz, tna, tda, te, 0, erra);
-        dvm_args_destroy(a); dvm_array_destroy(X); dvm_array_destroy(S); dvm_array_destroy(Y);
-        dvm_array_destroy(GX); dvm_array_destroy(GY);
-        CK(cudaFree(ds)); CK(cudaFree(tape));
+        loop_rows("dynsin", "dynsin (v = sin(v)*rate + 0.01)", "dynsin adjoint (fwd+rev, adstack)",
+                  [&](int *ds) { k_dynsin<<<grid_blocks, 256>>>(d0, ds, d1, 0.99f, ND); },
+                  [&](int *ds) { k_dynsin_adj<<<grid_blocks, 256>>>(d0, ds, d1, d2, d3, tape, 0.99f, ND); });
+        CK(cudaFree(tape));
     }
     // stencil + its adjoint
     if (use_kernel("stencil")) {
