@@ -30,29 +30,20 @@ __device__ static inline void dvm_gpu_atomic_max_i64(int64_t *p, int64_t v) {
 #define DVM_ATOMIC_MAX_I64(p, v) dvm_gpu_atomic_max_i64((int64_t *)(p), (int64_t)(v))
 
 /* f32 max/min with the shared semantics (first operand kept when equal or unordered):
-   a compare-and-swap loop that stores only when the value changes. */
-__device__ static inline void dvm_gpu_atomic_maxf(uint32_t *p, float v) {
+   a compare-and-swap loop that stores only when the value changes. MAX: v replaces when
+   v > current; else when v < current. */
+template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *p, float v) {
     unsigned int old = *(volatile unsigned int *)p;
     for (;;) {
         float cur = __uint_as_float(old);
-        if (!(v > cur)) return;
+        if (!(MAX ? v > cur : v < cur)) return;
         unsigned int prev = atomicCAS((unsigned int *)p, old, __float_as_uint(v));
         if (prev == old) return;
         old = prev;
     }
 }
-__device__ static inline void dvm_gpu_atomic_minf(uint32_t *p, float v) {
-    unsigned int old = *(volatile unsigned int *)p;
-    for (;;) {
-        float cur = __uint_as_float(old);
-        if (!(v < cur)) return;
-        unsigned int prev = atomicCAS((unsigned int *)p, old, __float_as_uint(v));
-        if (prev == old) return;
-        old = prev;
-    }
-}
-#define DVM_ATOMIC_MAX_F32(p, v) dvm_gpu_atomic_maxf((uint32_t *)(p), (v))
-#define DVM_ATOMIC_MIN_F32(p, v) dvm_gpu_atomic_minf((uint32_t *)(p), (v))
+#define DVM_ATOMIC_MAX_F32(p, v) dvm_gpu_atomic_extf<true>((uint32_t *)(p), (v))
+#define DVM_ATOMIC_MIN_F32(p, v) dvm_gpu_atomic_extf<false>((uint32_t *)(p), (v))
 
 #include "gpu_abi.h"
 /* A loop polls the other threads' error word every 64 backward jumps, not every one. */
