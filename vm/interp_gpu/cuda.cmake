@@ -32,7 +32,6 @@ separate_arguments(DVM_CUDA_FLAGS)
 
 set(_dvm_gpu ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_gpu)
 set(_dvm_fatbin ${CMAKE_CURRENT_BINARY_DIR}/dvm_interp_cuda.fatbin)
-set(_dvm_cuda_c ${CMAKE_CURRENT_BINARY_DIR}/dvm_cuda_image.c)
 add_custom_command(OUTPUT ${_dvm_fatbin}
   COMMAND ${DVM_NVCC} -fatbin -O3 -std=c++17 ${_dvm_gencode} -Xptxas -warn-spills ${DVM_CUDA_FLAGS}
           -I${CMAKE_CURRENT_SOURCE_DIR} -o ${_dvm_fatbin} ${_dvm_gpu}/interp_cuda.cu
@@ -40,12 +39,7 @@ add_custom_command(OUTPUT ${_dvm_fatbin}
           ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/bc.h ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/ops.def
   COMMENT "nvcc: the CUDA interpreter for ${_dvm_targets}"
   VERBATIM)
-add_custom_command(OUTPUT ${_dvm_cuda_c}
-  COMMAND ${CMAKE_COMMAND} -DIN=${_dvm_fatbin} -DOUT=${_dvm_cuda_c} -DNAME=dvm_cuda
-          "-DTARGETS=${_dvm_targets}" -P ${_dvm_gpu}/embed.cmake
-  DEPENDS ${_dvm_fatbin} ${_dvm_gpu}/embed.cmake
-  VERBATIM)
-target_sources(dvm PRIVATE ${_dvm_gpu}/cuda_backend.c ${_dvm_gpu}/gpu_backend.c ${_dvm_cuda_c})
-target_compile_definitions(dvm PUBLIC DVM_HAVE_CUDA)
+include(${CMAKE_CURRENT_LIST_DIR}/gpu_image.cmake)
+dvm_gpu_image(CUDA dvm_cuda ${_dvm_fatbin} "${_dvm_targets}" cuda_backend.c)
 set(DVM_CUDA_FATBIN ${_dvm_fatbin} CACHE INTERNAL "")
 message(STATUS "dvm: CUDA backend on (${DVM_NVCC}; ${_dvm_targets})")

@@ -24,7 +24,6 @@ endforeach()
 string(REPLACE ";" " " _dvm_hip_targets "${DVM_HIP_ARCHS}")
 set(_dvm_gpu ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_gpu)
 set(_dvm_hsaco ${CMAKE_CURRENT_BINARY_DIR}/dvm_interp_hip.co)
-set(_dvm_hip_c ${CMAKE_CURRENT_BINARY_DIR}/dvm_hip_image.c)
 add_custom_command(OUTPUT ${_dvm_hsaco}
   COMMAND ${DVM_HIPCC} --genco -O3 -std=c++17 ${_dvm_hip_flags} -I${CMAKE_CURRENT_SOURCE_DIR}
           -o ${_dvm_hsaco} ${_dvm_gpu}/interp_hip.cpp
@@ -33,12 +32,7 @@ add_custom_command(OUTPUT ${_dvm_hsaco}
           ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/bc.h ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/ops.def
   COMMENT "hipcc: the HIP interpreter for ${_dvm_hip_targets}"
   VERBATIM)
-add_custom_command(OUTPUT ${_dvm_hip_c}
-  COMMAND ${CMAKE_COMMAND} -DIN=${_dvm_hsaco} -DOUT=${_dvm_hip_c} -DNAME=dvm_hip
-          "-DTARGETS=${_dvm_hip_targets}" -P ${_dvm_gpu}/embed.cmake
-  DEPENDS ${_dvm_hsaco} ${_dvm_gpu}/embed.cmake
-  VERBATIM)
-target_sources(dvm PRIVATE ${_dvm_gpu}/hip_backend.c ${_dvm_gpu}/gpu_backend.c ${_dvm_hip_c})
-target_compile_definitions(dvm PUBLIC DVM_HAVE_HIP)
+include(${CMAKE_CURRENT_LIST_DIR}/gpu_image.cmake)
+dvm_gpu_image(HIP dvm_hip ${_dvm_hsaco} "${_dvm_hip_targets}" hip_backend.c)
 set(DVM_HIP_BUNDLE ${_dvm_hsaco} CACHE INTERNAL "")
 message(STATUS "dvm: HIP backend on (${DVM_HIPCC}; ${_dvm_hip_targets})")
