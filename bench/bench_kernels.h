@@ -38,4 +38,14 @@ static const char *SRC =
     "kernel hist(k: i32[n], h: i32[256]):\n"
     "    for i in range(n):\n"
     "        h[k[i] % 256] += 1\n";
+
+/* The inputs' random numbers (xorshift64, uniform in [0, 1)): bench_cpu and bench_vulkan draw
+ * the same sequence. */
+static unsigned long long rng = 88172645463325252ull;
+static inline double urand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
 #endif

@@ -28,13 +28,6 @@ static double now_ms(void) {
 
 #include "bench_kernels.h"
 
-static unsigned long long rng = 88172645463325252ull;
-static double urand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
 
 static int reps = 5;
 
