@@ -107,23 +107,9 @@ int ad_tangent(ad_ctx *c) {
     ir_top *tops = NULL;
     for (int t = 0; t < f->ntops; t++) {
         const ir_top *src = &f->tops[t];
-        if (src->parallel) {
-            if (!tops) tops = ad_alloc(c, sizeof(ir_top) * (size_t)cap);
-            if (c->oom) return -1;
-            if (n == cap) {
-                tops = dvm_arena_grow(c->A, tops, sizeof(ir_top) * (size_t)cap, sizeof(ir_top) * (size_t)cap * 2);
-                cap *= 2;
-                if (!tops) return -1;
-            }
-            tops[n] = *src;
-            memset(&tops[n].body, 0, sizeof tops[n].body);
-            tan_block(c, &src->body, &tops[n].body);
-            n++;
-            continue;
-        }
         ir_block b = {0};
-        if (src->stmt) tan_stmt(c, src->stmt, &b);
-        for (int i = 0; i < b.n; i++) {
+        if (!src->parallel && src->stmt) tan_stmt(c, src->stmt, &b);
+        for (int i = 0; i < (src->parallel ? 1 : b.n); i++) {
             if (!tops) tops = ad_alloc(c, sizeof(ir_top) * (size_t)cap);
             if (c->oom) return -1;
             if (n == cap) {
@@ -132,7 +118,12 @@ int ad_tangent(ad_ctx *c) {
                 if (!tops) return -1;
             }
             tops[n] = *src;
-            tops[n].stmt = b.s[i];
+            if (src->parallel) {
+                memset(&tops[n].body, 0, sizeof tops[n].body);
+                tan_block(c, &src->body, &tops[n].body);
+            } else {
+                tops[n].stmt = b.s[i];
+            }
             n++;
         }
     }
