@@ -1560,6 +1560,19 @@ static int is_parallel_for(const ast_stmt *s) {
     return s->kind == AS_FOR && s->value->kind == AE_CALL && (!strcmp(s->value->str, "range") || !strcmp(s->value->str, "ndrange"));
 }
 
+/* Starts lowering kernel k: its outermost frame kf (the caller's), no inlining under way. */
+static void begin_kernel(ctx *c, ir_kernel *k, frame *kf, int in_parallel) {
+    memset(kf, 0, sizeof *kf);
+    kf->id = ++c->nframes;
+    kf->R = kf->D = -1;
+    c->k = k;
+    c->fr = kf;
+    c->in_parallel = in_parallel;
+    c->cflag = -1;
+    c->ninline = 0;
+    c->nstmts = 0;
+}
+
 static ir_kernel *lower_kernel(ctx *c, ast_func *f) {
     ir_kernel *k = dvm_arena_alloc(c->a, sizeof *k);
     if (!k) {
@@ -1578,15 +1591,8 @@ static ir_kernel *lower_kernel(ctx *c, ast_func *f) {
         c->oom = 1;
         return NULL;
     }
-    c->k = k;
-    frame kf = {0};
-    kf.id = ++c->nframes;
-    kf.R = kf.D = -1;
-    c->fr = &kf;
-    c->in_parallel = 0;
-    c->cflag = -1;
-    c->ninline = 0;
-    c->nstmts = 0;
+    frame kf;
+    begin_kernel(c, k, &kf, 0);
     int mark = scope_mark(c);
     int nslots = 0;
     /* parameters: scalars become IR_PARAM variables, arrays slots; shape symbols in order of first appearance */
@@ -1705,14 +1711,8 @@ static void check_unused_helper(ctx *c, helper_info *h) {
     }
     k->name = f->str;
     k->nparams = f->nparams;
-    c->k = k;
-    frame kf = {0};
-    kf.id = ++c->nframes;
-    kf.R = kf.D = -1;
-    c->fr = &kf;
-    c->in_parallel = 1;
-    c->cflag = -1;
-    c->nstmts = 0;
+    frame kf;
+    begin_kernel(c, k, &kf, 1);
     int mark = scope_mark(c);
     for (int i = 0; i < f->nparams; i++) {
         const ast_param *ap = &f->params[i];
