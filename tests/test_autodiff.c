@@ -12,16 +12,7 @@
 #include <string.h>
 #include "compiler/compile.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                     \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            failures++;                                                                      \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                      \
-            printf(__VA_ARGS__);                                                             \
-            printf("\n");                                                                    \
-        }                                                                                    \
-    } while (0)
+#include "check.h"
 
 /* ------------------------------------------------------------------ building IR by hand */
 static dvm_arena *A;
@@ -983,8 +974,8 @@ int main(void) {
     test_globals();
     test_break_sizing();
     test_reject();
-    if (failures) {
-        printf("%d check(s) failed\n", failures);
+    if (fails) {
+        printf("%d check(s) failed\n", fails);
         return 1;
     }
     printf("autodiff: all checks passed\n");

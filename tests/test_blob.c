@@ -47,16 +47,7 @@ void dvm_program_free(dvm_program *p) {
 }
 #endif
 
-static int failures;
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            failures++;                                                         \
-            fprintf(stderr, "%s:%d: FAIL: %s: ", __FILE__, __LINE__, #cond);    \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fprintf(stderr, "\n");                                              \
-        }                                                                       \
-    } while (0)
+#include "check.h"
 
 /* ---- hand-built programs ---- */
 #define N(op_, x_, a_, b_, c_) {DVM_OP_##op_, x_, a_, b_, c_}
@@ -764,8 +755,8 @@ int main(int argc, char **argv) {
     if (argc == 2 && !strcmp(argv[1], "--compiled")) { /* ctest blob_compiled: the compiler's output */
 #ifdef DVM_TEST_HAVE_COMPILER
         test_compiled();
-        if (failures) {
-            fprintf(stderr, "test_blob --compiled: %d failure(s)\n", failures);
+        if (fails) {
+            fprintf(stderr, "test_blob --compiled: %d failure(s)\n", fails);
             return 1;
         }
         printf("test_blob --compiled: all passed\n");
@@ -790,8 +781,8 @@ int main(int argc, char **argv) {
     dvm_program_free(p);
     test_header();
     test_disasm();
-    if (failures) {
-        fprintf(stderr, "test_blob: %d failure(s)\n", failures);
+    if (fails) {
+        fprintf(stderr, "test_blob: %d failure(s)\n", fails);
         return 1;
     }
     printf("test_blob: all passed\n");
