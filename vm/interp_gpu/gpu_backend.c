@@ -438,6 +438,7 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
     c.lanes = 1;
     if (t->kind == DVM_TASK_PARALLEL) {
         int nb = 0;
+        const uint32_t loops = count_loops(nodes, t);
         /* Several iterations per thread (dispatch paid once for all, their loads in flight
            together) when nodes and the wider register files fit in shared memory with at least
            two blocks per multiprocessor. Of the two widths, the one with more iterations in
@@ -445,7 +446,7 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
            occupancy): on an H200, 8 lanes took saxpy (4 registers) from 0.44x to 0.52x of
            native and the transcendental kernel (13 registers, 4 resident blocks at 8 lanes)
            from 0.27x to 0.24x (bench/RESULTS.md, v13). */
-        if (be->use_lanes && (c.flags & DVM_GPU_F_SMEM_CODE) && (be->use_lanes > 1 || count_loops(nodes, t) == 0)) {
+        if (be->use_lanes && (c.flags & DVM_GPU_F_SMEM_CODE) && (be->use_lanes > 1 || loops == 0)) {
             static const uint32_t widths[2] = {DVM_GPU_LANES, DVM_GPU_LANES_WIDE};
             void *const fns[2] = {be->k_lanes, be->k_lanes8};
             uint32_t best = 0;
@@ -472,7 +473,7 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
            the dynsin adjoint from 24.9 to 13.6 ms on an H200; with one loop it only costs
            (dynloop 1.43 -> 1.98 ms), so it is for tasks with two or more. sm_80 and newer
            (the vote is redux.sync); DVM_GPU_CONVERGE=0 turns it off, =2 on for every task. */
-        if (c.lanes == 1 && be->converge && (be->converge > 1 || count_loops(nodes, t) >= 2) && be->cc_major >= 8)
+        if (c.lanes == 1 && be->converge && (be->converge > 1 || loops >= 2) && be->cc_major >= 8)
             c.flags |= DVM_GPU_F_CONVERGE;
         c.blocks = (uint32_t)nb * (uint32_t)be->sms;
     } else {
