@@ -381,6 +381,12 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
  *                slot * DVM_LANES + l. A conditional branch on which the lanes disagree
  *                stops the call: it returns 2 with *resume = the branch's node (relative),
  *                before any effect of that node, so each lane can finish on its own.
+ *   DVM_MASKED   (with DVM_LANES > 1) lanes that disagree at a branch part and meet again
+ *                instead of stopping the call: each lane keeps its own node index and the call
+ *                always runs the lowest one, for the lanes at it (the others wait). A lane that
+ *                leaves a loop waits at its exit for the lanes still in it; after an if/else
+ *                the two groups meet where the ways join. *resume is the mask of the lanes
+ *                that have an iteration (bit l: lane l), and start must be 0.
  *   DVM_RSTRIDE  register stride (default DVM_LANES): a scalar run (DVM_LANES 1) over one
  *                lane of a lane-major register file passes regs + lane and this stride.
  *   DVM_RUN_NAME, DVM_RUN_AT_NAME  the function names (default dvm_run, dvm_run_at).
@@ -424,17 +430,58 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #define N_B ((uint32_t)(nw_ >> 32) & 0xFFFFu)
 #define N_C ((uint32_t)(nw_ >> 48))
 #define vmcase(name) L_##name:
+#if DVM_LANES > 1 && defined(DVM_MASKED)
+#define DVM_MASKED_ 1
+#define DONE_ 0xFFFFFFFFu /* the node index of a lane that has finished, or has no iteration */
+/* Masked lanes: m_ holds the lanes at node ip; lp_[l] the node a waiting or finished lane is
+ * at (always beyond ip); wnext_ the lowest of the waiting lanes' nodes (DONE_ when none).
+ * Only a branch parts lanes, so a step to the next node needs one compare: reaching wnext_
+ * parks the running lanes there and selects again. */
+#define vmbreak                                                                        \
+    do {                                                                               \
+        ip++;                                                                          \
+        if ((uint32_t)(ip - code) == wnext_) PARK_AT((uint32_t)(ip - code));           \
+        vmdispatch();                                                                  \
+    } while (0)
+#define PARK_AT(pc)                                                                    \
+    do {                                                                               \
+        const uint32_t pk_ = (pc);                                                     \
+        LANES(lp_[l_] = pk_);                                                          \
+        goto dvm_select_;                                                              \
+    } while (0)
+/* The running lanes only; LANES_ALL every lane. */
+#define LANES(body) do { DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) if ((m_ >> l_) & 1u) { body; } } while (0)
+#else
 #define vmbreak do { ip++; vmdispatch(); } while (0)
-
 /* Every lane runs `body` with l_ its lane number (one lane: a loop the compiler removes). */
 #define LANES(body) do { DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) { body; } } while (0)
+#endif
+#define LANES_ALL(body) do { DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) { body; } } while (0)
+/* Whether lane l runs this node (0 or 1). An array node computes every lane's index and
+ * loads only the running lanes' elements (a select, not a branch per lane: ptxas spilled 224
+ * bytes with the branches). */
+#ifdef DVM_MASKED_
+#define RUNS(l) ((int)((m_ >> (l)) & 1u))
+#else
+#define RUNS(l) 1
+#endif
 /* Register access: 32-bit words, viewed as u32, i32 or f32; lane l_. */
 #define RU(n) (R[(uint32_t)(n) * DVM_RSTRIDE + l_])
 #define RI(n) ((int32_t)RU(n))
 #define RF(n) DVM_U2F(RU(n))
+#ifdef DVM_MASKED_
+/* A register write of lane l_ takes effect only for a running lane: pure nodes compute every
+ * lane (LANES_ALL: no branch per lane) and write the running ones. */
+#define SETU(n, v)                                                                     \
+    do {                                                                               \
+        const uint32_t sv_ = (uint32_t)(v);                                            \
+        if ((m_ >> l_) & 1u) RU(n) = sv_;                                              \
+    } while (0)
+#else
 #define SETU(n, v) (RU(n) = (uint32_t)(v))
-#define SETI(n, v) (RU(n) = (uint32_t)(int32_t)(v))
-#define SETF(n, v) (RU(n) = DVM_F2U(v))
+#endif
+#define SETI(n, v) SETU(n, (int32_t)(v))
+#define SETF(n, v) SETU(n, DVM_F2U(v))
 #define KF(n) DVM_U2F(K[n])
 #define NODE_ID() ((uint32_t)(ip - code) + t->code_begin)
 /* DVM_WARP_MIN(mask, v) (optional, scalar runs only): the minimum of v over the threads in
@@ -461,12 +508,18 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #ifndef DVM_POLL_EVERY
 #define DVM_POLL_EVERY 1
 #endif
+#ifdef DVM_MASKED_
+#define JUMP_MEET_(tgt) if ((uint32_t)(tgt) >= wnext_) PARK_AT((uint32_t)(tgt)) /* a waiting lane is passed */
+#else
+#define JUMP_MEET_(tgt) ((void)0)
+#endif
 #define JUMP(tgt)                                                                      \
     do {                                                                               \
         const dvm_node *nip_ = code + (tgt);                                           \
         if (nip_ <= ip && (++polls_ & (DVM_POLL_EVERY - 1)) == 0u &&                   \
             DVM_LOAD_ERR(&e->err->code))                                               \
             RET(1);                                                                    \
+        JUMP_MEET_(tgt);                                                               \
         ip = nip_;                                                                     \
         vmdispatch();                                                                  \
     } while (0)
@@ -482,6 +535,32 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
     } while (0)
 #else
 #define AGREE(c0_, cond_) int c0_; do { const int l_ = 0; c0_ = (cond_) != 0; CONV_MARK(); } while (0)
+#endif
+/* A conditional branch node: cond_ (an expression of lane l_) is evaluated for every running
+ * lane before `effect`; then the lanes for which it holds go to tgt, the others on. Masked
+ * lanes that disagree part: each waits at its own node and the lowest is selected. */
+#ifdef DVM_MASKED_
+#define CBRANCH(cond_, tgt, effect)                                                    \
+    do {                                                                               \
+        uint32_t t_ = 0;                                                               \
+        LANES(if (cond_) t_ |= 1u << l_);                                              \
+        effect;                                                                        \
+        if (t_ == m_) JUMP(tgt);                                                       \
+        if (t_ != 0u) {                                                                \
+            const uint32_t tg_ = (uint32_t)(tgt), nx_ = (uint32_t)(ip - code) + 1u;    \
+            LANES(lp_[l_] = ((t_ >> l_) & 1u) ? tg_ : nx_);                            \
+            goto dvm_select_;                                                          \
+        }                                                                              \
+    } while (0);                                                                       \
+    vmbreak
+#else
+#define CBRANCH(cond_, tgt, effect)                                                    \
+    do {                                                                               \
+        AGREE(c_, cond_);                                                              \
+        effect;                                                                        \
+        if (c_) JUMP(tgt);                                                             \
+    } while (0);                                                                       \
+    vmbreak
 #endif
 #define FAIL(code_, p0, p1, p2, p3)                                                    \
     do {                                                                               \
@@ -505,7 +584,7 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
     uint32_t ix_[DVM_LANES];                                                           \
     {                                                                                  \
         int bad_ = 0;                                                                  \
-        LANES(ix_[l_] = RU(ia); bad_ |= ix_[l_] >= (uint32_t)al_);                     \
+        LANES_ALL(ix_[l_] = RU(ia); bad_ |= (ix_[l_] >= (uint32_t)al_) & RUNS(l_));    \
         if (bad_) LANES(CHECK_LEN(N_X, (int32_t)ix_[l_], al_));                        \
     }
 /* read-modify-write of element RI(ia) of the node's array, per lane (v: the index) */
@@ -525,11 +604,12 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
     {                                                                                  \
         uint32_t i_[DVM_LANES], j_[DVM_LANES];                                         \
         int bad_ = 0;                                                                  \
-        LANES(i_[l_] = RU(ia); j_[l_] = RU(ja); bad_ |= (i_[l_] >= e0_) | (j_[l_] >= e1_)); \
+        LANES_ALL(i_[l_] = RU(ia); j_[l_] = RU(ja);                                    \
+                  bad_ |= ((i_[l_] >= e0_) | (j_[l_] >= e1_)) & RUNS(l_));             \
         if (bad_)                                                                      \
             LANES(if (i_[l_] >= e0_) FAIL(DVM_RT_OOB, N_X, 0, (int32_t)i_[l_], (int32_t)e0_); \
                   if (j_[l_] >= e1_) FAIL(DVM_RT_OOB, N_X, 1, (int32_t)j_[l_], (int32_t)e1_)); \
-        LANES(f_[l_] = i_[l_] * e1_ + j_[l_]);                                         \
+        LANES_ALL(f_[l_] = i_[l_] * e1_ + j_[l_]);                                     \
     }
 
 DVM_FN int DVM_RUN_AT_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
@@ -565,6 +645,12 @@ DVM_FN int DVM_RUN_AT_NAME(const dvm_env *e, uint32_t task_index, const dvm_task
 #endif
     const dvm_node *const code = e->nodes + t->code_begin;
     const dvm_node *ip = code + start;
+#ifdef DVM_MASKED_
+    uint32_t m_ = *resume & ((1u << DVM_LANES) - 1u), wnext_ = DONE_;
+    uint32_t lp_[DVM_LANES];
+    LANES_ALL(lp_[l_] = ((m_ >> l_) & 1u) ? 0u : DONE_);
+    if (m_ == 0u) return 0;
+#endif
     uint64_t nw_ = 0; /* the current node as one word (DVM_NODE_WORD) */
     const uint32_t *const K = e->consts;
     uint32_t *const R = regs;
@@ -616,42 +702,42 @@ dvm_dispatch_:
 
     /* ---- constants and moves ---- */
     vmcase(NOP) vmbreak;
-    vmcase(CONST) { const uint32_t k_ = (uint32_t)N_B | ((uint32_t)N_C << 16); LANES(SETU(N_A, k_)); } vmbreak;
-    vmcase(CONSTK) { const uint32_t k_ = K[N_B]; LANES(SETU(N_A, k_)); } vmbreak;
-    vmcase(MOV) LANES(SETU(N_A, RU(N_B))); vmbreak;
-    vmcase(LDU) { const uint32_t k_ = e->uni[N_B]; LANES(SETU(N_A, k_)); } vmbreak;
+    vmcase(CONST) { const uint32_t k_ = (uint32_t)N_B | ((uint32_t)N_C << 16); LANES_ALL(SETU(N_A, k_)); } vmbreak;
+    vmcase(CONSTK) { const uint32_t k_ = K[N_B]; LANES_ALL(SETU(N_A, k_)); } vmbreak;
+    vmcase(MOV) LANES_ALL(SETU(N_A, RU(N_B))); vmbreak;
+    vmcase(LDU) { const uint32_t k_ = e->uni[N_B]; LANES_ALL(SETU(N_A, k_)); } vmbreak;
     vmcase(STU) LANES(e->uni[N_A] = RU(N_B)); vmbreak;
     vmcase(ATOMADDU) LANES(DVM_ATOMIC_ADD_F32(&e->uni[N_A], RF(N_B))); vmbreak;
 
     /* ---- f32 ---- */
-    vmcase(ADDF) LANES(SETF(N_A, RF(N_B) + RF(N_C))); vmbreak;
-    vmcase(SUBF) LANES(SETF(N_A, RF(N_B) - RF(N_C))); vmbreak;
-    vmcase(MULF) LANES(SETF(N_A, RF(N_B) * RF(N_C))); vmbreak;
-    vmcase(DIVF) LANES(SETF(N_A, RF(N_B) / RF(N_C))); vmbreak;
-    vmcase(MINF) LANES(float x = RF(N_B); float y = RF(N_C); SETF(N_A, y < x ? y : x)); vmbreak;
-    vmcase(MAXF) LANES(float x = RF(N_B); float y = RF(N_C); SETF(N_A, y > x ? y : x)); vmbreak;
-    vmcase(POWF) LANES(SETF(N_A, DVM_POWF(RF(N_B), RF(N_C)))); vmbreak;
-    vmcase(ATAN2F) LANES(SETF(N_A, DVM_ATAN2F(RF(N_B), RF(N_C)))); vmbreak;
-    vmcase(NEGF) LANES(SETU(N_A, RU(N_B) ^ 0x80000000u)); vmbreak;
-    vmcase(ABSF) LANES(SETU(N_A, RU(N_B) & 0x7FFFFFFFu)); vmbreak;
-    vmcase(SIN) LANES(SETF(N_A, DVM_SINF(RF(N_B)))); vmbreak;
-    vmcase(COS) LANES(SETF(N_A, DVM_COSF(RF(N_B)))); vmbreak;
-    vmcase(TAN) LANES(SETF(N_A, DVM_TANF(RF(N_B)))); vmbreak;
-    vmcase(ASIN) LANES(SETF(N_A, DVM_ASINF(RF(N_B)))); vmbreak;
-    vmcase(ACOS) LANES(SETF(N_A, DVM_ACOSF(RF(N_B)))); vmbreak;
-    vmcase(ATAN) LANES(SETF(N_A, DVM_ATANF(RF(N_B)))); vmbreak;
-    vmcase(EXP) LANES(SETF(N_A, DVM_EXPF(RF(N_B)))); vmbreak;
-    vmcase(LOG) LANES(SETF(N_A, DVM_LOGF(RF(N_B)))); vmbreak;
-    vmcase(SQRT) LANES(SETF(N_A, DVM_SQRTF(RF(N_B)))); vmbreak;
-    vmcase(RSQRT) LANES(SETF(N_A, 1.0f / DVM_SQRTF(RF(N_B)))); vmbreak;
-    vmcase(TANH) LANES(SETF(N_A, DVM_TANHF(RF(N_B)))); vmbreak;
-    vmcase(FLOOR) LANES(SETF(N_A, DVM_FLOORF(RF(N_B)))); vmbreak;
-    vmcase(CEIL) LANES(SETF(N_A, DVM_CEILF(RF(N_B)))); vmbreak;
+    vmcase(ADDF) LANES_ALL(SETF(N_A, RF(N_B) + RF(N_C))); vmbreak;
+    vmcase(SUBF) LANES_ALL(SETF(N_A, RF(N_B) - RF(N_C))); vmbreak;
+    vmcase(MULF) LANES_ALL(SETF(N_A, RF(N_B) * RF(N_C))); vmbreak;
+    vmcase(DIVF) LANES_ALL(SETF(N_A, RF(N_B) / RF(N_C))); vmbreak;
+    vmcase(MINF) LANES_ALL(float x = RF(N_B); float y = RF(N_C); SETF(N_A, y < x ? y : x)); vmbreak;
+    vmcase(MAXF) LANES_ALL(float x = RF(N_B); float y = RF(N_C); SETF(N_A, y > x ? y : x)); vmbreak;
+    vmcase(POWF) LANES_ALL(SETF(N_A, DVM_POWF(RF(N_B), RF(N_C)))); vmbreak;
+    vmcase(ATAN2F) LANES_ALL(SETF(N_A, DVM_ATAN2F(RF(N_B), RF(N_C)))); vmbreak;
+    vmcase(NEGF) LANES_ALL(SETU(N_A, RU(N_B) ^ 0x80000000u)); vmbreak;
+    vmcase(ABSF) LANES_ALL(SETU(N_A, RU(N_B) & 0x7FFFFFFFu)); vmbreak;
+    vmcase(SIN) LANES_ALL(SETF(N_A, DVM_SINF(RF(N_B)))); vmbreak;
+    vmcase(COS) LANES_ALL(SETF(N_A, DVM_COSF(RF(N_B)))); vmbreak;
+    vmcase(TAN) LANES_ALL(SETF(N_A, DVM_TANF(RF(N_B)))); vmbreak;
+    vmcase(ASIN) LANES_ALL(SETF(N_A, DVM_ASINF(RF(N_B)))); vmbreak;
+    vmcase(ACOS) LANES_ALL(SETF(N_A, DVM_ACOSF(RF(N_B)))); vmbreak;
+    vmcase(ATAN) LANES_ALL(SETF(N_A, DVM_ATANF(RF(N_B)))); vmbreak;
+    vmcase(EXP) LANES_ALL(SETF(N_A, DVM_EXPF(RF(N_B)))); vmbreak;
+    vmcase(LOG) LANES_ALL(SETF(N_A, DVM_LOGF(RF(N_B)))); vmbreak;
+    vmcase(SQRT) LANES_ALL(SETF(N_A, DVM_SQRTF(RF(N_B)))); vmbreak;
+    vmcase(RSQRT) LANES_ALL(SETF(N_A, 1.0f / DVM_SQRTF(RF(N_B)))); vmbreak;
+    vmcase(TANH) LANES_ALL(SETF(N_A, DVM_TANHF(RF(N_B)))); vmbreak;
+    vmcase(FLOOR) LANES_ALL(SETF(N_A, DVM_FLOORF(RF(N_B)))); vmbreak;
+    vmcase(CEIL) LANES_ALL(SETF(N_A, DVM_CEILF(RF(N_B)))); vmbreak;
 
     /* ---- i32 (wrapping: computed on u32) ---- */
-    vmcase(ADDI) LANES(SETU(N_A, RU(N_B) + RU(N_C))); vmbreak;
-    vmcase(SUBI) LANES(SETU(N_A, RU(N_B) - RU(N_C))); vmbreak;
-    vmcase(MULI) LANES(SETU(N_A, RU(N_B) * RU(N_C))); vmbreak;
+    vmcase(ADDI) LANES_ALL(SETU(N_A, RU(N_B) + RU(N_C))); vmbreak;
+    vmcase(SUBI) LANES_ALL(SETU(N_A, RU(N_B) - RU(N_C))); vmbreak;
+    vmcase(MULI) LANES_ALL(SETU(N_A, RU(N_B) * RU(N_C))); vmbreak;
     vmcase(DIVI) LANES(
         int32_t c = RI(N_C);
         if (c == 0) FAIL(DVM_RT_DIVZERO, 0, 0, 0, 0);
@@ -660,17 +746,17 @@ dvm_dispatch_:
         int32_t c = RI(N_C);
         if (c == 0) FAIL(DVM_RT_DIVZERO, 0, 0, 0, 0);
         SETI(N_A, dvm_floormod_(RI(N_B), c))); vmbreak;
-    vmcase(MINI) LANES(int32_t x = RI(N_B); int32_t y = RI(N_C); SETI(N_A, y < x ? y : x)); vmbreak;
-    vmcase(MAXI) LANES(int32_t x = RI(N_B); int32_t y = RI(N_C); SETI(N_A, y > x ? y : x)); vmbreak;
-    vmcase(NEGI) LANES(SETU(N_A, 0u - RU(N_B))); vmbreak;
-    vmcase(ABSI) LANES(uint32_t v = RU(N_B); SETU(N_A, (v & 0x80000000u) ? 0u - v : v)); vmbreak;
-    vmcase(ADDIK) { const uint32_t k_ = (uint32_t)(int32_t)(int16_t)N_C; LANES(SETU(N_A, RU(N_B) + k_)); } vmbreak;
+    vmcase(MINI) LANES_ALL(int32_t x = RI(N_B); int32_t y = RI(N_C); SETI(N_A, y < x ? y : x)); vmbreak;
+    vmcase(MAXI) LANES_ALL(int32_t x = RI(N_B); int32_t y = RI(N_C); SETI(N_A, y > x ? y : x)); vmbreak;
+    vmcase(NEGI) LANES_ALL(SETU(N_A, 0u - RU(N_B))); vmbreak;
+    vmcase(ABSI) LANES_ALL(uint32_t v = RU(N_B); SETU(N_A, (v & 0x80000000u) ? 0u - v : v)); vmbreak;
+    vmcase(ADDIK) { const uint32_t k_ = (uint32_t)(int32_t)(int16_t)N_C; LANES_ALL(SETU(N_A, RU(N_B) + k_)); } vmbreak;
 
     /* ---- conversions ---- */
-    vmcase(I2F) LANES(SETF(N_A, (float)RI(N_B))); vmbreak;
-    vmcase(F2I) LANES(SETI(N_A, dvm_f2i_(RF(N_B)))); vmbreak;
-    vmcase(FFLOORDIV) LANES(SETF(N_A, DVM_FLOORF(RF(N_B) / RF(N_C)))); vmbreak;
-    vmcase(FMODF) LANES(
+    vmcase(I2F) LANES_ALL(SETF(N_A, (float)RI(N_B))); vmbreak;
+    vmcase(F2I) LANES_ALL(SETI(N_A, dvm_f2i_(RF(N_B)))); vmbreak;
+    vmcase(FFLOORDIV) LANES_ALL(SETF(N_A, DVM_FLOORF(RF(N_B) / RF(N_C)))); vmbreak;
+    vmcase(FMODF) LANES_ALL(
         float x = RF(N_B); float y = RF(N_C);
         float q = DVM_FLOORF(x / y);
         float m = y * q; /* separate statements: no contraction */
@@ -681,28 +767,28 @@ dvm_dispatch_:
         SETU(N_A, dvm_powi_(RU(N_B), c))); vmbreak;
 
     /* ---- comparisons and logic ---- */
-    vmcase(LTF) LANES(SETU(N_A, RF(N_B) < RF(N_C))); vmbreak;
-    vmcase(LEF) LANES(SETU(N_A, RF(N_B) <= RF(N_C))); vmbreak;
-    vmcase(EQF) LANES(SETU(N_A, RF(N_B) == RF(N_C))); vmbreak;
-    vmcase(NEF) LANES(SETU(N_A, RF(N_B) != RF(N_C))); vmbreak;
-    vmcase(LTI) LANES(SETU(N_A, RI(N_B) < RI(N_C))); vmbreak;
-    vmcase(LEI) LANES(SETU(N_A, RI(N_B) <= RI(N_C))); vmbreak;
-    vmcase(EQI) LANES(SETU(N_A, RU(N_B) == RU(N_C))); vmbreak;
-    vmcase(NEI) LANES(SETU(N_A, RU(N_B) != RU(N_C))); vmbreak;
-    vmcase(NOT) LANES(SETU(N_A, RU(N_B) == 0u)); vmbreak;
-    vmcase(SEL) LANES(SETU(N_A, RU(N_A) ? RU(N_B) : RU(N_C))); vmbreak;
+    vmcase(LTF) LANES_ALL(SETU(N_A, RF(N_B) < RF(N_C))); vmbreak;
+    vmcase(LEF) LANES_ALL(SETU(N_A, RF(N_B) <= RF(N_C))); vmbreak;
+    vmcase(EQF) LANES_ALL(SETU(N_A, RF(N_B) == RF(N_C))); vmbreak;
+    vmcase(NEF) LANES_ALL(SETU(N_A, RF(N_B) != RF(N_C))); vmbreak;
+    vmcase(LTI) LANES_ALL(SETU(N_A, RI(N_B) < RI(N_C))); vmbreak;
+    vmcase(LEI) LANES_ALL(SETU(N_A, RI(N_B) <= RI(N_C))); vmbreak;
+    vmcase(EQI) LANES_ALL(SETU(N_A, RU(N_B) == RU(N_C))); vmbreak;
+    vmcase(NEI) LANES_ALL(SETU(N_A, RU(N_B) != RU(N_C))); vmbreak;
+    vmcase(NOT) LANES_ALL(SETU(N_A, RU(N_B) == 0u)); vmbreak;
+    vmcase(SEL) LANES_ALL(SETU(N_A, RU(N_A) ? RU(N_B) : RU(N_C))); vmbreak;
 
     /* ---- control ---- */
     vmcase(JMP) JUMP(N_A);
-    vmcase(JZ) { AGREE(c_, RU(N_A) == 0u); if (c_) JUMP(N_B); } vmbreak;
-    vmcase(JNZ) { AGREE(c_, RU(N_A) != 0u); if (c_) JUMP(N_B); } vmbreak;
-    vmcase(JGEI) { AGREE(c_, RI(N_A) >= RI(N_B)); if (c_) JUMP(N_C); } vmbreak;
-    vmcase(INCLT) {
-        AGREE(c_, (int32_t)(RU(N_A) + 1u) < RI(N_B));
-        LANES(SETU(N_A, RU(N_A) + 1u));
-        if (c_) JUMP(N_C);
-    } vmbreak;
+    vmcase(JZ) CBRANCH(RU(N_A) == 0u, N_B, (void)0);
+    vmcase(JNZ) CBRANCH(RU(N_A) != 0u, N_B, (void)0);
+    vmcase(JGEI) CBRANCH(RI(N_A) >= RI(N_B), N_C, (void)0);
+    vmcase(INCLT) CBRANCH((int32_t)(RU(N_A) + 1u) < RI(N_B), N_C, LANES_ALL(SETU(N_A, RU(N_A) + 1u)));
+#ifdef DVM_MASKED_
+    vmcase(END) LANES(lp_[l_] = DONE_); goto dvm_select_;
+#else
     vmcase(END) RET(0);
+#endif
     vmcase(ASSERT) LANES(if (!RU(N_A)) FAIL(DVM_RT_ASSERT, N_B, 0, 0, 0)); vmbreak;
 
     /* ---- arrays ---- */
@@ -722,7 +808,7 @@ dvm_dispatch_:
         /* all lanes' loads first, then the register writes: the loads are in flight together */
         ARR_IDX(N_B);
         uint32_t ld_[DVM_LANES];
-        LANES(ld_[l_] = DVM_LDG(&ab_[ix_[l_]]));
+        LANES_ALL(ld_[l_] = RUNS(l_) ? DVM_LDG(&ab_[ix_[l_]]) : 0u);
         LANES(SETU(N_A, ld_[l_]));
     } vmbreak;
     vmcase(ST) ARR_RMW(N_A, DVM_STG(&ab_[v], RU(N_B))); vmbreak;
@@ -731,7 +817,7 @@ dvm_dispatch_:
     vmcase(LD2) {
         ARR2_IDX(N_B, N_C);
         uint32_t ld_[DVM_LANES];
-        LANES(ld_[l_] = DVM_LDG(&ab_[f_[l_]]));
+        LANES_ALL(ld_[l_] = RUNS(l_) ? DVM_LDG(&ab_[f_[l_]]) : 0u);
         LANES(SETU(N_A, ld_[l_]));
     } vmbreak;
     vmcase(ST2) {
@@ -744,7 +830,7 @@ dvm_dispatch_:
     vmcase(ATOMMINF) ARR_RMW(N_A, DVM_ATOMIC_MIN_F32(&ab_[v], RF(N_B))); vmbreak;
     vmcase(ATOMMAXI) ARR_RMW(N_A, DVM_ATOMIC_MAX_I32(&ab_[v], RI(N_B))); vmbreak;
     vmcase(ATOMMINI) ARR_RMW(N_A, DVM_ATOMIC_MIN_I32(&ab_[v], RI(N_B))); vmbreak;
-    vmcase(SHAPE) { const int32_t k_ = e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK + N_B]; LANES(SETI(N_A, k_)); } vmbreak;
+    vmcase(SHAPE) { const int32_t k_ = e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK + N_B]; LANES_ALL(SETI(N_A, k_)); } vmbreak;
 
     /* ---- adstacks: word 0 of a stack is its count, entries follow ---- */
     vmcase(PUSH) {
@@ -768,16 +854,16 @@ dvm_dispatch_:
     } vmbreak;
 
     /* ---- superinstructions ---- */
-    vmcase(ADDFK) { const float k_ = KF(N_C); LANES(SETF(N_A, RF(N_B) + k_)); } vmbreak;
-    vmcase(MULFK) { const float k_ = KF(N_C); LANES(SETF(N_A, RF(N_B) * k_)); } vmbreak;
-    vmcase(KSUBF) { const float k_ = KF(N_C); LANES(SETF(N_A, k_ - RF(N_B))); } vmbreak;
-    vmcase(KDIVF) { const float k_ = KF(N_C); LANES(SETF(N_A, k_ / RF(N_B))); } vmbreak;
-    vmcase(FMAF) LANES(SETF(N_A, DVM_FMAF(RF(N_B), RF(N_C), RF(N_A)))); vmbreak;
-    vmcase(FMAFK) { const float k_ = KF(N_C); LANES(SETF(N_A, DVM_FMAF(RF(N_A), RF(N_B), k_))); } vmbreak;
+    vmcase(ADDFK) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, RF(N_B) + k_)); } vmbreak;
+    vmcase(MULFK) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, RF(N_B) * k_)); } vmbreak;
+    vmcase(KSUBF) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, k_ - RF(N_B))); } vmbreak;
+    vmcase(KDIVF) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, k_ / RF(N_B))); } vmbreak;
+    vmcase(FMAF) LANES_ALL(SETF(N_A, DVM_FMAF(RF(N_B), RF(N_C), RF(N_A)))); vmbreak;
+    vmcase(FMAFK) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, DVM_FMAF(RF(N_A), RF(N_B), k_))); } vmbreak;
     vmcase(LDADDF) {
         ARR_IDX(N_B);
         uint32_t ld_[DVM_LANES];
-        LANES(ld_[l_] = DVM_LDG(&ab_[ix_[l_]]));
+        LANES_ALL(ld_[l_] = RUNS(l_) ? DVM_LDG(&ab_[ix_[l_]]) : 0u);
         LANES(SETF(N_A, RF(N_A) + DVM_U2F(ld_[l_])));
     } vmbreak;
 
@@ -794,6 +880,20 @@ dvm_dispatch_:
     vmcase(SZ_PARAM)
     L__BAD:
     FAIL(DVM_RT_BAD_OP, N_OP, 0, 0, 0);
+#ifdef DVM_MASKED_
+dvm_select_:
+    /* every lane's node is in lp_: run the lowest, with the lanes at it */
+    {
+        uint32_t pc_ = DONE_;
+        LANES_ALL(pc_ = lp_[l_] < pc_ ? lp_[l_] : pc_);
+        if (pc_ == DONE_) RET(0);
+        m_ = 0u;
+        wnext_ = DONE_;
+        LANES_ALL(if (lp_[l_] == pc_) m_ |= 1u << l_; else if (lp_[l_] < wnext_) wnext_ = lp_[l_]);
+        ip = code + pc_;
+        vmdispatch();
+    }
+#endif
 #ifdef DVM_CONVERGE_
 dvm_finish_:
     /* wait, voting "none", until every thread of the call has finished */
@@ -822,6 +922,16 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
 #undef NODE_ID
 #undef JUMP
 #undef AGREE
+#undef CBRANCH
+#undef JUMP_MEET_
+#undef LANES_ALL
+#undef RUNS
+#ifdef DVM_MASKED_
+#undef PARK_AT
+#undef DONE_
+#undef DVM_MASKED_
+#endif
+#undef DVM_MASKED
 #undef FAIL
 #undef RET
 #undef CONV_MARK

@@ -74,9 +74,20 @@ static inline void dvm_cpu_atomic_max_i64(int64_t *p, int64_t v)
 #define DVM_ATOMIC_MAX_I64(p, v) dvm_cpu_atomic_max_i64((p), (v))
 #define DVM_LOAD_ERR(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #include "interp_core.h"
+/* DVM_CPU_LANES=1: parallel tasks run CPU_LANES iterations per call through the masked-lane
+ * interpreter that the CUDA and HIP backends use for tasks with loops (interp_core.h,
+ * DVM_MASKED), so the test suite checks that logic on machines without a GPU. Slower than
+ * the default on a CPU: for testing only. */
+#define CPU_LANES 4
+#define DVM_LANES CPU_LANES
+#define DVM_MASKED 1
+#define DVM_RUN_NAME dvm_run_mlanes
+#define DVM_RUN_AT_NAME dvm_run_mlanes_at
+#include "interp_core.h"
 
 struct dvm_backend {
     int threads;
+    int lanes; /* 1, or CPU_LANES (DVM_CPU_LANES=1) */
     char name[192];
 };
 struct dvm_buffer {
@@ -124,9 +135,12 @@ static dvm_backend *cpu_open(const dvm_backend_opts *opts, char *err, size_t err
     }
     be->threads = (opts && opts->threads > 0) ? opts->threads : omp_get_max_threads();
     if (be->threads < 1) be->threads = 1;
+    const char *lv = getenv("DVM_CPU_LANES");
+    be->lanes = lv && lv[0] && strcmp(lv, "0") != 0 ? CPU_LANES : 1;
     char model[128];
     cpu_model(model, sizeof model);
-    snprintf(be->name, sizeof be->name, "cpu: %s, %d threads (OpenMP)", model, be->threads);
+    snprintf(be->name, sizeof be->name, "cpu: %s, %d threads (OpenMP)%s", model, be->threads,
+             be->lanes > 1 ? ", masked lanes (DVM_CPU_LANES)" : "");
     return be;
 }
 
@@ -225,7 +239,7 @@ static void cpu_unload(dvm_backend *be, dvm_loaded *l)
 static int64_t cpu_slots(dvm_backend *be, const dvm_exec *x)
 {
     (void)x;
-    return be->threads;
+    return (int64_t)be->threads * be->lanes; /* a heap slot per lane */
 }
 
 /* Array base pointers of a job; NULL buffers (empty arrays) give NULL (never read: every
@@ -302,7 +316,12 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
     env.err = &rec;
     if (heap) dvm_thread_begin(&env, nts); /* the serial slot, once per launch */
 
-    int nthreads = be->threads < nts ? be->threads : (int)nts;
+    const int lanes = be->lanes;
+    int nthreads = be->threads < nts / lanes ? be->threads : (int)(nts / lanes);
+    if (nthreads < 1) {
+        cpu_msg(err, errlen, "cpu backend: exec needs a heap slot per lane%s", "");
+        return -1;
+    }
     const dvm_variant_desc *var = x->var;
     for (uint32_t ti = 0; ti < var->ntasks; ti++) {
         uint32_t task_index = ti; /* task index within the variant (the error record's unit) */
@@ -341,9 +360,10 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
 #pragma omp parallel num_threads(nthreads)
                 {
                     int tid = omp_get_thread_num();
-                    uint32_t regs[DVM_MAX_REGS];
-                    memset(regs, 0, sizeof(uint32_t) * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));
-                    if (heap) dvm_thread_begin(&env, tid);
+                    uint32_t regs[DVM_MAX_REGS * CPU_LANES];
+                    memset(regs, 0, sizeof(uint32_t) * lanes * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));
+                    if (heap)
+                        for (int l = 0; l < lanes; l++) dvm_thread_begin(&env, (int64_t)tid * lanes + l);
 #pragma omp for schedule(dynamic, 1)
                     for (int64_t c = 0; c < nchunks; c++) {
                         if (DVM_LOAD_ERR(&rec.code)) continue;
@@ -356,12 +376,21 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
                             r /= ext[d];
                         }
                         idx[0] = (int32_t)(idx[0] + lo);
-                        for (int64_t it = b; it < e; it++) {
-                            if (dvm_run(&env, task_index, t, idx, tid, regs)) break;
-                            for (int d = nd - 1; d >= 0; d--) {
-                                if (++idx[d] < (d == 0 ? ext[0] + lo : ext[d])) break;
-                                if (d > 0) idx[d] = 0;
+                        for (int64_t it = b; it < e; it += lanes) {
+                            /* lane l takes iteration it + l (a round of one lane: dvm_run) */
+                            int32_t lidx[3 * CPU_LANES];
+                            uint32_t have = 0;
+                            for (int l = 0; l < lanes && it + l < e; l++) {
+                                memcpy(lidx + 3 * l, idx, sizeof idx);
+                                have |= 1u << l;
+                                for (int d = nd - 1; d >= 0; d--) {
+                                    if (++idx[d] < (d == 0 ? ext[0] + lo : ext[d])) break;
+                                    if (d > 0) idx[d] = 0;
+                                }
                             }
+                            int rc = lanes > 1 ? dvm_run_mlanes_at(&env, task_index, t, lidx, (int64_t)tid, regs, 0u, &have)
+                                               : dvm_run(&env, task_index, t, lidx, tid, regs);
+                            if (rc) break;
                         }
                     }
                 }

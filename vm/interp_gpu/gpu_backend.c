@@ -25,17 +25,19 @@ typedef struct gpu_cfg {
     uint32_t flags, nregs_pad, smem;
     uint32_t blocks; /* parallel: grid size */
     uint32_t lanes;  /* iterations per thread and call: 1 (dvm_k_parallel), DVM_GPU_LANES or
-                        DVM_GPU_LANES_WIDE (the two lane kernels) */
+                        DVM_GPU_LANES_WIDE (the lane kernels) */
+    void *fn;        /* parallel: the kernel */
 } gpu_cfg;
 
 struct dvm_backend {
     const dvm_gpu_driver *drv;
     int ordinal;
     void *ctx, *mod;
-    void *k_serial, *k_parallel, *k_ranges, *k_reduce, *k_final, *k_lanes, *k_lanes8;
+    void *k_serial, *k_parallel, *k_ranges, *k_reduce, *k_final, *k_lanes, *k_lanes8, *k_mlanes;
     int sms, cc_major, cc_minor, smem_max; /* smem_max: dynamic shared memory we may use */
     int use_smem_code, use_smem_regs;      /* DVM_GPU_SMEM_CODE / DVM_GPU_SMEM_REGS=0 turn off */
     int use_lanes;                         /* 0 never, 1 tasks without loops, 2 all (DVM_GPU_LANES) */
+    int use_masked;                        /* masked lanes for tasks with loops (DVM_GPU_MASKED=0: no) */
     int no_warp_sync;                      /* DVM_GPU_WARP_SYNC=0: threads of a warp start rounds alone */
     int converge;                          /* 0 never, 1 tasks with 2+ loops, 2 all (DVM_GPU_CONVERGE) */
     uint32_t max_threads;                  /* DVM_GPU_MAX_THREADS=N: only N threads iterate (tests:
@@ -199,6 +201,7 @@ dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opt
     be->converge = env_off("DVM_GPU_CONVERGE") ? 0 : (getenv("DVM_GPU_CONVERGE") && !strcmp(getenv("DVM_GPU_CONVERGE"), "2") ? 2 : 1);
     /* DVM_GPU_LANES=0: never; =2: every task that fits (branchy ones too: for measuring) */
     be->use_lanes = env_off("DVM_GPU_LANES") ? 0 : (getenv("DVM_GPU_LANES") && !strcmp(getenv("DVM_GPU_LANES"), "2") ? 2 : 1);
+    be->use_masked = !env_off("DVM_GPU_MASKED");
     const char *mt = getenv("DVM_GPU_MAX_THREADS");
     be->max_threads = mt && atoi(mt) > 0 ? (uint32_t)atoi(mt) : 0u;
 
@@ -220,12 +223,12 @@ dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opt
         open_fail(be, 0);
         return NULL;
     }
-    static const char *const names[7] = {"dvm_k_serial",      "dvm_k_parallel",   "dvm_k_size_ranges",
+    static const char *const names[8] = {"dvm_k_serial",      "dvm_k_parallel",   "dvm_k_size_ranges",
                                          "dvm_k_size_reduce", "dvm_k_size_final", "dvm_k_parallel_lanes",
-                                         "dvm_k_parallel_lanes8"};
-    void **fns[7] = {&be->k_serial, &be->k_parallel, &be->k_ranges, &be->k_reduce,
-                     &be->k_final,  &be->k_lanes,    &be->k_lanes8};
-    for (int i = 0; i < 7; i++) {
+                                         "dvm_k_parallel_lanes8", "dvm_k_parallel_mlanes"};
+    void **fns[8] = {&be->k_serial, &be->k_parallel, &be->k_ranges, &be->k_reduce,
+                     &be->k_final,  &be->k_lanes,    &be->k_lanes8, &be->k_mlanes};
+    for (int i = 0; i < 8; i++) {
         rc = drv->func(be->mod, names[i], fns[i]);
         if (rc != 0) {
             fail(err, errlen, "%s backend: the embedded interpreter lacks %s: %s", drv->name, names[i], drv->errstr(rc));
@@ -253,7 +256,7 @@ dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opt
     }
     if (be->smem_max > 48 * 1024) {
         if (drv->set_max_smem(be->k_parallel, be->smem_max) != 0 || drv->set_max_smem(be->k_lanes, be->smem_max) != 0 ||
-            drv->set_max_smem(be->k_lanes8, be->smem_max) != 0)
+            drv->set_max_smem(be->k_lanes8, be->smem_max) != 0 || drv->set_max_smem(be->k_mlanes, be->smem_max) != 0)
             be->smem_max = 48 * 1024;
     }
     return be;
@@ -394,11 +397,13 @@ static int stage_tables(dvm_backend *be, const tab_layout *t, uint32_t nuni, con
 }
 
 /* The task's loops: its jumps backwards (INCLT, or JMP/JZ/JNZ/JGEI to an earlier node; a
-   `while` loop closes with a JMP and leaves by a forward JZ). A task with none runs lanes. Lanes that disagree at a branch finish one by one from there; a loop with a
-   data-dependent trip count disagrees in nearly every round, so such tasks run one
-   iteration per call (on an H100 lanes made the dynamic loop 3.5x slower). Forward branches
-   (if/else) rarely split the lanes of a round: the 2-D stencil (its boundary test) ran 6%
-   faster with lanes and its adjoint 14% (H200, bench/RESULTS.md, v15). */
+   `while` loop closes with a JMP and leaves by a forward JZ). A task with none runs the
+   plain lanes: lanes that disagree at a branch finish one by one from there, and forward
+   branches (if/else) rarely split the lanes of a round (the 2-D stencil, its boundary test,
+   ran 6% faster with lanes and its adjoint 14%: H200, bench/RESULTS.md, v15). A loop with a
+   data-dependent trip count disagrees in nearly every round (plain lanes made the dynamic
+   loop 3.5x slower on an H100), so a task with loops runs masked lanes, whose lanes part at a
+   branch and meet again (interp_core.h, DVM_MASKED). */
 static uint32_t count_loops(const dvm_node *nodes, const dvm_task_desc *t) {
     uint32_t k = 0;
     for (uint32_t i = 0; i < t->code_len; i++) {
@@ -446,11 +451,12 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
            occupancy): on an H200, 8 lanes took saxpy (4 registers) from 0.44x to 0.52x of
            native and the transcendental kernel (13 registers, 4 resident blocks at 8 lanes)
            from 0.27x to 0.24x (bench/RESULTS.md, v13). */
-        if (be->use_lanes && (c.flags & DVM_GPU_F_SMEM_CODE) && (be->use_lanes > 1 || loops == 0)) {
+        const int plain = be->use_lanes > 1 || loops == 0, masked = !plain && be->use_masked;
+        if (be->use_lanes && (c.flags & DVM_GPU_F_SMEM_CODE) && (plain || masked)) {
             static const uint32_t widths[2] = {DVM_GPU_LANES, DVM_GPU_LANES_WIDE};
-            void *const fns[2] = {be->k_lanes, be->k_lanes8};
+            void *const fns[2] = {masked ? be->k_mlanes : be->k_lanes, be->k_lanes8};
             uint32_t best = 0;
-            for (int w = 0; w < 2; w++) {
+            for (int w = 0; w < (masked ? 1 : 2); w++) {
                 uint32_t pad = (nregs * widths[w]) | 1u, smem = tabs + t->code_len * 8u + pad * 4u * DVM_GPU_BLOCK;
                 int nbw = 0;
                 if (smem > (uint32_t)be->smem_max || be->drv->occupancy(&nbw, fns[w], DVM_GPU_BLOCK, smem) != 0 || nbw < 2)
@@ -459,13 +465,17 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
                     best = (uint32_t)nbw * widths[w];
                     nb = nbw;
                     c.lanes = widths[w];
+                    c.fn = fns[w];
                     c.nregs_pad = pad;
                     c.smem = smem;
                 }
             }
             if (best) c.flags |= DVM_GPU_F_SMEM_REGS;
         }
-        if (c.lanes == 1 && (be->drv->occupancy(&nb, be->k_parallel, DVM_GPU_BLOCK, c.smem) != 0 || nb <= 0)) nb = 1;
+        if (c.lanes == 1) {
+            c.fn = be->k_parallel;
+            if (be->drv->occupancy(&nb, be->k_parallel, DVM_GPU_BLOCK, c.smem) != 0 || nb <= 0) nb = 1;
+        }
         /* Two loops or more one after another (an adjoint's forward sweep, then its reverse
            loop): a warp's threads leave the first at different times and would run the second
            out of step, each group's nodes in turn. Keeping the round's threads together (a
@@ -564,8 +574,7 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
                     return -1;
                 a.regs_global = be->regs;
             }
-            void *fn = c.lanes == DVM_GPU_LANES_WIDE ? be->k_lanes8 : c.lanes == DVM_GPU_LANES ? be->k_lanes : be->k_parallel;
-            if (launch(be, fn, c.blocks, DVM_GPU_BLOCK, c.smem, &a,
+            if (launch(be, c.fn, c.blocks, DVM_GPU_BLOCK, c.smem, &a,
                        "launching a parallel task", err, errlen))
                 return -1;
         }

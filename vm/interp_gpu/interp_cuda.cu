@@ -109,6 +109,12 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #define DVM_RUN_NAME dvm_run_lane_w
 #define DVM_RUN_AT_NAME dvm_run_lane_w_at
 #include "../interp_cpu/interp_core.h"
+/* Masked lanes (tasks with loops): lanes that disagree at a branch part and meet again. */
+#define DVM_LANES DVM_GPU_LANES
+#define DVM_MASKED 1
+#define DVM_RUN_NAME dvm_run_mlanes
+#define DVM_RUN_AT_NAME dvm_run_mlanes_at
+#include "../interp_cpu/interp_core.h"
 /* The pair of runners for L lanes: all lanes in lockstep, and one lane alone. */
 template <int L> struct dvm_gpu_lanes_of;
 #define DVM_GPU_LANES_OF(L, ALL, ONE)                                                                               \
@@ -442,7 +448,50 @@ template <int L> __device__ static __forceinline__ void dvm_gpu_lanes(const dvm_
     }
 }
 
+/* Masked lanes: DVM_GPU_LANES iterations per thread and call, as above, for tasks with
+   loops. The lanes of a call part at a branch and meet again (interp_core.h, DVM_MASKED), so
+   a partial last round needs no scalar runs either: its missing lanes start finished. The
+   warp starts each round together, as in dvm_gpu_parallel. */
+__device__ static __forceinline__ void dvm_gpu_mlanes(const dvm_gpu_exec_args &a) {
+    const int L = DVM_GPU_LANES;
+    dvm_env e;
+    dvm_gpu_env(a, &e, (const dvm_node *)a.nodes);
+    uint32_t *regs = dvm_gpu_stage_all(a, &e) + (size_t)threadIdx.x * a.nregs_pad;
+    const dvm_gpu_space sp = dvm_gpu_space_of(a);
+    const uint64_t gtid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t nthreads = (int64_t)gridDim.x * blockDim.x;
+    if (a.max_threads && a.max_threads < nthreads) nthreads = a.max_threads;
+    const int live = (int64_t)gtid < sp.total && (int64_t)gtid < nthreads;
+    const unsigned wmask = DVM_WARP_MASK(live);
+    if (!live) return;
+    if (a.flags & DVM_GPU_F_STACKS)
+        for (int l = 0; l < L; l++) dvm_thread_begin(&e, (int64_t)gtid * L + l);
+    for (uint32_t r = 0; r < a.nregs_pad; r++) regs[r] = 0;
+    const dvm_task_desc td = *(const dvm_task_desc *)a.task;
+    const int sync = !(a.flags & DVM_GPU_F_NO_WARP_SYNC);
+    int stop = 0;
+    for (int64_t base = (int64_t)gtid;; base += nthreads * L) {
+        const int mine = base < sp.total && !stop;
+        if (sync) {
+            if (!DVM_WARP_ANY(wmask, mine)) break;
+        } else if (!mine) {
+            break;
+        }
+        if (!mine) continue;
+        int32_t idx[3 * L];
+        uint32_t have = 0;
+#pragma unroll
+        for (int l = 0; l < L; l++) {
+            const int64_t lin = base + l * nthreads;
+            if (lin < sp.total) have |= 1u << l;
+            dvm_gpu_decompose(sp, a.ndim, lin < sp.total ? lin : base, idx + 3 * l);
+        }
+        if (dvm_run_mlanes_at(&e, a.task_index, &td, idx, (int64_t)gtid, regs, 0u, &have)) stop = 1;
+    }
+}
+
 extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_lanes(dvm_gpu_exec_args a) { dvm_gpu_lanes<DVM_GPU_LANES>(a); }
+extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_mlanes(dvm_gpu_exec_args a) { dvm_gpu_mlanes(a); }
 extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_lanes8(dvm_gpu_exec_args a) { dvm_gpu_lanes<DVM_GPU_LANES_WIDE>(a); }
 
 /* ---- sizer ---- */
