@@ -599,7 +599,9 @@ static void gen_stmt(ad_ctx *c, const ir_stmt *s, ir_block *fwd, ir_block *rev) 
             int top = c->tmptop;
             ir_expr *t = NULL;
             if (ad_active(c, s->e)) t = hold(c, rev, ad_var(c, a), 1); /* the adjoint, before it is reset */
-            ad_push_stmt(c, rev, ad_assign(c, a, ad_kf(c, 0.0f)));
+            /* reset to -0.0, the exact identity of f32 addition: the optimizer (opt.c) then
+               turns the first contribution after it into a product or a copy */
+            ad_push_stmt(c, rev, ad_assign(c, a, ad_kf(c, -0.0f)));
             if (st >= 0) ad_push_stmt(c, rev, st_pop(c, st, s->var, s->line));
             if (t) ad_prop(c, rev, s->e, t);
             c->tmptop = top;

@@ -4,7 +4,9 @@
  *   0. jumps to the next node go; a PUSH and the POP of the same stack later in its basic
  *      block become one MOV;
  *   1. copy propagation and local CSE within each basic block (value = op, x and the read
- *      operands, valid while no operand register, uniform or the holder is redefined);
+ *      operands, valid while no operand register, uniform or the holder is redefined); a
+ *      register known to hold -0.0 (the additive identity) turns FMAF into MULF and ADDF
+ *      into a copy;
  *   2. global (strong) liveness over the task's CFG and deletion of side-effect-free nodes
  *      whose written registers are dead.
  * Per variant: 3. an adstack whose every POP writes a dead register loses its PUSH/POP nodes,
@@ -75,6 +77,7 @@ typedef struct topt {
     uint8_t *leader;
     uint32_t *ver;
     copy_ent *copy;
+    uint32_t *nz; /* per register: 2 words, the block stamp and version at which it holds -0.0 */
     cse_ent *tab;
     uint32_t tabcap;
     uint64_t *live; /* live-in per node, words each */
@@ -115,6 +118,7 @@ static int local_pass(topt *t) {
     find_leaders(t);
     memset(t->ver, 0, sizeof *t->ver * t->nregs);
     memset(t->copy, 0, sizeof *t->copy * t->nregs);
+    memset(t->nz, 0, sizeof *t->nz * 2 * t->nregs);
     memset(t->tab, 0, sizeof *t->tab * t->tabcap);
     for (uint32_t i = 0; i < t->len; i++) {
         dvm_node *n = &t->code[i];
@@ -140,6 +144,21 @@ static int local_pass(topt *t) {
             f = fmt_of(n);
             changed = 1;
         }
+        /* -0.0 is the identity of f32 addition, exactly (x + -0 == x for every x, +0 and -0
+         * included): the adjoint resets its accumulators to it (compiler/autodiff.c), so the
+         * first contribution after a reset becomes a product or a copy. */
+#define NEG_ZERO(r) (t->nz[2 * (r)] == stamp && t->nz[2 * (r) + 1] == t->ver[r])
+        if (n->op == DVM_OP_FMAF && NEG_ZERO(n->a)) { /* r[b] * r[c] + -0 */
+            n->op = DVM_OP_MULF;
+            f = fmt_of(n);
+            changed = 1;
+        } else if (n->op == DVM_OP_ADDF && (NEG_ZERO(n->b) || NEG_ZERO(n->c))) {
+            dvm_node mv = {DVM_OP_MOV, 0, n->a, NEG_ZERO(n->b) ? n->c : n->b, 0};
+            *n = mv;
+            f = fmt_of(n);
+            changed = 1;
+        }
+#undef NEG_ZERO
         if (n->op == DVM_OP_MOV && n->a == n->b) {
             memset(n, 0, sizeof *n);
             changed = 1;
@@ -183,6 +202,11 @@ static int local_pass(topt *t) {
         if (slot) {
             slot->holder = n->a;
             slot->hver = t->ver[n->a];
+        }
+        if ((n->op == DVM_OP_CONST && n->b == 0 && n->c == 0x8000u) || /* -0.0f, or a copy of it */
+            (n->op == DVM_OP_MOV && t->nz[2 * n->b] == stamp && t->nz[2 * n->b + 1] == t->ver[n->b])) {
+            t->nz[2 * n->a] = stamp;
+            t->nz[2 * n->a + 1] = t->ver[n->a];
         }
         if (n->op == DVM_OP_MOV) {
             copy_ent *ce = &t->copy[n->a];
@@ -372,16 +396,18 @@ static int topt_init(topt *t, dvm_node *code, uint32_t len, uint32_t nregs) {
     t->leader = malloc(len);
     t->ver = malloc(sizeof *t->ver * t->nregs);
     t->copy = malloc(sizeof *t->copy * t->nregs);
+    t->nz = malloc(sizeof *t->nz * 2 * t->nregs);
     t->tab = malloc(sizeof *t->tab * t->tabcap);
     t->live = malloc(sizeof *t->live * t->words * len);
     t->tmp = malloc(sizeof *t->tmp * t->words);
-    return t->leader && t->ver && t->copy && t->tab && t->live && t->tmp;
+    return t->leader && t->ver && t->copy && t->nz && t->tab && t->live && t->tmp;
 }
 
 static void topt_free(topt *t) {
     free(t->leader);
     free(t->ver);
     free(t->copy);
+    free(t->nz);
     free(t->tab);
     free(t->live);
     free(t->tmp);

@@ -253,6 +253,24 @@ int main(void) {
           count(po, "dynloop", ADJ, DVM_OP_INCLT));
     CHECK(count(po, "dynloop", ADJ, DVM_OP_ADDIK) == 0, "dynloop adjoint: %d ADDIK, expected 0",
           count(po, "dynloop", ADJ, DVM_OP_ADDIK));
+    /* the reverse loop resets v's adjoint to -0.0 and adds rate * (its old value): with -0.0 the
+       additive identity, FMAF onto it is a MULF, and the copy of the old value folds away, so
+       the loop is MULF + INCLT: no FMAF, no MOV, no CONST -0 left in it */
+    CHECK(count(pn, "dynloop", ADJ, DVM_OP_FMAF) >= 1, "unoptimized dynloop adjoint: no FMAF (did autodiff change?)");
+    CHECK(count(po, "dynloop", ADJ, DVM_OP_FMAF) == 0, "dynloop adjoint: %d FMAF, expected 0 (FMAF onto -0.0 is MULF)",
+          count(po, "dynloop", ADJ, DVM_OP_FMAF));
+    {
+        const dvm_variant_desc *v = variant(po, "dynloop", ADJ);
+        const dvm_task_desc *td = &po->tasks[v->task_begin];
+        const dvm_node *code = po->nodes + td->code_begin;
+        for (uint32_t i = 0; i < td->code_len; i++)
+            if (code[i].op == DVM_OP_INCLT) {
+                uint32_t body = i - code[i].c; /* nodes from the back edge's target to it */
+                CHECK(body == 1 && code[code[i].c].op == DVM_OP_MULF,
+                      "dynloop adjoint: reverse loop of %u nodes before its INCLT (op %u first), expected one MULF",
+                      body, code[code[i].c].op);
+            }
+    }
 
     /* keep: the reverse pass reads v (cos(v)) in another loop: its stack and its size program
      * stay; the trip count's PUSH/POP pair goes */

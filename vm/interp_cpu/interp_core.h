@@ -484,15 +484,15 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #define SETF(n, v) SETU(n, DVM_F2U(v))
 #define KF(n) DVM_U2F(K[n])
 #define NODE_ID() ((uint32_t)(ip - code) + t->code_begin)
-/* DVM_WARP_MIN(mask, v) (optional, scalar runs only): the minimum of v over the threads in
+/* DVM_WARP_MIN(mask, v) (optional; scalar and masked runs): the minimum of v over the threads in
  * mask, all of which call it (a warp-wide reduction on a GPU). With it (and e->wmask set),
  * the threads of a warp that run this call together stay together: after each conditional
- * branch they vote their node index and only those at the lowest one go on; the rest wait. Threads that took different ways at a
- * branch thus meet again where the ways join (a loop's exit waits for the longest trip; the
+ * branch (masked lanes: also after a lane finishes) they vote their node index and only those at
+ * the lowest one go on; the rest wait. Threads that took different ways at a branch thus meet again where the ways join (a loop's exit waits for the longest trip; the
  * adjoint's reverse loop starts for all at once), instead of running each group's nodes one
  * group after another for the rest of the call. A thread that has finished (END or an error)
  * votes "none" until all have; RET(v) is every return of the call. */
-#if DVM_LANES == 1 && defined(DVM_WARP_MIN)
+#if (DVM_LANES == 1 || defined(DVM_MASKED_)) && defined(DVM_WARP_MIN)
 #define DVM_CONVERGE_ 1
 #define RET(v)                                                                         \
     do {                                                                               \
@@ -545,6 +545,7 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
         uint32_t t_ = 0;                                                               \
         LANES(if (cond_) t_ |= 1u << l_);                                              \
         effect;                                                                        \
+        CONV_MARK();                                                                   \
         if (t_ == m_) JUMP(tgt);                                                       \
         if (t_ != 0u) {                                                                \
             const uint32_t tg_ = (uint32_t)(tgt), nx_ = (uint32_t)(ip - code) + 1u;    \
@@ -649,7 +650,6 @@ DVM_FN int DVM_RUN_AT_NAME(const dvm_env *e, uint32_t task_index, const dvm_task
     uint32_t m_ = *resume & ((1u << DVM_LANES) - 1u), wnext_ = DONE_;
     uint32_t lp_[DVM_LANES];
     LANES_ALL(lp_[l_] = ((m_ >> l_) & 1u) ? 0u : DONE_);
-    if (m_ == 0u) return 0;
 #endif
     uint64_t nw_ = 0; /* the current node as one word (DVM_NODE_WORD) */
     const uint32_t *const K = e->consts;
@@ -658,6 +658,9 @@ DVM_FN int DVM_RUN_AT_NAME(const dvm_env *e, uint32_t task_index, const dvm_task
     (void)polls_;
     DVM_GLOBAL uint32_t *const *const arr = e->arr;
     if (DVM_LOAD_ERR(&e->err->code)) RET(1);
+#ifdef DVM_MASKED_
+    if (m_ == 0u) RET(0);
+#endif
 
     if (t->kind == DVM_TASK_PARALLEL && start == 0) {
         const uint32_t nd = t->ndim;
@@ -891,6 +894,7 @@ dvm_select_:
         wnext_ = DONE_;
         LANES_ALL(if (lp_[l_] == pc_) m_ |= 1u << l_; else if (lp_[l_] < wnext_) wnext_ = lp_[l_]);
         ip = code + pc_;
+        CONV_MARK(); /* the thread may have moved on: the warp votes */
         vmdispatch();
     }
 #endif

@@ -33,11 +33,12 @@ struct dvm_backend {
     const dvm_gpu_driver *drv;
     int ordinal;
     void *ctx, *mod;
-    void *k_serial, *k_parallel, *k_ranges, *k_reduce, *k_final, *k_lanes, *k_lanes8, *k_mlanes;
+    void *k_serial, *k_parallel, *k_ranges, *k_reduce, *k_final, *k_lanes, *k_lanes8, *k_mlanes, *k_mlanes8;
     int sms, cc_major, cc_minor, smem_max; /* smem_max: dynamic shared memory we may use */
     int use_smem_code, use_smem_regs;      /* DVM_GPU_SMEM_CODE / DVM_GPU_SMEM_REGS=0 turn off */
     int use_lanes;                         /* 0 never, 1 tasks without loops, 2 all (DVM_GPU_LANES) */
     int use_masked;                        /* masked lanes for tasks with loops (DVM_GPU_MASKED=0: no) */
+    int use_wide;                          /* the 8-lane kernels may be chosen (DVM_GPU_WIDE=0: no) */
     int no_warp_sync;                      /* DVM_GPU_WARP_SYNC=0: threads of a warp start rounds alone */
     int converge;                          /* 0 never, 1 tasks with 2+ loops, 2 all (DVM_GPU_CONVERGE) */
     uint32_t max_threads;                  /* DVM_GPU_MAX_THREADS=N: only N threads iterate (tests:
@@ -202,6 +203,7 @@ dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opt
     /* DVM_GPU_LANES=0: never; =2: every task that fits (branchy ones too: for measuring) */
     be->use_lanes = env_off("DVM_GPU_LANES") ? 0 : (getenv("DVM_GPU_LANES") && !strcmp(getenv("DVM_GPU_LANES"), "2") ? 2 : 1);
     be->use_masked = !env_off("DVM_GPU_MASKED");
+    be->use_wide = !env_off("DVM_GPU_WIDE");
     const char *mt = getenv("DVM_GPU_MAX_THREADS");
     be->max_threads = mt && atoi(mt) > 0 ? (uint32_t)atoi(mt) : 0u;
 
@@ -223,12 +225,12 @@ dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opt
         open_fail(be, 0);
         return NULL;
     }
-    static const char *const names[8] = {"dvm_k_serial",      "dvm_k_parallel",   "dvm_k_size_ranges",
+    static const char *const names[9] = {"dvm_k_serial",      "dvm_k_parallel",   "dvm_k_size_ranges",
                                          "dvm_k_size_reduce", "dvm_k_size_final", "dvm_k_parallel_lanes",
-                                         "dvm_k_parallel_lanes8", "dvm_k_parallel_mlanes"};
-    void **fns[8] = {&be->k_serial, &be->k_parallel, &be->k_ranges, &be->k_reduce,
-                     &be->k_final,  &be->k_lanes,    &be->k_lanes8, &be->k_mlanes};
-    for (int i = 0; i < 8; i++) {
+                                         "dvm_k_parallel_lanes8", "dvm_k_parallel_mlanes", "dvm_k_parallel_mlanes8"};
+    void **fns[9] = {&be->k_serial, &be->k_parallel, &be->k_ranges, &be->k_reduce, &be->k_final,
+                     &be->k_lanes,  &be->k_lanes8,   &be->k_mlanes, &be->k_mlanes8};
+    for (int i = 0; i < 9; i++) {
         rc = drv->func(be->mod, names[i], fns[i]);
         if (rc != 0) {
             fail(err, errlen, "%s backend: the embedded interpreter lacks %s: %s", drv->name, names[i], drv->errstr(rc));
@@ -256,7 +258,8 @@ dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opt
     }
     if (be->smem_max > 48 * 1024) {
         if (drv->set_max_smem(be->k_parallel, be->smem_max) != 0 || drv->set_max_smem(be->k_lanes, be->smem_max) != 0 ||
-            drv->set_max_smem(be->k_lanes8, be->smem_max) != 0 || drv->set_max_smem(be->k_mlanes, be->smem_max) != 0)
+            drv->set_max_smem(be->k_lanes8, be->smem_max) != 0 || drv->set_max_smem(be->k_mlanes, be->smem_max) != 0 ||
+            drv->set_max_smem(be->k_mlanes8, be->smem_max) != 0)
             be->smem_max = 48 * 1024;
     }
     return be;
@@ -452,11 +455,15 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
            native and the transcendental kernel (13 registers, 4 resident blocks at 8 lanes)
            from 0.27x to 0.24x (bench/RESULTS.md, v13). */
         const int plain = be->use_lanes > 1 || loops == 0, masked = !plain && be->use_masked;
+        /* keep the warp together (below) */
+        const int conv = be->converge && (be->converge > 1 || loops >= 2) && be->cc_major >= 8;
         if (be->use_lanes && (c.flags & DVM_GPU_F_SMEM_CODE) && (plain || masked)) {
             static const uint32_t widths[2] = {DVM_GPU_LANES, DVM_GPU_LANES_WIDE};
-            void *const fns[2] = {masked ? be->k_mlanes : be->k_lanes, be->k_lanes8};
+            void *const fns[2] = {masked ? be->k_mlanes : be->k_lanes, masked ? be->k_mlanes8 : be->k_lanes8};
             uint32_t best = 0;
-            for (int w = 0; w < (masked ? 1 : 2); w++) {
+            /* a task that keeps its warp together runs 4 masked lanes: 8 ran the dynsin adjoint
+               at 9.9 ms against 4 lanes' 7.1 (H200, bench/RESULTS.md v20) */
+            for (int w = 0; w < (masked && conv ? 1 : 1 + be->use_wide); w++) {
                 uint32_t pad = (nregs * widths[w]) | 1u, smem = tabs + t->code_len * 8u + pad * 4u * DVM_GPU_BLOCK;
                 int nbw = 0;
                 if (smem > (uint32_t)be->smem_max || be->drv->occupancy(&nbw, fns[w], DVM_GPU_BLOCK, smem) != 0 || nbw < 2)
@@ -481,10 +488,10 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
            out of step, each group's nodes in turn. Keeping the round's threads together (a
            warp vote after each conditional branch, only the lowest node index goes on) took
            the dynsin adjoint from 24.9 to 13.6 ms on an H200; with one loop it only costs
-           (dynloop 1.43 -> 1.98 ms), so it is for tasks with two or more. sm_80 and newer
-           (the vote is redux.sync); DVM_GPU_CONVERGE=0 turns it off, =2 on for every task. */
-        if (c.lanes == 1 && be->converge && (be->converge > 1 || loops >= 2) && be->cc_major >= 8)
-            c.flags |= DVM_GPU_F_CONVERGE;
+           (dynloop 1.43 -> 1.98 ms), so it is for tasks with two or more. The masked lanes do
+           the same (dynsin adjoint 21.4 -> 7.1 ms). sm_80 and newer (the vote is redux.sync);
+           DVM_GPU_CONVERGE=0 turns it off, =2 on for every task. */
+        if ((c.lanes == 1 || masked) && conv) c.flags |= DVM_GPU_F_CONVERGE;
         c.blocks = (uint32_t)nb * (uint32_t)be->sms;
     } else {
         c.blocks = 1;

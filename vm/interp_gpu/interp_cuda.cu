@@ -109,16 +109,40 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #define DVM_RUN_NAME dvm_run_lane_w
 #define DVM_RUN_AT_NAME dvm_run_lane_w_at
 #include "../interp_cpu/interp_core.h"
-/* Masked lanes (tasks with loops): lanes that disagree at a branch part and meet again. */
+/* Masked lanes (tasks with loops), DVM_GPU_LANES and DVM_GPU_LANES_WIDE wide: lanes that
+   disagree at a branch part and meet again; and on sm_80 and newer a DVM_GPU_LANES copy whose
+   warp also keeps together (a task with two loops or more, as for dvm_run_conv: a separate
+   copy, since the votes' bookkeeping in the one copy made the one-loop kernels 6% slower on an
+   H200; 8 such lanes ran the dynsin adjoint at 9.9 ms against 4 lanes' 7.1 ms, so the host
+   picks 4 for those tasks and there is no 8-lane voting copy). */
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_MASKED 1
 #define DVM_RUN_NAME dvm_run_mlanes
 #define DVM_RUN_AT_NAME dvm_run_mlanes_at
 #include "../interp_cpu/interp_core.h"
+#define DVM_LANES DVM_GPU_LANES_WIDE
+#define DVM_MASKED 1
+#define DVM_RUN_NAME dvm_run_mlanes_w
+#define DVM_RUN_AT_NAME dvm_run_mlanes_w_at
+#include "../interp_cpu/interp_core.h"
+#ifdef DVM_GPU_CONVERGE_RUN
+#define DVM_WARP_MIN(mask, v) __reduce_min_sync((mask), (v))
+#define DVM_LANES DVM_GPU_LANES
+#define DVM_MASKED 1
+#define DVM_RUN_NAME dvm_run_mlanes_conv
+#define DVM_RUN_AT_NAME dvm_run_mlanes_conv_at
+#include "../interp_cpu/interp_core.h"
+#undef DVM_WARP_MIN
+#endif
 /* The pair of runners for L lanes: all lanes in lockstep, and one lane alone. */
 template <int L> struct dvm_gpu_lanes_of;
-#define DVM_GPU_LANES_OF(L, ALL, ONE)                                                                               \
+#define DVM_GPU_LANES_OF(L, ALL, ONE, MASKED)                                                                 \
     template <> struct dvm_gpu_lanes_of<L> {                                                                      \
+        __device__ static __forceinline__ int masked(const dvm_env *e, uint32_t ti, const dvm_task_desc *t,         \
+                                                     const int32_t *idx, int64_t slot, uint32_t *regs,              \
+                                                     uint32_t *have) {                                              \
+            return MASKED(e, ti, t, idx, slot, regs, 0u, have);                                                     \
+        }                                                                                                         \
         __device__ static __forceinline__ int all(const dvm_env *e, uint32_t ti, const dvm_task_desc *t,            \
                                                   const int32_t *idx, int64_t slot, uint32_t *regs, uint32_t start, \
                                                   uint32_t *resume) {                                               \
@@ -130,8 +154,8 @@ template <int L> struct dvm_gpu_lanes_of;
             return ONE(e, ti, t, idx, slot, regs, start, resume);                                                  \
         }                                                                                                         \
     };
-DVM_GPU_LANES_OF(DVM_GPU_LANES, dvm_run_lanes_at, dvm_run_lane_at)
-DVM_GPU_LANES_OF(DVM_GPU_LANES_WIDE, dvm_run_lanes_w_at, dvm_run_lane_w_at)
+DVM_GPU_LANES_OF(DVM_GPU_LANES, dvm_run_lanes_at, dvm_run_lane_at, dvm_run_mlanes_at)
+DVM_GPU_LANES_OF(DVM_GPU_LANES_WIDE, dvm_run_lanes_w_at, dvm_run_lane_w_at, dvm_run_mlanes_w_at)
 #undef DVM_GPU_LANES_OF
 
 /* ---- the ops-table hash, computed at compile time from the same ops.def rows and in the
@@ -452,8 +476,7 @@ template <int L> __device__ static __forceinline__ void dvm_gpu_lanes(const dvm_
    loops. The lanes of a call part at a branch and meet again (interp_core.h, DVM_MASKED), so
    a partial last round needs no scalar runs either: its missing lanes start finished. The
    warp starts each round together, as in dvm_gpu_parallel. */
-__device__ static __forceinline__ void dvm_gpu_mlanes(const dvm_gpu_exec_args &a) {
-    const int L = DVM_GPU_LANES;
+template <int L> __device__ static __forceinline__ void dvm_gpu_mlanes(const dvm_gpu_exec_args &a) {
     dvm_env e;
     dvm_gpu_env(a, &e, (const dvm_node *)a.nodes);
     uint32_t *regs = dvm_gpu_stage_all(a, &e) + (size_t)threadIdx.x * a.nregs_pad;
@@ -477,6 +500,10 @@ __device__ static __forceinline__ void dvm_gpu_mlanes(const dvm_gpu_exec_args &a
         } else if (!mine) {
             break;
         }
+#ifdef DVM_GPU_CONVERGE_RUN
+        const int conv = L == DVM_GPU_LANES && sync && (a.flags & DVM_GPU_F_CONVERGE); /* the host's rule */
+        if (conv) e.wmask = __ballot_sync(wmask, mine); /* this round's threads keep together */
+#endif
         if (!mine) continue;
         int32_t idx[3 * L];
         uint32_t have = 0;
@@ -486,12 +513,28 @@ __device__ static __forceinline__ void dvm_gpu_mlanes(const dvm_gpu_exec_args &a
             if (lin < sp.total) have |= 1u << l;
             dvm_gpu_decompose(sp, a.ndim, lin < sp.total ? lin : base, idx + 3 * l);
         }
-        if (dvm_run_mlanes_at(&e, a.task_index, &td, idx, (int64_t)gtid, regs, 0u, &have)) stop = 1;
+#ifdef DVM_GPU_CONVERGE_RUN
+        if constexpr (L == DVM_GPU_LANES) {
+            if (conv) {
+                if (dvm_run_mlanes_conv_at(&e, a.task_index, &td, idx, (int64_t)gtid, regs, 0u, &have)) stop = 1;
+                continue;
+            }
+        }
+#endif
+        if (dvm_gpu_lanes_of<L>::masked(&e, a.task_index, &td, idx, (int64_t)gtid, regs, &have)) stop = 1;
     }
 }
 
 extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_lanes(dvm_gpu_exec_args a) { dvm_gpu_lanes<DVM_GPU_LANES>(a); }
-extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_mlanes(dvm_gpu_exec_args a) { dvm_gpu_mlanes(a); }
+extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_mlanes(dvm_gpu_exec_args a) { dvm_gpu_mlanes<DVM_GPU_LANES>(a); }
+/* 8 masked lanes hold 8 node indices: at sm_90's floor of 12 blocks ptxas spilled 240 bytes
+   (sm_80-89 at 10: 56 bytes), at 8 (64 registers) none. */
+#if !defined(__HIP__) && !defined(__HIPCC__)
+#define DVM_GPU_BOUNDS_W __launch_bounds__(DVM_GPU_BLOCK, 8)
+#else
+#define DVM_GPU_BOUNDS_W DVM_GPU_BOUNDS
+#endif
+extern "C" __global__ void DVM_GPU_BOUNDS_W dvm_k_parallel_mlanes8(dvm_gpu_exec_args a) { dvm_gpu_mlanes<DVM_GPU_LANES_WIDE>(a); }
 extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_lanes8(dvm_gpu_exec_args a) { dvm_gpu_lanes<DVM_GPU_LANES_WIDE>(a); }
 
 /* ---- sizer ---- */
