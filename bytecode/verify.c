@@ -111,7 +111,7 @@ static int check_common(vctx *c, const opctx *o, const dvm_node *n, int i, char 
 
 static int is_slot_write(uint8_t op) {
     switch (op) {
-    case DVM_OP_ST: case DVM_OP_ST2: case DVM_OP_ATOMADDF: case DVM_OP_ATOMADDI: case DVM_OP_ATOMMAXF:
+    case DVM_OP_ST: case DVM_OP_ST2: case DVM_OP_ATOMADDF: case DVM_OP_ATOMADDF2: case DVM_OP_ATOMADDI: case DVM_OP_ATOMMAXF:
     case DVM_OP_ATOMMINF: case DVM_OP_ATOMMAXI: case DVM_OP_ATOMMINI:
         return 1;
     default:
@@ -123,7 +123,7 @@ static int is_slot_write(uint8_t op) {
  * type here means the emitter is broken, so catch it before it runs. */
 static int slot_type_needed(uint8_t op) {
     switch (op) {
-    case DVM_OP_ATOMADDF: case DVM_OP_ATOMMAXF: case DVM_OP_ATOMMINF: case DVM_OP_LDADDF:
+    case DVM_OP_ATOMADDF: case DVM_OP_ATOMADDF2: case DVM_OP_ATOMMAXF: case DVM_OP_ATOMMINF: case DVM_OP_LDADDF:
         return DVM_T_F32;
     case DVM_OP_ATOMADDI: case DVM_OP_ATOMMAXI: case DVM_OP_ATOMMINI:
         return DVM_T_I32;
@@ -186,7 +186,7 @@ static int check_task_node(vctx *c, const opctx *o, const dvm_node *n) {
     if (aslot >= 0) {
         const dvm_slot_desc *s = &p->slots[o->v->slot_begin + (uint32_t)aslot];
         const dvm_param_desc *pa = slot_param(p, o->k, o->v, (uint32_t)aslot);
-        if ((n->op == DVM_OP_LD2 || n->op == DVM_OP_ST2) && pa->rank != 2)
+        if ((n->op == DVM_OP_LD2 || n->op == DVM_OP_ST2 || n->op == DVM_OP_ATOMADDF2) && pa->rank != 2)
             return vfail(c, "node %u (%s): array slot %u ('%s') has rank %u, expected 2", o->node, info->name,
                          (unsigned)aslot, vstr(p, pa->name), pa->rank);
         if (is_slot_write(n->op) && s->writes != 1)

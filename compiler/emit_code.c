@@ -716,6 +716,16 @@ static void emit_stmt(tctx *c, const ir_stmt *s) {
             terr(c, s->line, s->col, "internal error: opcode %d is not an atomic update", s->op);
             break;
         }
+        /* x[i, j] += v: ATOMADDF2 when neither index nor the value can fail (the chain
+           checks the indices before it evaluates the value; the fused node after) */
+        if (s->op == DVM_OP_ATOMADDF && use_2d(c, s->slot, s->nidx, s->idx) && idx_cannot_fail(s->e)) {
+            int ri = emit_expr(c, s->idx[0], -1);
+            int rj = emit_expr(c, s->idx[1], -1);
+            int rv = emit_expr(c, s->e, -1);
+            out(c, DVM_OP_ATOMADDF2, s->slot, ri, rj, rv);
+            mark_write(c, s->slot);
+            break;
+        }
         int ri = emit_index(c, s->slot, s->nidx, s->idx, s->line, s->col);
         int rv = emit_expr(c, s->e, -1);
         out(c, s->op, s->slot, ri, rv, 0);

@@ -710,10 +710,11 @@ static void test_stacks(void) {
         }
         CHECK(strcmp(got, want) == 0, "nested size program\n  expected: %s\n  got:      %s", want, got);
     }
-    /* adjoint task: x[1, i] is one LD2 (checks axis 0 and 1), PUSH/POP stack 0 */
+    /* adjoint task: x[1, i] is one LD2 (checks axis 0 and 1), PUSH/POP stack 0; the
+       gradient's x.grad[1, i] += popped value is one ATOMADDF2 */
     EXPECT_CODE(p, vd->task_begin,
-                "CONST 0,2,1,0; LD2 0,1,2,0; PUSH 0,0,1,0; POP 0,1,0,0; CONST 0,3,1,0; "
-                "IDX 2,2,3,0; IDXM 2,2,0,1; ATOMADDF 2,2,1,0; END 0,0,0,0");
+                "CONST 0,2,1,0; LD2 0,1,2,0; PUSH 0,0,1,0; POP 0,1,0,0; CONST 0,2,1,0; "
+                "ATOMADDF2 2,2,0,1; END 0,0,0,0");
     dvm_program_free(p);
 }
 
@@ -737,9 +738,19 @@ static void test_ld2(void) {
     push(&t->body, s2);
     /* a = x[i // 2, 0]: the division can fail: IDX/IDXM + LD */
     push(&t->body, assign(a, load(x, DVM_T_F32, bin(DVM_OP_DIVI, DVM_T_I32, V(i), ki(2)), ki(0))));
+    /* x[i, 1] += a * 2: ATOMADDF2; x[i, 2] += x[i, 0]: the value is a load, which can fail
+       after the indices are checked: IDX/IDXM + LD2 + ATOMADDF */
+    ir_stmt *s3 = store(IR_ATOMIC, DVM_OP_ATOMADDF, x, V(i), bin(DVM_OP_MULF, DVM_T_F32, V(a), kf(2.0f)));
+    s3->idx[1] = ki(1);
+    s3->nidx = 2;
+    push(&t->body, s3);
+    ir_stmt *s4 = store(IR_ATOMIC, DVM_OP_ATOMADDF, x, V(i), load(x, DVM_T_F32, V(i), ki(0)));
+    s4->idx[1] = ki(2);
+    s4->nidx = 2;
+    push(&t->body, s4);
     dvm_program *p = emit_ok("two");
     if (!p) return;
-    int has_ld2 = 0, has_st2 = 0, has_idx = 0, has_ldaddf = 0;
+    int has_ld2 = 0, has_st2 = 0, has_idx = 0, has_ldaddf = 0, has_at2 = 0, has_at = 0;
     const dvm_task_desc *td = &p->tasks[0];
     for (uint32_t q = 0; q < td->code_len; q++) {
         uint8_t op = p->nodes[td->code_begin + q].op;
@@ -747,10 +758,12 @@ static void test_ld2(void) {
         has_st2 += op == DVM_OP_ST2;
         has_idx += op == DVM_OP_IDX;
         has_ldaddf += op == DVM_OP_LDADDF;
+        has_at2 += op == DVM_OP_ATOMADDF2;
+        has_at += op == DVM_OP_ATOMADDF;
     }
-    CHECK(has_ld2 == 2 && has_st2 == 1 && has_idx == 1 && has_ldaddf == 0,
-          "expected 2 LD2, 1 ST2, 1 IDX (the division), no LDADDF; got %d, %d, %d, %d", has_ld2, has_st2, has_idx,
-          has_ldaddf);
+    CHECK(has_ld2 == 3 && has_st2 == 1 && has_idx == 2 && has_ldaddf == 0 && has_at2 == 1 && has_at == 1,
+          "expected 3 LD2, 1 ST2, 2 IDX (the division, the loaded value), no LDADDF, 1 ATOMADDF2, 1 ATOMADDF; "
+          "got %d, %d, %d, %d, %d, %d", has_ld2, has_st2, has_idx, has_ldaddf, has_at2, has_at);
     CHECK(p->slots[0].writes == 1, "ST2 marks x written");
     dvm_program_free(p);
 }

@@ -461,12 +461,13 @@ static void test_bounds(void)
         int rc = launch(&A, NULL, 0, NULL, &rt);
         CHECK(rc == 0 && a1[11] == 77, "IDX/IDXM flat index: expected a1[11] = 77, status %d, got %u", rc, a1[11]);
     }
-    /* LD2/ST2 (slot 1, 3x4): axis 0 checked first, then axis 1, with IDX/IDXM's payload */
+    /* LD2/ST2/ATOMADDF2 (slot 1, 3x4): axis 0 checked first, then axis 1, with IDX/IDXM's payload */
     {
         struct { int32_t i, j; int axis; int64_t idx, ext; } c2[] = {
             {3, 0, 0, 3, 3}, {-1, 9, 0, -1, 3}, {INT32_MIN, 0, 0, INT32_MIN, 3}, {2, 4, 1, 4, 4}, {0, -2, 1, -2, 4},
         };
-        for (int st2 = 0; st2 < 2; st2++)
+        static const char *const what2[3] = {"LD2 bounds", "ST2 bounds", "ATOMADDF2 bounds"};
+        for (int st2 = 0; st2 < 3; st2++)
             for (int ci = 0; ci < 5; ci++) {
                 reset();
                 dvm_task_desc *t = task(DVM_TASK_SERIAL, 0);
@@ -474,7 +475,8 @@ static void test_bounds(void)
                 CI(2, (uint32_t)c2[ci].j);
                 CI(4, 5);
                 uint32_t failnode = nn;
-                if (st2) N(DVM_OP_ST2, 1, 1, 2, 4);
+                if (st2 == 2) N(DVM_OP_ATOMADDF2, 1, 1, 2, 4);
+                else if (st2) N(DVM_OP_ST2, 1, 1, 2, 4);
                 else N(DVM_OP_LD2, 1, 3, 1, 2);
                 N(DVM_OP_END, 0, 0, 0, 0);
                 end_task(t);
@@ -487,9 +489,9 @@ static void test_bounds(void)
                 A.shape[1 * DVM_MAX_RANK + 1] = 4;
                 dvm_rt_error rt;
                 int rc = launch(&A, NULL, 0, NULL, &rt);
-                expect_rt(st2 ? "ST2 bounds" : "LD2 bounds", rc, &rt, DVM_RT_OOB, failnode, 1, c2[ci].axis, c2[ci].idx,
+                expect_rt(what2[st2], rc, &rt, DVM_RT_OOB, failnode, 1, c2[ci].axis, c2[ci].idx,
                           c2[ci].ext);
-                for (int k = 0; k < 12; k++) CHECK(a1[k] == 0, "ST2 out of bounds wrote a1[%d] = %u", k, a1[k]);
+                for (int k = 0; k < 12; k++) CHECK(a1[k] == 0, "%s: wrote a1[%d] = %u", what2[st2], k, a1[k]);
             }
         /* in bounds: ST2 a1[2, 3] = 77 (flat 11), LD2 reads a1[2, 3] back, ST to a1[0] */
         reset();
@@ -501,6 +503,11 @@ static void test_bounds(void)
         N(DVM_OP_ST2, 1, 1, 2, 4);
         N(DVM_OP_LD2, 1, 5, 1, 2);
         N(DVM_OP_ST, 1, 6, 5, 0);
+        /* ATOMADDF2 a1[1, 1] (flat 5) += 1.5, twice */
+        CI(7, 1);
+        CI(8, 0x3FC00000u);
+        N(DVM_OP_ATOMADDF2, 1, 7, 7, 8);
+        N(DVM_OP_ATOMADDF2, 1, 7, 7, 8);
         N(DVM_OP_END, 0, 0, 0, 0);
         end_task(t);
         arrays A;
@@ -514,6 +521,7 @@ static void test_bounds(void)
         int rc = launch(&A, NULL, 0, NULL, &rt);
         CHECK(rc == 0 && a1[11] == 77 && a1[0] == 77, "ST2/LD2: expected a1[11] = a1[0] = 77, status %d, got %u, %u",
               rc, a1[11], a1[0]);
+        CHECK(a1[5] == 0x40400000u, "ATOMADDF2: expected a1[5] = 3.0f (0x40400000), got 0x%08x", a1[5]);
     }
     /* flat checks of every array access */
     uint8_t flat_ops[] = {DVM_OP_LD, DVM_OP_ST, DVM_OP_ATOMADDF, DVM_OP_ATOMADDI, DVM_OP_ATOMMAXF,

@@ -828,6 +828,10 @@ dvm_dispatch_:
         LANES(DVM_STG(&ab_[f_[l_]], RU(N_C)));
     } vmbreak;
     vmcase(ATOMADDF) ARR_RMW(N_A, DVM_ATOMIC_ADD_F32(&ab_[v], RF(N_B))); vmbreak;
+    vmcase(ATOMADDF2) {
+        ARR2_IDX(N_A, N_B);
+        LANES(DVM_ATOMIC_ADD_F32(&ab_[f_[l_]], RF(N_C)));
+    } vmbreak;
     vmcase(ATOMADDI) ARR_RMW(N_A, DVM_ATOMIC_ADD_I32(&ab_[v], RU(N_B))); vmbreak;
     vmcase(ATOMMAXF) ARR_RMW(N_A, DVM_ATOMIC_MAX_F32(&ab_[v], RF(N_B))); vmbreak;
     vmcase(ATOMMINF) ARR_RMW(N_A, DVM_ATOMIC_MIN_F32(&ab_[v], RF(N_B))); vmbreak;

@@ -405,14 +405,17 @@ int run(uint cb, uint slot) {
         }
         case OP_ST: { int i = iv(a); if (!chk(x, i, n)) return 1; W(addw(arr_base(x), uint(i))).v = R[b]; break; }
         case OP_LD2:
-        case OP_ST2: {
+        case OP_ST2:
+        case OP_ATOMADDF2: {
             /* rank 2 only (verifier); axis 0 checked first, like IDX then IDXM */
             bool ld = op == OP_LD2;
             int i = iv(ld ? b : a), j = iv(ld ? c : b), d0 = arr_dim(x, 0u), d1 = arr_dim(x, 1u);
             if (i < 0 || i >= d0) { rec_err(RT_OOB, n, uvec2(x, 0u), uvec2(0u, 0u), P(i), P(d0)); return 1; }
             if (j < 0 || j >= d1) { rec_err(RT_OOB, n, uvec2(x, 0u), uvec2(1u, 0u), P(j), P(d1)); return 1; }
             uvec2 p = addw(arr_base(x), uint(i) * uint(d1) + uint(j)); /* as IDXM + LD: 32-bit */
-            if (ld) R[a] = W(p).v; else W(p).v = R[c];
+            if (ld) R[a] = W(p).v;
+            else if (op == OP_ST2) W(p).v = R[c];
+            else atom_addf(p, f(c));
             break;
         }
         case OP_ATOMADDF: { int i = iv(a); if (!chk(x, i, n)) return 1; atom_addf(addw(arr_base(x), uint(i)), f(b)); break; }
