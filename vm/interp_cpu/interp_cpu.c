@@ -236,6 +236,15 @@ static void cpu_unload(dvm_backend *be, dvm_loaded *l)
     free(l);
 }
 
+/* The next iteration's indices, row-major (last dimension fastest; dimension 0 from lo). */
+static inline void cpu_next_idx(int32_t *idx, int nd, const int64_t *ext, int64_t lo)
+{
+    for (int d = nd - 1; d >= 0; d--) {
+        if (++idx[d] < (d == 0 ? ext[0] + lo : ext[d])) break;
+        if (d > 0) idx[d] = 0;
+    }
+}
+
 static int64_t cpu_slots(dvm_backend *be, const dvm_exec *x)
 {
     (void)x;
@@ -376,21 +385,23 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
                             r /= ext[d];
                         }
                         idx[0] = (int32_t)(idx[0] + lo);
+                        if (lanes == 1) {
+                            for (int64_t it = b; it < e; it++) {
+                                if (dvm_run(&env, task_index, t, idx, tid, regs)) break;
+                                cpu_next_idx(idx, nd, ext, lo);
+                            }
+                            continue;
+                        }
                         for (int64_t it = b; it < e; it += lanes) {
-                            /* lane l takes iteration it + l (a round of one lane: dvm_run) */
+                            /* lane l takes iteration it + l */
                             int32_t lidx[3 * CPU_LANES];
                             uint32_t have = 0;
                             for (int l = 0; l < lanes && it + l < e; l++) {
                                 memcpy(lidx + 3 * l, idx, sizeof idx);
                                 have |= 1u << l;
-                                for (int d = nd - 1; d >= 0; d--) {
-                                    if (++idx[d] < (d == 0 ? ext[0] + lo : ext[d])) break;
-                                    if (d > 0) idx[d] = 0;
-                                }
+                                cpu_next_idx(idx, nd, ext, lo);
                             }
-                            int rc = lanes > 1 ? dvm_run_mlanes_at(&env, task_index, t, lidx, (int64_t)tid, regs, 0u, &have)
-                                               : dvm_run(&env, task_index, t, lidx, tid, regs);
-                            if (rc) break;
+                            if (dvm_run_mlanes_at(&env, task_index, t, lidx, (int64_t)tid, regs, 0u, &have)) break;
                         }
                     }
                 }
