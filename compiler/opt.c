@@ -2,7 +2,8 @@
  *
  * Driven by the ops.def table only (format letters and DVM_F_SIDE / DVM_F_BRANCH). Per task:
  *   0. jumps to the next node go; a PUSH and the POP of the same stack later in its basic
- *      block become one MOV;
+ *      block become one MOV; a conditional jump to a conditional jump on the same register
+ *      is threaded through it, and LTI + JZ on a dead register becomes JGEI;
  *   1. copy propagation and local CSE within each basic block (value = op, x and the read
  *      operands, valid while no operand register, uniform or the holder is redefined); a
  *      register known to hold -0.0 (the additive identity) turns FMAF into MULF and ADDF
@@ -333,6 +334,59 @@ static int jump_next_pass(topt *t) {
     return changed;
 }
 
+/* The first kept node at or after i (deleted nodes are NOPs until compaction). */
+static uint32_t next_kept(const topt *t, uint32_t i) {
+    while (i < t->len && t->code[i].op == DVM_OP_NOP) i++;
+    return i;
+}
+
+/* Jump threading: a JZ/JNZ on register r whose target is a JZ/JNZ on the same r knows that
+ * node's outcome (nothing runs in between), so it goes straight to where that node would go.
+ * An `a and b and c` evaluated into a register leaves such chains. */
+static int thread_pass(topt *t) {
+    int changed = 0;
+    for (uint32_t i = 0; i < t->len; i++) {
+        dvm_node *n = &t->code[i];
+        if (n->op != DVM_OP_JZ && n->op != DVM_OP_JNZ) continue;
+        for (int hop = 0; hop < 8; hop++) { /* bounded: a cycle of such jumps is left alone */
+            uint32_t tg = next_kept(t, n->b);
+            if (tg >= t->len || tg == i) break;
+            const dvm_node *m = &t->code[tg];
+            if ((m->op != DVM_OP_JZ && m->op != DVM_OP_JNZ) || m->a != n->a) break;
+            /* n taken: r == 0 for JZ, r != 0 for JNZ; m then jumps iff its op is n's */
+            uint32_t nt = m->op == n->op ? m->b : tg + 1;
+            if (nt >= t->len || nt == n->b) break;
+            n->b = (uint16_t)nt;
+            changed = 1;
+        }
+    }
+    return changed;
+}
+
+/* `LTI r, a, b` then `JZ r, T` (deleted nodes between them at most, its only predecessor
+ * the LTI, r dead on both ways) is
+ * `JGEI a, b, T`: one node instead of two. The LTI goes, so a and b still hold its operands
+ * when the JGEI reads them, even if one of them is r. Needs fresh liveness. */
+static int cmp_branch_pass(topt *t) {
+    int changed = 0;
+    find_leaders(t);
+    for (uint32_t i = 1; i < t->len; i++) {
+        dvm_node *n = &t->code[i];
+        if (n->op != DVM_OP_JZ) continue;
+        uint32_t pv = i - 1, entered = t->leader[i];
+        while (pv > 0 && t->code[pv].op == DVM_OP_NOP) entered |= t->leader[pv--];
+        dvm_node *c = &t->code[pv];
+        if (c->op != DVM_OP_LTI || c->a != n->a || entered) continue;
+        live_out(t, i, t->tmp);
+        if (BIT(t->tmp, n->a)) continue;
+        dvm_node j = {DVM_OP_JGEI, 0, c->b, c->c, n->b};
+        *n = j;
+        memset(c, 0, sizeof *c);
+        changed = 1;
+    }
+    return changed;
+}
+
 /* Within a basic block, PUSH s, rX ... POP rY, s with no other PUSH/POP of s and no write of
  * rX in between: the POP reads what the PUSH stored, so it becomes MOV rY, rX and the pair
  * leaves the stack as it was (the PUSH goes; a stack left without POPs dies afterwards). */
@@ -552,9 +606,12 @@ static int opt_task(dvm_program *p, const dvm_task_desc *td, uint8_t *stack_live
         int c = jump_next_pass(&t);
         c |= push_pop_pass(&t);
         c |= local_pass(&t);
+        c |= thread_pass(&t);
         liveness(&t);
         c |= dce_pass(&t);
         c |= empty_loop_pass(&t);
+        liveness(&t);
+        c |= cmp_branch_pass(&t);
         changed |= c;
         if (!c) break;
     }

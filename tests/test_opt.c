@@ -294,6 +294,16 @@ int main(void) {
     CHECK(max_nregs(po, "stencil", ADJ) <= 7, "stencil adjoint: %d registers, expected <= 7", max_nregs(po, "stencil", ADJ));
     CHECK(nstacks(pn, "stencil", ADJ) == 1, "unoptimized stencil adjoint: %d stacks, expected 1", nstacks(pn, "stencil", ADJ));
     CHECK(nstacks(po, "stencil", ADJ) == 0, "stencil adjoint: %d stacks, expected 0", nstacks(po, "stencil", ADJ));
+    /* its condition `i > 0 and i < n - 1 and ...` is evaluated into a register: LTI + JZ per
+       test, each JZ jumping to the next JZ on the same register. Threaded (each goes straight
+       to the else branch) and fused (LTI + JZ -> JGEI), it is four JGEIs, as in the forward */
+    CHECK(count(pn, "stencil", ADJ, DVM_OP_LTI) == 4 && count(pn, "stencil", ADJ, DVM_OP_JZ) >= 4,
+          "unoptimized stencil adjoint: %d LTI, %d JZ, expected 4 and >= 4", count(pn, "stencil", ADJ, DVM_OP_LTI),
+          count(pn, "stencil", ADJ, DVM_OP_JZ));
+    CHECK(count(po, "stencil", ADJ, DVM_OP_LTI) == 0 && count(po, "stencil", ADJ, DVM_OP_JZ) == 0 &&
+              count(po, "stencil", ADJ, DVM_OP_JGEI) == 4,
+          "stencil adjoint: %d LTI, %d JZ, %d JGEI, expected 0, 0, 4", count(po, "stencil", ADJ, DVM_OP_LTI),
+          count(po, "stencil", ADJ, DVM_OP_JZ), count(po, "stencil", ADJ, DVM_OP_JGEI));
     check_leftovers(po);
 
     const char *names[4] = {"trans", "dynloop", "keep", "stencil"};
