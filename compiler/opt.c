@@ -364,8 +364,7 @@ static int thread_pass(topt *t) {
 }
 
 /* `LTI r, a, b` then `JZ r, T` (deleted nodes between them at most, its only predecessor
- * the LTI, r dead on both ways) is
- * `JGEI a, b, T`: one node instead of two. The LTI goes, so a and b still hold its operands
+ * the LTI, r dead on both ways) is `JGEI a, b, T`: one node instead of two. The LTI goes, so a and b still hold its operands
  * when the JGEI reads them, even if one of them is r. Needs fresh liveness. */
 static int cmp_branch_pass(topt *t) {
     int changed = 0;

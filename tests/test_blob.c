@@ -253,6 +253,7 @@ M(m_slot_role, p->slots[2].role = 3)
 M(m_slot_write0, p->slots[1].writes = 0)
 M(m_slot_write2, p->slots[1].writes = 2)
 M(m_st2_rank1, p->nodes[4].op = DVM_OP_ST2; p->nodes[4].c = p->nodes[4].b)
+M(m_at2_rank1, p->nodes[4].op = DVM_OP_ATOMADDF2; p->nodes[4].c = p->nodes[4].b)
 M(m_task_kind, p->tasks[0].kind = 2)
 M(m_task_ndim, p->tasks[0].ndim = 4)
 M(m_task_ndim0, p->tasks[0].ndim = 0)
@@ -362,6 +363,7 @@ static const malform malforms[] = {
     {"write to read-only slot", m_slot_write0, "(forward) task 0: node 4 (ST): writes array slot 1 ('y') whose writes flag is 0"},
     {"writes flag", m_slot_write2, "slot 1: writes flag 2"},
     {"ST2 on a rank-1 slot", m_st2_rank1, "node 4 (ST2): array slot 1 ('y') has rank 1, expected 2"},
+    {"ATOMADDF2 on a rank-1 slot", m_at2_rank1, "node 4 (ATOMADDF2): array slot 1 ('y') has rank 1, expected 2"},
     {"task kind", m_task_kind, "(forward) task 0: kind 2"},
     {"task ndim", m_task_ndim, "task 0: ndim 4 is not in 1..3"},
     {"task ndim 0", m_task_ndim0, "task 0: ndim 0 is not in 1..3"},

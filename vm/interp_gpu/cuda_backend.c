@@ -189,7 +189,7 @@ static const dvm_gpu_driver cuda_driver = {
     "cuda", "CUDA driver", cu_load, cu_count, cu_dev_name, cu_attr, cu_ctx_open, cu_ctx_close, cu_bind,
     cu_mod_load, cu_mod_unload, cu_func, cu_global, cu_alloc, cu_free, cu_zero, cu_h2d, cu_d2h, cu_d2d,
     cu_launch, cu_sync, cu_occupancy, cu_set_max_smem, cu_errstr, CUDA_ERROR_NO_BINARY_FOR_GPU,
-    dvm_cuda_image, 0, dvm_cuda_targets};
+    dvm_cuda_image, 0, dvm_cuda_targets, 8 /* __reduce_min_sync: sm_80 */};
 
 static dvm_backend *cuda_open(const dvm_backend_opts *opts, char *err, size_t errlen) {
     return dvm_gpu_open(&cuda_driver, opts, err, errlen);

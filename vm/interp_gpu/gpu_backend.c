@@ -257,10 +257,9 @@ dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opt
         return NULL;
     }
     if (be->smem_max > 48 * 1024) {
-        if (drv->set_max_smem(be->k_parallel, be->smem_max) != 0 || drv->set_max_smem(be->k_lanes, be->smem_max) != 0 ||
-            drv->set_max_smem(be->k_lanes8, be->smem_max) != 0 || drv->set_max_smem(be->k_mlanes, be->smem_max) != 0 ||
-            drv->set_max_smem(be->k_mlanes8, be->smem_max) != 0)
-            be->smem_max = 48 * 1024;
+        void *const par[5] = {be->k_parallel, be->k_lanes, be->k_lanes8, be->k_mlanes, be->k_mlanes8};
+        for (int i = 0; i < 5; i++)
+            if (drv->set_max_smem(par[i], be->smem_max) != 0) be->smem_max = 48 * 1024;
     }
     return be;
 }
@@ -456,7 +455,8 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
            from 0.27x to 0.24x (bench/RESULTS.md, v13). */
         const int plain = be->use_lanes > 1 || loops == 0, masked = !plain && be->use_masked;
         /* keep the warp together (below) */
-        const int conv = be->converge && (be->converge > 1 || loops >= 2) && be->cc_major >= 8;
+        const int conv = be->converge && (be->converge > 1 || loops >= 2) && be->drv->warp_vote_cc &&
+                         be->cc_major >= be->drv->warp_vote_cc;
         if (be->use_lanes && (c.flags & DVM_GPU_F_SMEM_CODE) && (plain || masked)) {
             static const uint32_t widths[2] = {DVM_GPU_LANES, DVM_GPU_LANES_WIDE};
             void *const fns[2] = {masked ? be->k_mlanes : be->k_lanes, masked ? be->k_mlanes8 : be->k_lanes8};

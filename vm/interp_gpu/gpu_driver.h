@@ -41,6 +41,8 @@ typedef struct dvm_gpu_driver {
     const unsigned char *image; /* the embedded interpreter (fatbin / offload bundle) */
     size_t image_len;
     const char *targets;  /* what the image was built for, for messages */
+    int warp_vote_cc;     /* lowest compute-capability major whose image keeps a warp together
+                             in an iteration (DVM_GPU_F_CONVERGE); 0: never (HIP) */
 } dvm_gpu_driver;
 
 /* The backend functions shared by CUDA and HIP (gpu_backend.c). */

@@ -168,7 +168,7 @@ static const dvm_gpu_driver hip_driver = {
     "hip", "HIP runtime", hip_load, hip_count, hip_dev_name, hip_attr, hip_ctx_open, hip_ctx_close, hip_bind,
     hip_mod_load, hip_mod_unload, hip_func, hip_global, hip_alloc, hip_free, hip_zero, hip_h2d, hip_d2h, hip_d2d,
     hip_launch, hip_sync, hip_occupancy, hip_set_max_smem, hip_errstr, HIP_ERROR_NO_BINARY_FOR_GPU,
-    dvm_hip_image, 0, dvm_hip_targets};
+    dvm_hip_image, 0, dvm_hip_targets, 0 /* no vote in the HIP build */};
 
 static dvm_backend *hip_open(const dvm_backend_opts *opts, char *err, size_t errlen) {
     return dvm_gpu_open(&hip_driver, opts, err, errlen);

@@ -310,6 +310,11 @@ __device__ static inline void dvm_gpu_decompose(const dvm_gpu_space &sp, uint32_
 #define DVM_WARP_MASK(pred) __ballot_sync(0xffffffffu, (pred))
 #define DVM_WARP_ANY(mask, pred) (__ballot_sync((mask), (pred)) != 0u)
 #endif
+/* Whether another round of iterations starts: with sync, while any thread of the warp still
+   has one (all of them start it together); without, while this thread has one. */
+__device__ static __forceinline__ int dvm_gpu_round(int sync, unsigned wmask, int mine) {
+    return sync ? DVM_WARP_ANY(wmask, mine) : mine;
+}
 
 /* Launch bounds of the two interpreter kernels. With the block size alone ptxas held them
    to 32 registers and kept loop invariants in local memory (ncu on an H200: 7.4M local
@@ -393,11 +398,7 @@ template <bool SMEM> __device__ static __forceinline__ void dvm_gpu_parallel(con
     int stop = 0;
     for (int64_t lin = (int64_t)gtid;; lin += (int64_t)nthreads) {
         const int mine = lin < sp.total && !stop;
-        if (sync) {
-            if (!DVM_WARP_ANY(wmask, mine)) break;
-        } else if (!mine) {
-            break;
-        }
+        if (!dvm_gpu_round(sync, wmask, mine)) break;
 #ifdef DVM_GPU_CONVERGE_RUN
         if (sync && (a.flags & DVM_GPU_F_CONVERGE)) {
             e.wmask = __ballot_sync(wmask, mine); /* this round's threads keep together */
@@ -424,23 +425,46 @@ extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel(dvm_gpu_exec_args a) {
         dvm_gpu_parallel<false>(a);
 }
 
+/* A lane kernel's thread: the fast shape staged, its iteration space, and (lanes_begin) its
+   L heap slots and its zeroed register file. */
+struct dvm_gpu_lane_thread {
+    dvm_env e;
+    uint32_t *regs;
+    dvm_gpu_space sp;
+    uint64_t gtid;
+    int64_t nthreads;
+    int live; /* this thread has an iteration */
+};
+__device__ static __forceinline__ void dvm_gpu_lanes_open(const dvm_gpu_exec_args &a, dvm_gpu_lane_thread &th) {
+    dvm_gpu_env(a, &th.e, (const dvm_node *)a.nodes);
+    th.regs = dvm_gpu_stage_all(a, &th.e) + (size_t)threadIdx.x * a.nregs_pad;
+    th.sp = dvm_gpu_space_of(a);
+    th.gtid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    th.nthreads = (int64_t)gridDim.x * blockDim.x;
+    if (a.max_threads && a.max_threads < th.nthreads) th.nthreads = a.max_threads;
+    th.live = (int64_t)th.gtid < th.sp.total && (int64_t)th.gtid < th.nthreads;
+}
+template <int L> __device__ static __forceinline__ void dvm_gpu_lanes_begin(const dvm_gpu_exec_args &a, dvm_gpu_lane_thread &th) {
+    if (a.flags & DVM_GPU_F_STACKS)
+        for (int l = 0; l < L; l++) dvm_thread_begin(&th.e, (int64_t)th.gtid * L + l);
+    for (uint32_t r = 0; r < a.nregs_pad; r++) th.regs[r] = 0;
+}
+
 /* L iterations per thread and call: lane l of a thread takes iteration
    base + l * nthreads (each lane's accesses stay coalesced across the warp). The launch
    needs the task's nodes and the register files in shared memory (the host checks) and
    L heap slots per thread. Register r of lane l: regs[r * L + l]; a thread's file is
    a.nregs_pad words (odd: no bank conflicts between threads). */
 template <int L> __device__ static __forceinline__ void dvm_gpu_lanes(const dvm_gpu_exec_args &a) {
-    dvm_env e;
-    dvm_gpu_env(a, &e, (const dvm_node *)a.nodes);
-    uint32_t *regs = dvm_gpu_stage_all(a, &e) + (size_t)threadIdx.x * a.nregs_pad;
-    const dvm_gpu_space sp = dvm_gpu_space_of(a);
-    const uint64_t gtid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    int64_t nthreads = (int64_t)gridDim.x * blockDim.x;
-    if (a.max_threads && a.max_threads < nthreads) nthreads = a.max_threads;
-    if ((int64_t)gtid >= sp.total || (int64_t)gtid >= nthreads) return;
-    if (a.flags & DVM_GPU_F_STACKS)
-        for (int l = 0; l < L; l++) dvm_thread_begin(&e, (int64_t)gtid * L + l);
-    for (uint32_t r = 0; r < a.nregs_pad; r++) regs[r] = 0;
+    dvm_gpu_lane_thread th;
+    dvm_gpu_lanes_open(a, th);
+    if (!th.live) return;
+    dvm_gpu_lanes_begin<L>(a, th);
+    dvm_env &e = th.e;
+    uint32_t *const regs = th.regs;
+    const dvm_gpu_space &sp = th.sp;
+    const uint64_t gtid = th.gtid;
+    const int64_t nthreads = th.nthreads;
     const dvm_task_desc td = *(const dvm_task_desc *)a.task;
     const uint32_t ti = a.task_index, ndim = a.ndim;
     for (int64_t base = (int64_t)gtid; base < sp.total; base += nthreads * L) {
@@ -477,29 +501,22 @@ template <int L> __device__ static __forceinline__ void dvm_gpu_lanes(const dvm_
    a partial last round needs no scalar runs either: its missing lanes start finished. The
    warp starts each round together, as in dvm_gpu_parallel. */
 template <int L> __device__ static __forceinline__ void dvm_gpu_mlanes(const dvm_gpu_exec_args &a) {
-    dvm_env e;
-    dvm_gpu_env(a, &e, (const dvm_node *)a.nodes);
-    uint32_t *regs = dvm_gpu_stage_all(a, &e) + (size_t)threadIdx.x * a.nregs_pad;
-    const dvm_gpu_space sp = dvm_gpu_space_of(a);
-    const uint64_t gtid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    int64_t nthreads = (int64_t)gridDim.x * blockDim.x;
-    if (a.max_threads && a.max_threads < nthreads) nthreads = a.max_threads;
-    const int live = (int64_t)gtid < sp.total && (int64_t)gtid < nthreads;
-    const unsigned wmask = DVM_WARP_MASK(live);
-    if (!live) return;
-    if (a.flags & DVM_GPU_F_STACKS)
-        for (int l = 0; l < L; l++) dvm_thread_begin(&e, (int64_t)gtid * L + l);
-    for (uint32_t r = 0; r < a.nregs_pad; r++) regs[r] = 0;
+    dvm_gpu_lane_thread th;
+    dvm_gpu_lanes_open(a, th);
+    const unsigned wmask = DVM_WARP_MASK(th.live);
+    if (!th.live) return;
+    dvm_gpu_lanes_begin<L>(a, th);
+    dvm_env &e = th.e;
+    uint32_t *const regs = th.regs;
+    const dvm_gpu_space &sp = th.sp;
+    const uint64_t gtid = th.gtid;
+    const int64_t nthreads = th.nthreads;
     const dvm_task_desc td = *(const dvm_task_desc *)a.task;
     const int sync = !(a.flags & DVM_GPU_F_NO_WARP_SYNC);
     int stop = 0;
     for (int64_t base = (int64_t)gtid;; base += nthreads * L) {
         const int mine = base < sp.total && !stop;
-        if (sync) {
-            if (!DVM_WARP_ANY(wmask, mine)) break;
-        } else if (!mine) {
-            break;
-        }
+        if (!dvm_gpu_round(sync, wmask, mine)) break;
 #ifdef DVM_GPU_CONVERGE_RUN
         const int conv = L == DVM_GPU_LANES && sync && (a.flags & DVM_GPU_F_CONVERGE); /* the host's rule */
         if (conv) e.wmask = __ballot_sync(wmask, mine); /* this round's threads keep together */
