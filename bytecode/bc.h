@@ -54,7 +54,8 @@ enum dvm_rt_code {
     DVM_RT_DIVZERO = 4,
     DVM_RT_ADSTACK_UNDERFLOW = 5, /* p0 stack id: an internal error */
     DVM_RT_SIZER_CAP = 6,      /* p0 stack id, p1 the cap that was passed */
-    DVM_RT_BAD_OP = 7,         /* an opcode the interpreter does not know: internal */
+    DVM_RT_BAD_OP = 7,         /* internal: p0 an opcode the interpreter does not know, or (p1 = 1) a
+                                  conditional branch in a branch-free lane run */
     DVM_RT_NEGPOW = 8          /* i32 ** with a negative exponent */
 };
 typedef struct dvm_rt_error {
@@ -171,6 +172,14 @@ typedef struct dvm_program {
 
 /* Frees every array of the program and the program itself. NULL is fine. */
 void dvm_program_free(dvm_program *p);
+
+/* A task's control flow, for a backend's choice of interpreter: its conditional branches
+ * (JZ, JNZ, JGEI, INCLT) and its loops (INCLT, or any jump to the same or an earlier node). */
+typedef struct dvm_task_flow {
+    uint32_t cond;
+    uint32_t loops;
+} dvm_task_flow;
+dvm_task_flow dvm_task_flow_of(const dvm_node *nodes, const dvm_task_desc *t);
 
 #endif /* DVM_BC_DEVICE_ONLY */
 #endif

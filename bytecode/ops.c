@@ -40,3 +40,18 @@ uint64_t dvm_ops_hash(void) {
 #undef DVM_DOP
     return h;
 }
+
+dvm_task_flow dvm_task_flow_of(const dvm_node *nodes, const dvm_task_desc *t) {
+    dvm_task_flow f = {0, 0};
+    for (uint32_t i = 0; i < t->code_len; i++) {
+        const dvm_node *n = &nodes[t->code_begin + i];
+        const dvm_op_info *o = &dvm_op_table[n->op];
+        if (!o->name || !(o->flags & DVM_F_BRANCH)) continue;
+        /* the target is the operand the format marks 'J' (fields x a b c) */
+        const char *j = strchr(o->fmt, 'J');
+        const uint32_t tgt = !j ? UINT32_MAX : j - o->fmt == 1 ? n->a : j - o->fmt == 2 ? n->b : n->c;
+        f.cond += n->op != DVM_OP_JMP;
+        f.loops += n->op == DVM_OP_INCLT || tgt <= i;
+    }
+    return f;
+}

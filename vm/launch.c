@@ -323,8 +323,13 @@ static dvm_status rt_fail(launch *L, uint32_t vk, const dvm_exec *x, const dvm_r
         snprintf(msg, sizeof msg, "kernel '%s'%s: internal error: adstack %s popped while empty", kname, vl, sname);
         break;
     case DVM_RT_BAD_OP:
-        snprintf(msg, sizeof msg, "kernel '%s'%s: internal error: the interpreter met an unknown opcode at node %u", kname, vl,
-                 rt->node);
+        if (rt->p[1] == 1) /* interp_core.h: a conditional branch reached the branch-free lanes */
+            snprintf(msg, sizeof msg,
+                     "kernel '%s'%s: internal error: the branch-free lane interpreter met a conditional branch at node %u",
+                     kname, vl, rt->node);
+        else
+            snprintf(msg, sizeof msg, "kernel '%s'%s: internal error: the interpreter met an unknown opcode at node %u", kname,
+                     vl, rt->node);
         break;
     default:
         snprintf(msg, sizeof msg, "kernel '%s'%s: runtime error code %d at node %u", kname, vl, (int)rt->code, rt->node);

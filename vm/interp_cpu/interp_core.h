@@ -377,40 +377,35 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
  * Optional, per inclusion (all default to the plain scalar interpreter):
  *   DVM_LANES    iterations run in lockstep by one call (GPU: dispatch paid once for all of
  *                them, their loads in flight together); lane l's register r is
- *                regs[r * DVM_RSTRIDE + l], its indices idx[3*l .. 3*l+2], its heap slot
- *                slot * DVM_LANES + l. A conditional branch on which the lanes disagree
- *                stops the call: it returns 2 with *resume = the branch's node (relative),
- *                before any effect of that node, so each lane can finish on its own.
- *   DVM_MASKED   (with DVM_LANES > 1) lanes that disagree at a branch part and meet again
- *                instead of stopping the call: each lane keeps its own node index and the call
- *                always runs the lowest one, for the lanes at it (the others wait). A lane that
- *                leaves a loop waits at its exit for the lanes still in it; after an if/else
- *                the two groups meet where the ways join. *resume is the mask of the lanes
- *                that have an iteration (bit l: lane l), and start must be 0.
- *   DVM_RSTRIDE  register stride (default DVM_LANES): a scalar run (DVM_LANES 1) over one
- *                lane of a lane-major register file passes regs + lane and this stride.
- *   DVM_RUN_NAME, DVM_RUN_AT_NAME  the function names (default dvm_run, dvm_run_at).
- *   DVM_RUN_AT_NAME(e, task_index, t, idx, slot, regs, start, resume) starts at node
- *   `start` (relative to the task; the indices are written only when start is 0).
+ *                regs[r * DVM_LANES + l], its indices idx[3*l .. 3*l+2], its heap slot
+ *                slot * DVM_LANES + l. The function then takes one more argument, `have`:
+ *                the mask of the lanes that have an iteration (bit l: lane l; lane 0 always
+ *                has one). The caller gives a lane without one lane 0's indices; it then has
+ *                no effect of its own (see LANES below; its registers are scratch). Without
+ *                DVM_MASKED such a run is for branch-free tasks only: a conditional branch
+ *                records DVM_RT_BAD_OP (p1 = 1), an internal error (the backends send every
+ *                task with one to a masked run).
+ *   DVM_MASKED   (with DVM_LANES > 1) lanes that disagree at a branch part and meet again:
+ *                each lane keeps its own node index and the call always runs the lowest one,
+ *                for the lanes at it (the others wait). A lane that leaves a loop waits at its
+ *                exit for the lanes still in it; after an if/else the two groups meet where
+ *                the ways join.
+ *   DVM_RUN_NAME the function's name (default dvm_run).
  * This part is compiled at every inclusion of the header: an includer that wants several
- * configurations includes it once per configuration, each with its own names. */
+ * configurations includes it once per configuration, each with its own name. */
 #ifndef DVM_LANES
 #define DVM_LANES 1
-#endif
-#ifndef DVM_RSTRIDE
-#define DVM_RSTRIDE DVM_LANES
 #endif
 #ifndef DVM_RUN_NAME
 #define DVM_RUN_NAME dvm_run
 #endif
-#ifndef DVM_RUN_AT_NAME
-#define DVM_RUN_AT_NAME dvm_run_at
-#endif
 #ifndef DVM_UNROLL
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define DVM_UNROLL _Pragma("unroll")
+#define DVM_NOUNROLL _Pragma("unroll 1")
 #else
 #define DVM_UNROLL
+#define DVM_NOUNROLL
 #endif
 #endif
 
@@ -430,6 +425,9 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #define N_B ((uint32_t)(nw_ >> 32) & 0xFFFFu)
 #define N_C ((uint32_t)(nw_ >> 48))
 #define vmcase(name) L_##name:
+#if DVM_LANES > 1
+#define DVM_LANEMASK_ 1 /* m_: the lanes that run this node (all lanes with an iteration, unless masked lanes parted) */
+#endif
 #if DVM_LANES > 1 && defined(DVM_MASKED)
 #define DVM_MASKED_ 1
 #define DONE_ 0xFFFFFFFFu /* the node index of a lane that has finished, or has no iteration */
@@ -449,29 +447,50 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
         LANES(lp_[l_] = pk_);                                                          \
         goto dvm_select_;                                                              \
     } while (0)
-/* The running lanes only; LANES_ALL every lane. */
-#define LANES(body) do { DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) if ((m_ >> l_) & 1u) { body; } } while (0)
 #else
 #define vmbreak do { ip++; vmdispatch(); } while (0)
-/* Every lane runs `body` with l_ its lane number (one lane: a loop the compiler removes). */
-#define LANES(body) do { DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) { body; } } while (0)
 #endif
-#define LANES_ALL(body) do { DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) { body; } } while (0)
-/* Whether lane l runs this node (0 or 1). An array node computes every lane's index and
- * loads only the running lanes' elements (a select, not a branch per lane: ptxas spilled 224
- * bytes with the branches). */
-#ifdef DVM_MASKED_
+/* LANES(body): the lanes that run the node, each with l_ its lane number; LANES_ALL(body):
+ * every lane (pure nodes: no branch per lane); LANES_ADD(body): the lanes that run an add
+ * (atomic adds). RUNS(l): whether lane l runs the node (0 or 1). An array node computes every
+ * lane's index and loads only the running lanes' elements (a select, not a branch per lane:
+ * ptxas spilled 224 bytes with the branches).
+ * Plain lanes (no DVM_MASKED): a lane without an iteration repeats lane 0's (the caller gives
+ * it lane 0's indices), so it loads, stores and fails exactly as lane 0 does, in the same
+ * node, and only an add would count twice: only adds are masked. (Masking every node cost
+ * the 8-lane kernel 196 bytes of spills on sm_90.) */
+#if defined(DVM_MASKED_) || (defined(DVM_LANEMASK_) && defined(DVM_PLAIN_MASK_ALL))
+#define LANES(body) do { DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) if ((m_ >> l_) & 1u) { body; } } while (0)
 #define RUNS(l) ((int)((m_ >> (l)) & 1u))
 #else
+#define LANES(body) do { DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) { body; } } while (0)
 #define RUNS(l) 1
 #endif
+#ifdef DVM_LANEMASK_
+#define LANES_ADD(body) do { DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) if ((m_ >> l_) & 1u) { body; } } while (0)
+#else
+#define LANES_ADD(body) LANES(body)
+#endif
+#define LANES_ALL(body) do { DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) { body; } } while (0)
+/* LANES_MATH(body): a library math node (sin, exp, pow, ...), every lane. Masked lanes run
+ * it in a loop that is not unrolled: the unrolled copies of these functions' code were a third
+ * of the 8-lane kernel's 300 KB and ncu showed a third of its stalls waiting for instructions;
+ * the loop made the sin loop 8% faster (H200, bench/RESULTS.md v27). Looping over the running
+ * lanes only (v28) was no faster: the warp runs as many rounds as its busiest thread. The plain
+ * lanes keep the unrolled copies (saxpy and the transcendental adjoint were 3% slower). */
+#ifdef DVM_MASKED_
+#define LANES_MATH(body) do { DVM_NOUNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) { body; } } while (0)
+#else
+#define LANES_MATH(body) LANES_ALL(body)
+#endif
 /* Register access: 32-bit words, viewed as u32, i32 or f32; lane l_. */
-#define RU(n) (R[(uint32_t)(n) * DVM_RSTRIDE + l_])
+#define RU(n) (R[(uint32_t)(n) * DVM_LANES + l_])
 #define RI(n) ((int32_t)RU(n))
 #define RF(n) DVM_U2F(RU(n))
 #ifdef DVM_MASKED_
 /* A register write of lane l_ takes effect only for a running lane: pure nodes compute every
- * lane (LANES_ALL: no branch per lane) and write the running ones. */
+ * lane (LANES_ALL: no branch per lane) and write the running ones. (Unmasked lanes write
+ * every lane: a lane without an iteration has scratch registers.) */
 #define SETU(n, v)                                                                     \
     do {                                                                               \
         const uint32_t sv_ = (uint32_t)(v);                                            \
@@ -523,42 +542,45 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
         ip = nip_;                                                                     \
         vmdispatch();                                                                  \
     } while (0)
-/* A conditional jump: cond_ is an expression of lane l_. Lanes that disagree stop the call
- * (see DVM_LANES) before the node has any effect. */
-#if DVM_LANES > 1
-#define AGREE(c0_, cond_)                                                              \
-    int c0_;                                                                           \
-    do {                                                                               \
-        { const int l_ = 0; c0_ = (cond_) != 0; }                                      \
-        DVM_UNROLL for (int l_ = 1; l_ < DVM_LANES; l_++)                              \
-            if (((cond_) != 0) != c0_) { *resume = (uint32_t)(ip - code); return 2; }   \
-    } while (0)
-#else
-#define AGREE(c0_, cond_) int c0_; do { const int l_ = 0; c0_ = (cond_) != 0; CONV_MARK(); } while (0)
-#endif
-/* A conditional branch node: cond_ (an expression of lane l_) is evaluated for every running
- * lane before `effect`; then the lanes for which it holds go to tgt, the others on. Masked
- * lanes that disagree part: each waits at its own node and the lowest is selected. */
+/* A conditional branch node: for every running lane, `lane_` (a statement of lane l_) sets
+ * c_ and may write that lane's registers; then the lanes for which c_ holds go to tgt, the
+ * others on. Masked lanes that disagree part: at a backward branch (a loop that some lanes
+ * leave) the lanes that stay run on at tgt and the others wait at the next node; at a forward
+ * branch the lanes that jump wait at tgt and the others run on. Either way the lowest node
+ * runs next (waiting lanes are beyond this node) without a new selection: the selection's
+ * search over every lane's node, run by each thread whenever its lanes parted, had been a tenth
+ * of the sin loop's instructions (ncu, H200). */
 #ifdef DVM_MASKED_
-#define CBRANCH(cond_, tgt, effect)                                                    \
+#define CBRANCH(lane_, tgt)                                                            \
     do {                                                                               \
         uint32_t t_ = 0;                                                               \
-        LANES(if (cond_) t_ |= 1u << l_);                                              \
-        effect;                                                                        \
+        LANES(int c_; lane_; t_ |= (uint32_t)(c_ != 0) << l_);                         \
         CONV_MARK();                                                                   \
         if (t_ == m_) JUMP(tgt);                                                       \
         if (t_ != 0u) {                                                                \
             const uint32_t tg_ = (uint32_t)(tgt), nx_ = (uint32_t)(ip - code) + 1u;    \
-            LANES(lp_[l_] = ((t_ >> l_) & 1u) ? tg_ : nx_);                            \
-            goto dvm_select_;                                                          \
+            if (tg_ < nx_) {                                                           \
+                LANES(if (!((t_ >> l_) & 1u)) lp_[l_] = nx_);                          \
+                m_ = t_;                                                               \
+                wnext_ = nx_ < wnext_ ? nx_ : wnext_;                                  \
+                JUMP(tg_);                                                             \
+            }                                                                          \
+            LANES(if ((t_ >> l_) & 1u) lp_[l_] = tg_);                                 \
+            m_ &= ~t_;                                                                 \
+            wnext_ = tg_ < wnext_ ? tg_ : wnext_;                                      \
         }                                                                              \
     } while (0);                                                                       \
     vmbreak
+#elif DVM_LANES > 1
+/* Unmasked lanes run branch-free tasks only (see DVM_LANES). */
+#define CBRANCH(lane_, tgt) FAIL(DVM_RT_BAD_OP, N_OP, 1, 0, 0)
 #else
-#define CBRANCH(cond_, tgt, effect)                                                    \
+#define CBRANCH(lane_, tgt)                                                            \
     do {                                                                               \
-        AGREE(c_, cond_);                                                              \
-        effect;                                                                        \
+        const int l_ = 0;                                                              \
+        int c_;                                                                        \
+        lane_;                                                                         \
+        CONV_MARK();                                                                   \
         if (c_) JUMP(tgt);                                                             \
     } while (0);                                                                       \
     vmbreak
@@ -588,11 +610,17 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
         LANES_ALL(ix_[l_] = RU(ia); bad_ |= (ix_[l_] >= (uint32_t)al_) & RUNS(l_));    \
         if (bad_) LANES(CHECK_LEN(N_X, (int32_t)ix_[l_], al_));                        \
     }
-/* read-modify-write of element RI(ia) of the node's array, per lane (v: the index) */
+/* read-modify-write of element RI(ia) of the node's array, per lane (v: the index);
+ * ARR_ADD the same for an add */
 #define ARR_RMW(ia, stmt)                                                              \
     do {                                                                               \
         ARR_IDX(ia);                                                                   \
         LANES(const uint32_t v = ix_[l_]; stmt);                                       \
+    } while (0)
+#define ARR_ADD(ia, stmt)                                                              \
+    do {                                                                               \
+        ARR_IDX(ia);                                                                   \
+        LANES_ADD(const uint32_t v = ix_[l_]; stmt);                                   \
     } while (0)
 /* Both indices of a rank-2 node (registers ia, ja), checked axis 0 then axis 1 per lane
  * before any access; f_[] the flat index (< arr_len < 2^31: the verifier allows LD2/ST2 on
@@ -613,11 +641,14 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
         LANES_ALL(f_[l_] = i_[l_] * e1_ + j_[l_]);                                     \
     }
 
-DVM_FN int DVM_RUN_AT_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
-                           const int32_t *idx, int64_t slot, uint32_t *regs, uint32_t start,
-                           uint32_t *resume)
+#ifdef DVM_LANEMASK_
+DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
+                        const int32_t *idx, int64_t slot, uint32_t *regs, uint32_t have)
+#else
+DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
+                        const int32_t *idx, int64_t slot, uint32_t *regs)
+#endif
 {
-    (void)resume;
 #ifdef DVM_CONVERGE_
     int rc_ = 0, vote_ = 0;
 #endif
@@ -645,9 +676,12 @@ DVM_FN int DVM_RUN_AT_NAME(const dvm_env *e, uint32_t task_index, const dvm_task
 #endif
 #endif
     const dvm_node *const code = e->nodes + t->code_begin;
-    const dvm_node *ip = code + start;
+    const dvm_node *ip = code;
+#ifdef DVM_LANEMASK_
+    uint32_t m_ = have & ((1u << DVM_LANES) - 1u);
+#endif
 #ifdef DVM_MASKED_
-    uint32_t m_ = *resume & ((1u << DVM_LANES) - 1u), wnext_ = DONE_;
+    uint32_t wnext_ = DONE_;
     uint32_t lp_[DVM_LANES];
     LANES_ALL(lp_[l_] = ((m_ >> l_) & 1u) ? 0u : DONE_);
 #endif
@@ -658,11 +692,11 @@ DVM_FN int DVM_RUN_AT_NAME(const dvm_env *e, uint32_t task_index, const dvm_task
     (void)polls_;
     DVM_GLOBAL uint32_t *const *const arr = e->arr;
     if (DVM_LOAD_ERR(&e->err->code)) RET(1);
-#ifdef DVM_MASKED_
+#ifdef DVM_LANEMASK_
     if (m_ == 0u) RET(0);
 #endif
 
-    if (t->kind == DVM_TASK_PARALLEL && start == 0) {
+    if (t->kind == DVM_TASK_PARALLEL) {
         const uint32_t nd = t->ndim;
         DVM_UNROLL for (uint32_t d = 0; d < DVM_MAX_PAR_DIMS; d++)
             if (d < nd) {
@@ -710,7 +744,7 @@ dvm_dispatch_:
     vmcase(MOV) LANES_ALL(SETU(N_A, RU(N_B))); vmbreak;
     vmcase(LDU) { const uint32_t k_ = e->uni[N_B]; LANES_ALL(SETU(N_A, k_)); } vmbreak;
     vmcase(STU) LANES(e->uni[N_A] = RU(N_B)); vmbreak;
-    vmcase(ATOMADDU) LANES(DVM_ATOMIC_ADD_F32(&e->uni[N_A], RF(N_B))); vmbreak;
+    vmcase(ATOMADDU) LANES_ADD(DVM_ATOMIC_ADD_F32(&e->uni[N_A], RF(N_B))); vmbreak;
 
     /* ---- f32 ---- */
     vmcase(ADDF) LANES_ALL(SETF(N_A, RF(N_B) + RF(N_C))); vmbreak;
@@ -719,21 +753,21 @@ dvm_dispatch_:
     vmcase(DIVF) LANES_ALL(SETF(N_A, RF(N_B) / RF(N_C))); vmbreak;
     vmcase(MINF) LANES_ALL(float x = RF(N_B); float y = RF(N_C); SETF(N_A, y < x ? y : x)); vmbreak;
     vmcase(MAXF) LANES_ALL(float x = RF(N_B); float y = RF(N_C); SETF(N_A, y > x ? y : x)); vmbreak;
-    vmcase(POWF) LANES_ALL(SETF(N_A, DVM_POWF(RF(N_B), RF(N_C)))); vmbreak;
-    vmcase(ATAN2F) LANES_ALL(SETF(N_A, DVM_ATAN2F(RF(N_B), RF(N_C)))); vmbreak;
+    vmcase(POWF) LANES_MATH(SETF(N_A, DVM_POWF(RF(N_B), RF(N_C)))); vmbreak;
+    vmcase(ATAN2F) LANES_MATH(SETF(N_A, DVM_ATAN2F(RF(N_B), RF(N_C)))); vmbreak;
     vmcase(NEGF) LANES_ALL(SETU(N_A, RU(N_B) ^ 0x80000000u)); vmbreak;
     vmcase(ABSF) LANES_ALL(SETU(N_A, RU(N_B) & 0x7FFFFFFFu)); vmbreak;
-    vmcase(SIN) LANES_ALL(SETF(N_A, DVM_SINF(RF(N_B)))); vmbreak;
-    vmcase(COS) LANES_ALL(SETF(N_A, DVM_COSF(RF(N_B)))); vmbreak;
-    vmcase(TAN) LANES_ALL(SETF(N_A, DVM_TANF(RF(N_B)))); vmbreak;
-    vmcase(ASIN) LANES_ALL(SETF(N_A, DVM_ASINF(RF(N_B)))); vmbreak;
-    vmcase(ACOS) LANES_ALL(SETF(N_A, DVM_ACOSF(RF(N_B)))); vmbreak;
-    vmcase(ATAN) LANES_ALL(SETF(N_A, DVM_ATANF(RF(N_B)))); vmbreak;
-    vmcase(EXP) LANES_ALL(SETF(N_A, DVM_EXPF(RF(N_B)))); vmbreak;
-    vmcase(LOG) LANES_ALL(SETF(N_A, DVM_LOGF(RF(N_B)))); vmbreak;
+    vmcase(SIN) LANES_MATH(SETF(N_A, DVM_SINF(RF(N_B)))); vmbreak;
+    vmcase(COS) LANES_MATH(SETF(N_A, DVM_COSF(RF(N_B)))); vmbreak;
+    vmcase(TAN) LANES_MATH(SETF(N_A, DVM_TANF(RF(N_B)))); vmbreak;
+    vmcase(ASIN) LANES_MATH(SETF(N_A, DVM_ASINF(RF(N_B)))); vmbreak;
+    vmcase(ACOS) LANES_MATH(SETF(N_A, DVM_ACOSF(RF(N_B)))); vmbreak;
+    vmcase(ATAN) LANES_MATH(SETF(N_A, DVM_ATANF(RF(N_B)))); vmbreak;
+    vmcase(EXP) LANES_MATH(SETF(N_A, DVM_EXPF(RF(N_B)))); vmbreak;
+    vmcase(LOG) LANES_MATH(SETF(N_A, DVM_LOGF(RF(N_B)))); vmbreak;
     vmcase(SQRT) LANES_ALL(SETF(N_A, DVM_SQRTF(RF(N_B)))); vmbreak;
     vmcase(RSQRT) LANES_ALL(SETF(N_A, 1.0f / DVM_SQRTF(RF(N_B)))); vmbreak;
-    vmcase(TANH) LANES_ALL(SETF(N_A, DVM_TANHF(RF(N_B)))); vmbreak;
+    vmcase(TANH) LANES_MATH(SETF(N_A, DVM_TANHF(RF(N_B)))); vmbreak;
     vmcase(FLOOR) LANES_ALL(SETF(N_A, DVM_FLOORF(RF(N_B)))); vmbreak;
     vmcase(CEIL) LANES_ALL(SETF(N_A, DVM_CEILF(RF(N_B)))); vmbreak;
 
@@ -783,10 +817,11 @@ dvm_dispatch_:
 
     /* ---- control ---- */
     vmcase(JMP) JUMP(N_A);
-    vmcase(JZ) CBRANCH(RU(N_A) == 0u, N_B, (void)0);
-    vmcase(JNZ) CBRANCH(RU(N_A) != 0u, N_B, (void)0);
-    vmcase(JGEI) CBRANCH(RI(N_A) >= RI(N_B), N_C, (void)0);
-    vmcase(INCLT) CBRANCH((int32_t)(RU(N_A) + 1u) < RI(N_B), N_C, LANES_ALL(SETU(N_A, RU(N_A) + 1u)));
+    vmcase(JZ) CBRANCH(c_ = RU(N_A) == 0u, N_B);
+    vmcase(JNZ) CBRANCH(c_ = RU(N_A) != 0u, N_B);
+    vmcase(JGEI) CBRANCH(c_ = RI(N_A) >= RI(N_B), N_C);
+    /* the bound is read before the count is written (they may be one register) */
+    vmcase(INCLT) CBRANCH(const uint32_t v_ = RU(N_A) + 1u; c_ = (int32_t)v_ < RI(N_B); RU(N_A) = v_, N_C);
 #ifdef DVM_MASKED_
     vmcase(END) LANES(lp_[l_] = DONE_); goto dvm_select_;
 #else
@@ -827,12 +862,12 @@ dvm_dispatch_:
         ARR2_IDX(N_A, N_B);
         LANES(DVM_STG(&ab_[f_[l_]], RU(N_C)));
     } vmbreak;
-    vmcase(ATOMADDF) ARR_RMW(N_A, DVM_ATOMIC_ADD_F32(&ab_[v], RF(N_B))); vmbreak;
+    vmcase(ATOMADDF) ARR_ADD(N_A, DVM_ATOMIC_ADD_F32(&ab_[v], RF(N_B))); vmbreak;
     vmcase(ATOMADDF2) {
         ARR2_IDX(N_A, N_B);
-        LANES(DVM_ATOMIC_ADD_F32(&ab_[f_[l_]], RF(N_C)));
+        LANES_ADD(DVM_ATOMIC_ADD_F32(&ab_[f_[l_]], RF(N_C)));
     } vmbreak;
-    vmcase(ATOMADDI) ARR_RMW(N_A, DVM_ATOMIC_ADD_I32(&ab_[v], RU(N_B))); vmbreak;
+    vmcase(ATOMADDI) ARR_ADD(N_A, DVM_ATOMIC_ADD_I32(&ab_[v], RU(N_B))); vmbreak;
     vmcase(ATOMMAXF) ARR_RMW(N_A, DVM_ATOMIC_MAX_F32(&ab_[v], RF(N_B))); vmbreak;
     vmcase(ATOMMINF) ARR_RMW(N_A, DVM_ATOMIC_MIN_F32(&ab_[v], RF(N_B))); vmbreak;
     vmcase(ATOMMAXI) ARR_RMW(N_A, DVM_ATOMIC_MAX_I32(&ab_[v], RI(N_B))); vmbreak;
@@ -912,13 +947,6 @@ dvm_finish_:
 #endif
 }
 
-DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
-                        const int32_t *idx, int64_t slot, uint32_t *regs)
-{
-    uint32_t resume = 0;
-    return DVM_RUN_AT_NAME(e, task_index, t, idx, slot, regs, 0u, &resume);
-}
-
 #undef LANES
 #undef RU
 #undef RI
@@ -929,11 +957,13 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
 #undef KF
 #undef NODE_ID
 #undef JUMP
-#undef AGREE
 #undef CBRANCH
 #undef JUMP_MEET_
 #undef LANES_ALL
+#undef LANES_ADD
+#undef LANES_MATH
 #undef RUNS
+#undef DVM_LANEMASK_
 #ifdef DVM_MASKED_
 #undef PARK_AT
 #undef DONE_
@@ -947,6 +977,7 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
 #undef CHECK_LEN
 #undef ARR_NODE
 #undef ARR_RMW
+#undef ARR_ADD
 #undef ARR_IDX
 #undef ARR2_IDX
 #undef vmcase
@@ -958,6 +989,4 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
 #undef N_B
 #undef N_C
 #undef DVM_LANES
-#undef DVM_RSTRIDE
 #undef DVM_RUN_NAME
-#undef DVM_RUN_AT_NAME

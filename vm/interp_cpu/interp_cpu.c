@@ -74,15 +74,18 @@ static inline void dvm_cpu_atomic_max_i64(int64_t *p, int64_t v)
 #define DVM_ATOMIC_MAX_I64(p, v) dvm_cpu_atomic_max_i64((p), (v))
 #define DVM_LOAD_ERR(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #include "interp_core.h"
-/* DVM_CPU_LANES=1: parallel tasks run CPU_LANES iterations per call through the masked-lane
- * interpreter that the CUDA and HIP backends use for tasks with loops (interp_core.h,
- * DVM_MASKED), so the test suite checks that logic on machines without a GPU. Slower than
- * the default on a CPU: for testing only. */
+/* DVM_CPU_LANES=1: parallel tasks run CPU_LANES iterations per call through the lane
+ * interpreters that the CUDA and HIP backends use (interp_core.h, DVM_LANES): plain lanes for
+ * a task with no conditional branch, masked lanes (DVM_MASKED) for the rest, chosen by the
+ * same rule, so the test suite checks that logic on machines without a GPU. Slower than the
+ * default on a CPU: for testing only. */
 #define CPU_LANES 4
+#define DVM_LANES CPU_LANES
+#define DVM_RUN_NAME dvm_run_lanes
+#include "interp_core.h"
 #define DVM_LANES CPU_LANES
 #define DVM_MASKED 1
 #define DVM_RUN_NAME dvm_run_mlanes
-#define DVM_RUN_AT_NAME dvm_run_mlanes_at
 #include "interp_core.h"
 
 struct dvm_backend {
@@ -140,7 +143,7 @@ static dvm_backend *cpu_open(const dvm_backend_opts *opts, char *err, size_t err
     char model[128];
     cpu_model(model, sizeof model);
     snprintf(be->name, sizeof be->name, "cpu: %s, %d threads (OpenMP)%s", model, be->threads,
-             be->lanes > 1 ? ", masked lanes (DVM_CPU_LANES)" : "");
+             be->lanes > 1 ? ", lanes (DVM_CPU_LANES)" : "");
     return be;
 }
 
@@ -335,6 +338,8 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
     for (uint32_t ti = 0; ti < var->ntasks; ti++) {
         uint32_t task_index = ti; /* task index within the variant (the error record's unit) */
         const dvm_task_desc *t = &p->tasks[var->task_begin + ti];
+        /* lanes: plain for a task with no conditional branch, else masked (the GPU backends' rule) */
+        const int masked = dvm_task_flow_of(p->nodes, t).cond != 0;
         if (t->kind == DVM_TASK_SERIAL) {
             uint32_t regs[DVM_MAX_REGS];
             memset(regs, 0, sizeof(uint32_t) * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));
@@ -396,12 +401,17 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
                             /* lane l takes iteration it + l */
                             int32_t lidx[3 * CPU_LANES];
                             uint32_t have = 0;
-                            for (int l = 0; l < lanes && it + l < e; l++) {
+                            for (int l = 0; l < lanes; l++) {
+                                if (it + l >= e) { /* no iteration: lane 0's indices (interp_core.h) */
+                                    memcpy(lidx + 3 * l, lidx, sizeof idx);
+                                    continue;
+                                }
                                 memcpy(lidx + 3 * l, idx, sizeof idx);
                                 have |= 1u << l;
                                 cpu_next_idx(idx, nd, ext, lo);
                             }
-                            if (dvm_run_mlanes_at(&env, task_index, t, lidx, (int64_t)tid, regs, 0u, &have)) break;
+                            if ((masked ? dvm_run_mlanes : dvm_run_lanes)(&env, task_index, t, lidx, (int64_t)tid, regs, have))
+                                break;
                         }
                     }
                 }

@@ -36,8 +36,9 @@ struct dvm_backend {
     void *k_serial, *k_parallel, *k_ranges, *k_reduce, *k_final, *k_lanes, *k_lanes8, *k_mlanes, *k_mlanes8;
     int sms, cc_major, cc_minor, smem_max; /* smem_max: dynamic shared memory we may use */
     int use_smem_code, use_smem_regs;      /* DVM_GPU_SMEM_CODE / DVM_GPU_SMEM_REGS=0 turn off */
-    int use_lanes;                         /* 0 never, 1 tasks without loops, 2 all (DVM_GPU_LANES) */
-    int use_masked;                        /* masked lanes for tasks with loops (DVM_GPU_MASKED=0: no) */
+    int use_lanes;                         /* lanes at all (DVM_GPU_LANES=0: no) */
+    int use_masked;                        /* masked lanes: 0 never (DVM_GPU_MASKED=0), 1 tasks with a
+                                              conditional branch, 2 every task (=2, for measuring) */
     int use_wide;                          /* the 8-lane kernels may be chosen (DVM_GPU_WIDE=0: no) */
     int no_warp_sync;                      /* DVM_GPU_WARP_SYNC=0: threads of a warp start rounds alone */
     int converge;                          /* 0 never, 1 tasks with 2+ loops, 2 all (DVM_GPU_CONVERGE) */
@@ -200,9 +201,8 @@ dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opt
     be->use_smem_regs = !env_off("DVM_GPU_SMEM_REGS");
     be->no_warp_sync = env_off("DVM_GPU_WARP_SYNC");
     be->converge = env_off("DVM_GPU_CONVERGE") ? 0 : (getenv("DVM_GPU_CONVERGE") && !strcmp(getenv("DVM_GPU_CONVERGE"), "2") ? 2 : 1);
-    /* DVM_GPU_LANES=0: never; =2: every task that fits (branchy ones too: for measuring) */
-    be->use_lanes = env_off("DVM_GPU_LANES") ? 0 : (getenv("DVM_GPU_LANES") && !strcmp(getenv("DVM_GPU_LANES"), "2") ? 2 : 1);
-    be->use_masked = !env_off("DVM_GPU_MASKED");
+    be->use_lanes = !env_off("DVM_GPU_LANES");
+    be->use_masked = env_off("DVM_GPU_MASKED") ? 0 : (getenv("DVM_GPU_MASKED") && !strcmp(getenv("DVM_GPU_MASKED"), "2") ? 2 : 1);
     be->use_wide = !env_off("DVM_GPU_WIDE");
     const char *mt = getenv("DVM_GPU_MAX_THREADS");
     be->max_threads = mt && atoi(mt) > 0 ? (uint32_t)atoi(mt) : 0u;
@@ -398,24 +398,6 @@ static int stage_tables(dvm_backend *be, const tab_layout *t, uint32_t nuni, con
     return 0;
 }
 
-/* The task's loops: its jumps backwards (INCLT, or JMP/JZ/JNZ/JGEI to an earlier node; a
-   `while` loop closes with a JMP and leaves by a forward JZ). A task with none runs the
-   plain lanes: lanes that disagree at a branch finish one by one from there, and forward
-   branches (if/else) rarely split the lanes of a round (the 2-D stencil, its boundary test,
-   ran 6% faster with lanes and its adjoint 14%: H200, bench/RESULTS.md, v15). A loop with a
-   data-dependent trip count disagrees in nearly every round (plain lanes made the dynamic
-   loop 3.5x slower on an H100), so a task with loops runs masked lanes, whose lanes part at a
-   branch and meet again (interp_core.h, DVM_MASKED). */
-static uint32_t count_loops(const dvm_node *nodes, const dvm_task_desc *t) {
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < t->code_len; i++) {
-        const dvm_node *n = &nodes[t->code_begin + i];
-        k += n->op == DVM_OP_INCLT || (n->op == DVM_OP_JMP && n->a <= i) ||
-             ((n->op == DVM_OP_JZ || n->op == DVM_OP_JNZ) && n->b <= i) || (n->op == DVM_OP_JGEI && n->c <= i);
-    }
-    return k;
-}
-
 /* narr: the variant's array slots. A parallel task whose nodes and register files both fit
    in shared memory also gets the array table there (32 bytes a slot: interp_cuda.cu,
    dvm_gpu_stage_all), ahead of the nodes. */
@@ -445,7 +427,7 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
     c.lanes = 1;
     if (t->kind == DVM_TASK_PARALLEL) {
         int nb = 0;
-        const uint32_t loops = count_loops(nodes, t);
+        const dvm_task_flow fl = dvm_task_flow_of(nodes, t);
         /* Several iterations per thread (dispatch paid once for all, their loads in flight
            together) when nodes and the wider register files fit in shared memory with at least
            two blocks per multiprocessor. Of the two widths, the one with more iterations in
@@ -453,9 +435,16 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
            occupancy): on an H200, 8 lanes took saxpy (4 registers) from 0.44x to 0.52x of
            native and the transcendental kernel (13 registers, 4 resident blocks at 8 lanes)
            from 0.27x to 0.24x (bench/RESULTS.md, v13). */
-        const int plain = be->use_lanes > 1 || loops == 0, masked = !plain && be->use_masked;
+        /* Lanes, and which ones. A task with no conditional branch runs the plain lanes, whose
+           lanes never part. A task with one runs masked lanes, whose lanes part at a branch and
+           meet again (interp_core.h, DVM_MASKED): a loop with a data-dependent trip count
+           disagrees in nearly every round, and even the stencil's boundary test ran 1.9x
+           faster masked than with the earlier plain lanes, which stopped at a disagreement
+           and finished the lanes one by one (H200, bench/RESULTS.md v25, v26). Masked lanes cost
+           branch-free tasks 20-30% (saxpy, trans). */
+        const int plain = be->use_masked < 2 && fl.cond == 0, masked = !plain && be->use_masked;
         /* keep the warp together (below) */
-        const int conv = be->converge && (be->converge > 1 || loops >= 2) && be->drv->warp_vote_cc &&
+        const int conv = be->converge && (be->converge > 1 || fl.loops >= 2) && be->drv->warp_vote_cc &&
                          be->cc_major >= be->drv->warp_vote_cc;
         if (be->use_lanes && (c.flags & DVM_GPU_F_SMEM_CODE) && (plain || masked)) {
             static const uint32_t widths[2] = {DVM_GPU_LANES, DVM_GPU_LANES_WIDE};

@@ -84,78 +84,52 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #define DVM_GPU_CONVERGE_RUN 1
 #define DVM_WARP_MIN(mask, v) __reduce_min_sync((mask), (v))
 #define DVM_RUN_NAME dvm_run_conv
-#define DVM_RUN_AT_NAME dvm_run_conv_at
 #include "../interp_cpu/interp_core.h"
 #undef DVM_WARP_MIN
 #endif
-/* L = DVM_GPU_LANES or DVM_GPU_LANES_WIDE iterations per call in lockstep
-   (dvm_k_parallel_lanes, dvm_k_parallel_lanes8), and for each L the scalar run of one lane
-   of that lane-major register file (a tail, or lanes that took different branches). */
+/* L = DVM_GPU_LANES or DVM_GPU_LANES_WIDE iterations per call in lockstep: the plain lanes
+   (dvm_k_parallel_lanes, dvm_k_parallel_lanes8) for tasks with no conditional branch, and
+   masked lanes (dvm_k_parallel_mlanes, dvm_k_parallel_mlanes8) for the rest: lanes that
+   disagree at a branch part and meet again (interp_core.h, DVM_MASKED). On sm_80 and newer a
+   DVM_GPU_LANES masked copy whose warp also keeps together (a task with two loops or more, as
+   for dvm_run_conv: a separate copy, since the votes' bookkeeping in the one copy made the
+   one-loop kernels 6% slower on an H200; 8 such lanes ran the dynsin adjoint at 9.9 ms against
+   4 lanes' 7.1 ms, so the host picks 4 for those tasks and there is no 8-lane voting copy). */
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_RUN_NAME dvm_run_lanes
-#define DVM_RUN_AT_NAME dvm_run_lanes_at
-#include "../interp_cpu/interp_core.h"
-#define DVM_LANES 1
-#define DVM_RSTRIDE DVM_GPU_LANES
-#define DVM_RUN_NAME dvm_run_lane
-#define DVM_RUN_AT_NAME dvm_run_lane_at
 #include "../interp_cpu/interp_core.h"
 #define DVM_LANES DVM_GPU_LANES_WIDE
 #define DVM_RUN_NAME dvm_run_lanes_w
-#define DVM_RUN_AT_NAME dvm_run_lanes_w_at
 #include "../interp_cpu/interp_core.h"
-#define DVM_LANES 1
-#define DVM_RSTRIDE DVM_GPU_LANES_WIDE
-#define DVM_RUN_NAME dvm_run_lane_w
-#define DVM_RUN_AT_NAME dvm_run_lane_w_at
-#include "../interp_cpu/interp_core.h"
-/* Masked lanes (tasks with loops), DVM_GPU_LANES and DVM_GPU_LANES_WIDE wide: lanes that
-   disagree at a branch part and meet again; and on sm_80 and newer a DVM_GPU_LANES copy whose
-   warp also keeps together (a task with two loops or more, as for dvm_run_conv: a separate
-   copy, since the votes' bookkeeping in the one copy made the one-loop kernels 6% slower on an
-   H200; 8 such lanes ran the dynsin adjoint at 9.9 ms against 4 lanes' 7.1 ms, so the host
-   picks 4 for those tasks and there is no 8-lane voting copy). */
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_MASKED 1
 #define DVM_RUN_NAME dvm_run_mlanes
-#define DVM_RUN_AT_NAME dvm_run_mlanes_at
 #include "../interp_cpu/interp_core.h"
 #define DVM_LANES DVM_GPU_LANES_WIDE
 #define DVM_MASKED 1
 #define DVM_RUN_NAME dvm_run_mlanes_w
-#define DVM_RUN_AT_NAME dvm_run_mlanes_w_at
 #include "../interp_cpu/interp_core.h"
 #ifdef DVM_GPU_CONVERGE_RUN
 #define DVM_WARP_MIN(mask, v) __reduce_min_sync((mask), (v))
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_MASKED 1
 #define DVM_RUN_NAME dvm_run_mlanes_conv
-#define DVM_RUN_AT_NAME dvm_run_mlanes_conv_at
 #include "../interp_cpu/interp_core.h"
 #undef DVM_WARP_MIN
 #endif
-/* The pair of runners for L lanes: all lanes in lockstep, and one lane alone. */
-template <int L> struct dvm_gpu_lanes_of;
-#define DVM_GPU_LANES_OF(L, ALL, ONE, MASKED)                                                                 \
-    template <> struct dvm_gpu_lanes_of<L> {                                                                      \
-        __device__ static __forceinline__ int masked(const dvm_env *e, uint32_t ti, const dvm_task_desc *t,         \
-                                                     const int32_t *idx, int64_t slot, uint32_t *regs,              \
-                                                     uint32_t *have) {                                              \
-            return MASKED(e, ti, t, idx, slot, regs, 0u, have);                                                     \
-        }                                                                                                         \
-        __device__ static __forceinline__ int all(const dvm_env *e, uint32_t ti, const dvm_task_desc *t,            \
-                                                  const int32_t *idx, int64_t slot, uint32_t *regs, uint32_t start, \
-                                                  uint32_t *resume) {                                               \
-            return ALL(e, ti, t, idx, slot, regs, start, resume);                                                  \
-        }                                                                                                         \
-        __device__ static __forceinline__ int one(const dvm_env *e, uint32_t ti, const dvm_task_desc *t,            \
-                                                  const int32_t *idx, int64_t slot, uint32_t *regs, uint32_t start, \
-                                                  uint32_t *resume) {                                               \
-            return ONE(e, ti, t, idx, slot, regs, start, resume);                                                  \
-        }                                                                                                         \
+/* The runners for L lanes: plain (MASKED false) and masked. */
+template <int L, bool MASKED> struct dvm_gpu_lanes_of;
+#define DVM_GPU_LANES_OF(L, MASKED, RUN)                                                                      \
+    template <> struct dvm_gpu_lanes_of<L, MASKED> {                                                          \
+        __device__ static __forceinline__ int run(const dvm_env *e, uint32_t ti, const dvm_task_desc *t,      \
+                                                  const int32_t *idx, int64_t slot, uint32_t *regs, uint32_t have) { \
+            return RUN(e, ti, t, idx, slot, regs, have);                                                      \
+        }                                                                                                     \
     };
-DVM_GPU_LANES_OF(DVM_GPU_LANES, dvm_run_lanes_at, dvm_run_lane_at, dvm_run_mlanes_at)
-DVM_GPU_LANES_OF(DVM_GPU_LANES_WIDE, dvm_run_lanes_w_at, dvm_run_lane_w_at, dvm_run_mlanes_w_at)
+DVM_GPU_LANES_OF(DVM_GPU_LANES, false, dvm_run_lanes)
+DVM_GPU_LANES_OF(DVM_GPU_LANES_WIDE, false, dvm_run_lanes_w)
+DVM_GPU_LANES_OF(DVM_GPU_LANES, true, dvm_run_mlanes)
+DVM_GPU_LANES_OF(DVM_GPU_LANES_WIDE, true, dvm_run_mlanes_w)
 #undef DVM_GPU_LANES_OF
 
 /* ---- the ops-table hash, computed at compile time from the same ops.def rows and in the
@@ -454,53 +428,14 @@ template <int L> __device__ static __forceinline__ void dvm_gpu_lanes_begin(cons
    base + l * nthreads (each lane's accesses stay coalesced across the warp). The launch
    needs the task's nodes and the register files in shared memory (the host checks) and
    L heap slots per thread. Register r of lane l: regs[r * L + l]; a thread's file is
-   a.nregs_pad words (odd: no bank conflicts between threads). */
-template <int L> __device__ static __forceinline__ void dvm_gpu_lanes(const dvm_gpu_exec_args &a) {
-    dvm_gpu_lane_thread th;
-    dvm_gpu_lanes_open(a, th);
-    if (!th.live) return;
-    dvm_gpu_lanes_begin<L>(a, th);
-    dvm_env &e = th.e;
-    uint32_t *const regs = th.regs;
-    const dvm_gpu_space &sp = th.sp;
-    const uint64_t gtid = th.gtid;
-    const int64_t nthreads = th.nthreads;
-    const dvm_task_desc td = *(const dvm_task_desc *)a.task;
-    const uint32_t ti = a.task_index, ndim = a.ndim;
-    for (int64_t base = (int64_t)gtid; base < sp.total; base += nthreads * L) {
-        /* A full round runs the lanes in lockstep; a partial last round, or the lanes of a
-           round that disagreed at a branch (from that node on), run one by one below. The
-           lockstep indices are only ever indexed by constants (registers, no local memory),
-           and the scalar run has one call site: ncu showed the earlier shape (an index array
-           indexed by lane, the scalar run inlined per lane) spending 73% of its memory
-           requests on local-memory spills. */
-        uint32_t start = 0;
-        if (base + (L - 1) * nthreads < sp.total) {
-            int32_t idx[3 * L];
-#pragma unroll
-            for (int l = 0; l < L; l++) dvm_gpu_decompose(sp, ndim, base + l * nthreads, idx + 3 * l);
-            int rc = dvm_gpu_lanes_of<L>::all(&e, ti, &td, idx, (int64_t)gtid, regs, 0u, &start);
-            if (rc == 1) return;
-            if (rc == 0) continue;
-            /* rc == 2: the lanes disagree at node `start`; each finishes alone from there */
-        }
-#pragma unroll 1
-        for (int l = 0; l < L; l++) {
-            if (base + l * nthreads >= sp.total) break;
-            int32_t idx1[3];
-            dvm_gpu_decompose(sp, ndim, base + l * nthreads, idx1);
-            uint32_t resume = 0;
-            if (dvm_gpu_lanes_of<L>::one(&e, ti, &td, idx1, (int64_t)gtid * L + l, regs + l, start, &resume))
-                return;
-        }
-    }
-}
-
-/* Masked lanes: DVM_GPU_LANES iterations per thread and call, as above, for tasks with
-   loops. The lanes of a call part at a branch and meet again (interp_core.h, DVM_MASKED), so
-   a partial last round needs no scalar runs either: its missing lanes start finished. The
-   warp starts each round together, as in dvm_gpu_parallel. */
-template <int L> __device__ static __forceinline__ void dvm_gpu_mlanes(const dvm_gpu_exec_args &a) {
+   a.nregs_pad words (odd: no bank conflicts between threads). A partial last round passes
+   the mask of the lanes that have an iteration (the others take lane 0's indices and have no
+   effect). MASKED: the lanes of a call part at a branch and meet again, and the warp starts
+   each round together, as in dvm_gpu_parallel; plain lanes run branch-free tasks only. The
+   lockstep indices are only ever indexed by constants (registers, no local memory: ncu
+   showed an earlier shape, an index array indexed by lane, spending 73% of its memory
+   requests on local-memory spills). */
+template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lanes(const dvm_gpu_exec_args &a) {
     dvm_gpu_lane_thread th;
     dvm_gpu_lanes_open(a, th);
     const unsigned wmask = DVM_WARP_MASK(th.live);
@@ -512,13 +447,13 @@ template <int L> __device__ static __forceinline__ void dvm_gpu_mlanes(const dvm
     const uint64_t gtid = th.gtid;
     const int64_t nthreads = th.nthreads;
     const dvm_task_desc td = *(const dvm_task_desc *)a.task;
-    const int sync = !(a.flags & DVM_GPU_F_NO_WARP_SYNC);
+    const int sync = MASKED && !(a.flags & DVM_GPU_F_NO_WARP_SYNC); /* plain lanes never part: no need (and the ballot cost lanes8 84 bytes of spills) */
     int stop = 0;
     for (int64_t base = (int64_t)gtid;; base += nthreads * L) {
         const int mine = base < sp.total && !stop;
         if (!dvm_gpu_round(sync, wmask, mine)) break;
 #ifdef DVM_GPU_CONVERGE_RUN
-        const int conv = L == DVM_GPU_LANES && sync && (a.flags & DVM_GPU_F_CONVERGE); /* the host's rule */
+        const int conv = MASKED && L == DVM_GPU_LANES && sync && (a.flags & DVM_GPU_F_CONVERGE); /* the host's rule */
         if (conv) e.wmask = __ballot_sync(wmask, mine); /* this round's threads keep together */
 #endif
         if (!mine) continue;
@@ -531,28 +466,31 @@ template <int L> __device__ static __forceinline__ void dvm_gpu_mlanes(const dvm
             dvm_gpu_decompose(sp, a.ndim, lin < sp.total ? lin : base, idx + 3 * l);
         }
 #ifdef DVM_GPU_CONVERGE_RUN
-        if constexpr (L == DVM_GPU_LANES) {
+        if constexpr (MASKED && L == DVM_GPU_LANES) {
             if (conv) {
-                if (dvm_run_mlanes_conv_at(&e, a.task_index, &td, idx, (int64_t)gtid, regs, 0u, &have)) stop = 1;
+                if (dvm_run_mlanes_conv(&e, a.task_index, &td, idx, (int64_t)gtid, regs, have)) stop = 1;
                 continue;
             }
         }
 #endif
-        if (dvm_gpu_lanes_of<L>::masked(&e, a.task_index, &td, idx, (int64_t)gtid, regs, &have)) stop = 1;
+        if (dvm_gpu_lanes_of<L, MASKED>::run(&e, a.task_index, &td, idx, (int64_t)gtid, regs, have)) stop = 1;
     }
 }
 
-extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_lanes(dvm_gpu_exec_args a) { dvm_gpu_lanes<DVM_GPU_LANES>(a); }
-extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_mlanes(dvm_gpu_exec_args a) { dvm_gpu_mlanes<DVM_GPU_LANES>(a); }
+extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_lanes(dvm_gpu_exec_args a) { dvm_gpu_lanes<DVM_GPU_LANES, false>(a); }
+extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_mlanes(dvm_gpu_exec_args a) { dvm_gpu_lanes<DVM_GPU_LANES, true>(a); }
 /* 8 masked lanes hold 8 node indices: at sm_90's floor of 12 blocks ptxas spilled 240 bytes
    (sm_80-89 at 10: 56 bytes), at 8 (64 registers) none. */
 #if !defined(__HIP__) && !defined(__HIPCC__)
-#define DVM_GPU_BOUNDS_W __launch_bounds__(DVM_GPU_BLOCK, 8)
+#ifndef DVM_GPU_MIN_BLOCKS_W
+#define DVM_GPU_MIN_BLOCKS_W 8
+#endif
+#define DVM_GPU_BOUNDS_W __launch_bounds__(DVM_GPU_BLOCK, DVM_GPU_MIN_BLOCKS_W)
 #else
 #define DVM_GPU_BOUNDS_W DVM_GPU_BOUNDS
 #endif
-extern "C" __global__ void DVM_GPU_BOUNDS_W dvm_k_parallel_mlanes8(dvm_gpu_exec_args a) { dvm_gpu_mlanes<DVM_GPU_LANES_WIDE>(a); }
-extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_lanes8(dvm_gpu_exec_args a) { dvm_gpu_lanes<DVM_GPU_LANES_WIDE>(a); }
+extern "C" __global__ void DVM_GPU_BOUNDS_W dvm_k_parallel_mlanes8(dvm_gpu_exec_args a) { dvm_gpu_lanes<DVM_GPU_LANES_WIDE, true>(a); }
+extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_lanes8(dvm_gpu_exec_args a) { dvm_gpu_lanes<DVM_GPU_LANES_WIDE, false>(a); }
 
 /* ---- sizer ---- */
 __device__ static inline void dvm_gpu_size_env(const dvm_gpu_size_args &a, dvm_size_env *s) {
