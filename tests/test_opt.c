@@ -224,10 +224,30 @@ static int run_stencil(dvm_context *ctx, int opt, float out[3 * SC]) {
     return rc;
 }
 
+/* dvm_task_flow_of (bytecode/ops.c), which picks a task's lane interpreter: the
+ * conditional branches and loops of the variant's only task */
+static dvm_task_flow flow(const dvm_program *p, const char *kernel, int vk) {
+    const dvm_variant_desc *v = variant(p, kernel, vk);
+    dvm_task_flow none = {UINT32_MAX, UINT32_MAX};
+    if (!v || v->ntasks != 1) return none;
+    return dvm_task_flow_of(p->nodes, &p->tasks[v->task_begin]);
+}
+
 int main(void) {
     dvm_program *po = compile(1), *pn = compile(0);
     if (!po || !pn) return 1;
     const int ADJ = DVM_V_ADJOINT;
+
+    /* task flow: trans is branch-free (plain lanes), the loops and the stencil's if are not */
+    dvm_task_flow f = flow(po, "trans", DVM_V_FORWARD);
+    CHECK(f.cond == 0 && f.loops == 0, "trans: %u conditional branches, %u loops; expected 0, 0", f.cond, f.loops);
+    f = flow(po, "dynloop", DVM_V_FORWARD);
+    CHECK(f.cond == 2 && f.loops == 1, "dynloop: %u conditional branches, %u loops; expected 2 (JGEI, INCLT), 1", f.cond,
+          f.loops);
+    f = flow(po, "keep", ADJ);
+    CHECK(f.cond == 4 && f.loops == 2, "keep adjoint: %u conditional branches, %u loops; expected 4, 2", f.cond, f.loops);
+    f = flow(po, "stencil", DVM_V_FORWARD);
+    CHECK(f.cond == 4 && f.loops == 0, "stencil: %u conditional branches, %u loops; expected 4 (JGEI), 0", f.cond, f.loops);
 
     /* trans: each transcendental of v once in the adjoint */
     CHECK(count(po, "trans", ADJ, DVM_OP_SIN) == 1, "trans adjoint: %d SIN, expected 1", count(po, "trans", ADJ, DVM_OP_SIN));
