@@ -459,7 +459,7 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
  * it lane 0's indices), so it loads, stores and fails exactly as lane 0 does, in the same
  * node, and only an add would count twice: only adds are masked. (Masking every node cost
  * the 8-lane kernel 196 bytes of spills on sm_90.) */
-#if defined(DVM_MASKED_) || (defined(DVM_LANEMASK_) && defined(DVM_PLAIN_MASK_ALL))
+#ifdef DVM_MASKED_
 #define LANES(body) do { DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) if ((m_ >> l_) & 1u) { body; } } while (0)
 #define RUNS(l) ((int)((m_ >> (l)) & 1u))
 #else
