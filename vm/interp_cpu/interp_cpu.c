@@ -339,7 +339,7 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
         uint32_t task_index = ti; /* task index within the variant (the error record's unit) */
         const dvm_task_desc *t = &p->tasks[var->task_begin + ti];
         /* lanes: plain for a task with no conditional branch, else masked (the GPU backends' rule) */
-        const int masked = dvm_task_flow_of(p->nodes, t).cond != 0;
+        const int masked = lanes > 1 && dvm_task_flow_of(p->nodes, t).cond != 0;
         if (t->kind == DVM_TASK_SERIAL) {
             uint32_t regs[DVM_MAX_REGS];
             memset(regs, 0, sizeof(uint32_t) * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));

@@ -117,20 +117,15 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #include "../interp_cpu/interp_core.h"
 #undef DVM_WARP_MIN
 #endif
-/* The runners for L lanes: plain (MASKED false) and masked. */
-template <int L, bool MASKED> struct dvm_gpu_lanes_of;
-#define DVM_GPU_LANES_OF(L, MASKED, RUN)                                                                      \
-    template <> struct dvm_gpu_lanes_of<L, MASKED> {                                                          \
-        __device__ static __forceinline__ int run(const dvm_env *e, uint32_t ti, const dvm_task_desc *t,      \
-                                                  const int32_t *idx, int64_t slot, uint32_t *regs, uint32_t have) { \
-            return RUN(e, ti, t, idx, slot, regs, have);                                                      \
-        }                                                                                                     \
-    };
-DVM_GPU_LANES_OF(DVM_GPU_LANES, false, dvm_run_lanes)
-DVM_GPU_LANES_OF(DVM_GPU_LANES_WIDE, false, dvm_run_lanes_w)
-DVM_GPU_LANES_OF(DVM_GPU_LANES, true, dvm_run_mlanes)
-DVM_GPU_LANES_OF(DVM_GPU_LANES_WIDE, true, dvm_run_mlanes_w)
-#undef DVM_GPU_LANES_OF
+/* The runner for L lanes, plain (MASKED false) or masked. */
+template <int L, bool MASKED>
+__device__ static __forceinline__ int dvm_gpu_run_lanes(const dvm_env *e, uint32_t ti, const dvm_task_desc *t,
+                                                        const int32_t *idx, int64_t slot, uint32_t *regs, uint32_t have) {
+    if constexpr (MASKED && L == DVM_GPU_LANES) return dvm_run_mlanes(e, ti, t, idx, slot, regs, have);
+    else if constexpr (MASKED) return dvm_run_mlanes_w(e, ti, t, idx, slot, regs, have);
+    else if constexpr (L == DVM_GPU_LANES) return dvm_run_lanes(e, ti, t, idx, slot, regs, have);
+    else return dvm_run_lanes_w(e, ti, t, idx, slot, regs, have);
+}
 
 /* ---- the ops-table hash, computed at compile time from the same ops.def rows and in the
    same way as bytecode/ops.c (FNV-1a 64: number, name, format, flags); the host refuses an
@@ -473,7 +468,7 @@ template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lan
             }
         }
 #endif
-        if (dvm_gpu_lanes_of<L, MASKED>::run(&e, a.task_index, &td, idx, (int64_t)gtid, regs, have)) stop = 1;
+        if (dvm_gpu_run_lanes<L, MASKED>(&e, a.task_index, &td, idx, (int64_t)gtid, regs, have)) stop = 1;
     }
 }
 
