@@ -416,7 +416,7 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #ifdef DVM_USE_SWITCH
 #define vmdispatch() goto dvm_dispatch_
 #else
-#define vmdispatch() do { nw_ = DVM_NODE_WORD(ip); goto *dvm_disp_[N_OP]; } while (0)
+#define vmdispatch() do { nw_ = DVM_NODE_WORD(code + pc); goto *dvm_disp_[N_OP]; } while (0)
 #endif
 /* The node being run, fetched as one 64-bit word (one load, not five): its fields. */
 #define N_OP ((uint32_t)(nw_ & 0xFFu))
@@ -431,14 +431,14 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #if DVM_LANES > 1 && defined(DVM_MASKED)
 #define DVM_MASKED_ 1
 #define DONE_ 0xFFFFFFFFu /* the node index of a lane that has finished, or has no iteration */
-/* Masked lanes: m_ holds the lanes at node ip; lp_[l] the node a waiting or finished lane is
- * at (always beyond ip); wnext_ the lowest of the waiting lanes' nodes (DONE_ when none).
+/* Masked lanes: m_ holds the lanes at node pc; lp_[l] the node a waiting or finished lane is
+ * at (always beyond pc); wnext_ the lowest of the waiting lanes' nodes (DONE_ when none).
  * Only a branch parts lanes, so a step to the next node needs one compare: reaching wnext_
  * parks the running lanes there and selects again. */
 #define vmbreak                                                                        \
     do {                                                                               \
-        ip++;                                                                          \
-        if ((uint32_t)(ip - code) == wnext_) PARK_AT((uint32_t)(ip - code));           \
+        pc++;                                                                          \
+        if (pc == wnext_) PARK_AT(pc);                                                 \
         vmdispatch();                                                                  \
     } while (0)
 #define PARK_AT(pc)                                                                    \
@@ -448,7 +448,7 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
         goto dvm_select_;                                                              \
     } while (0)
 #else
-#define vmbreak do { ip++; vmdispatch(); } while (0)
+#define vmbreak do { pc++; vmdispatch(); } while (0)
 #endif
 /* LANES(body): the lanes that run the node, each with l_ its lane number; LANES_ALL(body):
  * every lane (pure nodes: no branch per lane); LANES_ADD(body): the lanes that run an add
@@ -502,7 +502,7 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #define SETI(n, v) SETU(n, (int32_t)(v))
 #define SETF(n, v) SETU(n, DVM_F2U(v))
 #define KF(n) DVM_U2F(K[n])
-#define NODE_ID() ((uint32_t)(ip - code) + t->code_begin)
+#define NODE_ID() (pc + t->code_begin)
 /* DVM_WARP_MIN(mask, v) (optional; scalar and masked runs): the minimum of v over the threads in
  * mask, all of which call it (a warp-wide reduction on a GPU). With it (and e->wmask set),
  * the threads of a warp that run this call together stay together: after each conditional
@@ -534,16 +534,18 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #endif
 #define JUMP(tgt)                                                                      \
     do {                                                                               \
-        const dvm_node *nip_ = code + (tgt);                                           \
-        if (nip_ <= ip && (++polls_ & (DVM_POLL_EVERY - 1)) == 0u &&                   \
+        const uint32_t npc_ = (uint32_t)(tgt);                                         \
+        if (npc_ <= pc && (++polls_ & (DVM_POLL_EVERY - 1)) == 0u &&                   \
             DVM_LOAD_ERR(&e->err->code))                                               \
             RET(1);                                                                    \
         JUMP_MEET_(tgt);                                                               \
-        ip = nip_;                                                                     \
+        pc = npc_;                                                                     \
         vmdispatch();                                                                  \
     } while (0)
-/* A conditional branch node: for every running lane, `lane_` (a statement of lane l_) sets
- * c_ and may write that lane's registers; then the lanes for which c_ holds go to tgt, the
+/* A conditional branch node: for every lane, `lane_` (a statement of lane l_) sets c_ and may
+ * write that lane's registers through SETU (masked lanes: every lane computes, as in the pure
+ * nodes, and only the running lanes write: no branch per lane); then the running lanes for
+ * which c_ holds go to tgt, the
  * others on. Masked lanes that disagree part: at a backward branch (a loop that some lanes
  * leave) the lanes that stay run on at tgt and the others wait at the next node; at a forward
  * branch the lanes that jump wait at tgt and the others run on. Either way the lowest node
@@ -554,11 +556,12 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #define CBRANCH(lane_, tgt)                                                            \
     do {                                                                               \
         uint32_t t_ = 0;                                                               \
-        LANES(int c_; lane_; t_ |= (uint32_t)(c_ != 0) << l_);                         \
+        LANES_ALL(int c_; lane_; t_ |= (uint32_t)(c_ != 0) << l_);                     \
+        t_ &= m_;                                                                      \
         CONV_MARK();                                                                   \
         if (t_ == m_) JUMP(tgt);                                                       \
         if (t_ != 0u) {                                                                \
-            const uint32_t tg_ = (uint32_t)(tgt), nx_ = (uint32_t)(ip - code) + 1u;    \
+            const uint32_t tg_ = (uint32_t)(tgt), nx_ = pc + 1u;                       \
             if (tg_ < nx_) {                                                           \
                 LANES(if (!((t_ >> l_) & 1u)) lp_[l_] = nx_);                          \
                 m_ = t_;                                                               \
@@ -676,7 +679,7 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
 #endif
 #endif
     const dvm_node *const code = e->nodes + t->code_begin;
-    const dvm_node *ip = code;
+    uint32_t pc = 0; /* the node being run, relative to code (32-bit: cheaper than a pointer on a GPU) */
 #ifdef DVM_LANEMASK_
     uint32_t m_ = have & ((1u << DVM_LANES) - 1u);
 #endif
@@ -708,13 +711,13 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
 dvm_dispatch_:
 #ifdef DVM_CONVERGE_
     if (vote_ && e->wmask) {
-        const uint32_t me_ = (uint32_t)(ip - code);
+        const uint32_t me_ = pc;
         vote_ = 0;
         while (DVM_WARP_MIN(e->wmask, me_) != me_) {
         }
     }
 #endif
-    nw_ = DVM_NODE_WORD(ip);
+    nw_ = DVM_NODE_WORD(code + pc);
 #ifdef DVM_HOT_OPS
     /* nvcc compiles the switch to a tree of compares (no jump table): the includer's
        hottest opcodes are tested first, in its order (DVM_HOT_OPS: DVM_HOT(NAME) ...). */
@@ -821,7 +824,7 @@ dvm_dispatch_:
     vmcase(JNZ) CBRANCH(c_ = RU(N_A) != 0u, N_B);
     vmcase(JGEI) CBRANCH(c_ = RI(N_A) >= RI(N_B), N_C);
     /* the bound is read before the count is written (they may be one register) */
-    vmcase(INCLT) CBRANCH(const uint32_t v_ = RU(N_A) + 1u; c_ = (int32_t)v_ < RI(N_B); RU(N_A) = v_, N_C);
+    vmcase(INCLT) CBRANCH(const uint32_t v_ = RU(N_A) + 1u; c_ = (int32_t)v_ < RI(N_B); SETU(N_A, v_), N_C);
 #ifdef DVM_MASKED_
     vmcase(END) LANES(lp_[l_] = DONE_); goto dvm_select_;
 #else
@@ -926,13 +929,13 @@ dvm_dispatch_:
 dvm_select_:
     /* every lane's node is in lp_: run the lowest, with the lanes at it */
     {
-        uint32_t pc_ = DONE_;
-        LANES_ALL(pc_ = lp_[l_] < pc_ ? lp_[l_] : pc_);
-        if (pc_ == DONE_) RET(0);
+        uint32_t lo_ = DONE_;
+        LANES_ALL(lo_ = lp_[l_] < lo_ ? lp_[l_] : lo_);
+        if (lo_ == DONE_) RET(0);
         m_ = 0u;
         wnext_ = DONE_;
-        LANES_ALL(if (lp_[l_] == pc_) m_ |= 1u << l_; else if (lp_[l_] < wnext_) wnext_ = lp_[l_]);
-        ip = code + pc_;
+        LANES_ALL(if (lp_[l_] == lo_) m_ |= 1u << l_; else if (lp_[l_] < wnext_) wnext_ = lp_[l_]);
+        pc = lo_;
         CONV_MARK(); /* the thread may have moved on: the warp votes */
         vmdispatch();
     }
