@@ -62,6 +62,24 @@ kernel idx3(v: i32[p, q, r]):
 ''', 'idx3', {'v': I(3, 4, 5)}, _nd3)
 
 
+def _nd3b(d):
+    p, q, r = d['v'].shape
+    for i in range(p):
+        for j in range(q):
+            for k in range(r):
+                d['v'][i, j, k] = i * 100 + j * 10 + k if (i + j + k) % 2 == 0 else -(i * 100 + j * 10 + k)
+# A branch sends the task to the masked lanes, whose lanes step from one iteration's indices to
+# the next with carries (GPU; DVM_GPU_MAX_THREADS=3 makes every digit carry).
+case('ndrange3_branch', '''
+kernel idx3b(v: i32[p, q, r]):
+    for i, j, k in ndrange(p, q, r):
+        if (i + j + k) % 2 == 0:
+            v[i, j, k] = i * 100 + j * 10 + k
+        else:
+            v[i, j, k] = -(i * 100 + j * 10 + k)
+''', 'idx3b', {'v': I(3, 7, 5)}, _nd3b)
+
+
 def _rng(d):
     for i in range(d['lo'], d['hi']):
         d['y'][i] = 2.0 * i

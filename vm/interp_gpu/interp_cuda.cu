@@ -269,6 +269,26 @@ __device__ static inline void dvm_gpu_decompose(const dvm_gpu_space &sp, uint32_
     }
 }
 
+/* The indices of iteration lin + s, from those of lin (from) and the digits of s (step, as
+   dvm_gpu_decompose gives them, s < total): a mixed-radix add, last dimension first, each digit
+   below its extent, so one subtraction per carry (no division: a lane kernel decomposes one
+   iteration per round and steps to its other lanes' ones). ndim 2 or 3. */
+__device__ static __forceinline__ void dvm_gpu_step(const dvm_gpu_space &sp, uint32_t ndim, const int32_t *from,
+                                                    const int32_t *step, int32_t *to) {
+    uint32_t c = 0;
+    if (ndim == 3) {
+        uint32_t d2 = (uint32_t)from[2] + (uint32_t)step[2];
+        c = d2 >= sp.ext2;
+        to[2] = (int32_t)(c ? d2 - sp.ext2 : d2);
+    } else {
+        to[2] = 0;
+    }
+    uint32_t d1 = (uint32_t)from[1] + (uint32_t)step[1] + c;
+    c = d1 >= sp.ext1;
+    to[1] = (int32_t)(c ? d1 - sp.ext1 : d1);
+    to[0] = from[0] + step[0] + (int32_t)c;
+}
+
 /* Warp votes. CUDA: explicit masks of the threads still iterating. HIP (ROCm 5.2 has no
    __ballot_sync; wavefronts are 32 or 64 wide): a vote among the active lanes, which are
    exactly the threads still iterating. */
@@ -454,11 +474,31 @@ template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lan
         if (!mine) continue;
         int32_t idx[3 * L];
         uint32_t have = 0;
+        if (MASKED && a.ndim > 1) {
+            /* Masked lanes, several dimensions: lane l + 1's iteration is lane l's + nthreads,
+               one division per round (the digits of nthreads) instead of one per lane. In the
+               plain lanes this stepping spilled (the 8-lane kernel 80 bytes of loads instead of
+               52), so they divide per lane. */
+            int32_t step[3];
+            dvm_gpu_decompose(sp, a.ndim, nthreads < sp.total ? nthreads : 0, step);
+            dvm_gpu_decompose(sp, a.ndim, base, idx);
+            have = 1;
 #pragma unroll
-        for (int l = 0; l < L; l++) {
-            const int64_t lin = base + l * nthreads;
-            if (lin < sp.total) have |= 1u << l;
-            dvm_gpu_decompose(sp, a.ndim, lin < sp.total ? lin : base, idx + 3 * l);
+            for (int l = 1; l < L; l++) {
+                if (base + l * nthreads < sp.total) {
+                    have |= 1u << l;
+                    dvm_gpu_step(sp, a.ndim, idx + 3 * (l - 1), step, idx + 3 * l);
+                } else {
+                    idx[3 * l] = idx[0], idx[3 * l + 1] = idx[1], idx[3 * l + 2] = idx[2];
+                }
+            }
+        } else {
+#pragma unroll
+            for (int l = 0; l < L; l++) {
+                const int64_t lin = base + l * nthreads;
+                if (lin < sp.total) have |= 1u << l;
+                dvm_gpu_decompose(sp, a.ndim, lin < sp.total ? lin : base, idx + 3 * l);
+            }
         }
 #ifdef DVM_GPU_CONVERGE_RUN
         if constexpr (MASKED && L == DVM_GPU_LANES) {
