@@ -4,14 +4,15 @@
 #     its ctest suite (CPU kernels and gradients, Vulkan on lavapipe, GPU build checks;
 #     tests that need a missing GPU are skipped and say so);
 #  2. an ASan+UBSan build of the library, the command and the CPU/Vulkan tests;
-#  3. the libFuzzer harnesses (blob reader/verifier, compiler front end), about a minute each.
+#  3. the libFuzzer harnesses (blob reader/verifier, compiler front end), 30 s each
+#     (DVM_FUZZ_SECONDS=N for longer runs), which keeps CI near 10 minutes on 2 cores.
 # Prints one closing line "summary: N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh || { echo "setup failed"; exit 1; }
 export PATH="$PATH:/usr/local/cuda/bin"
 jobs=$(nproc)
-fuzz_seconds=${DVM_FUZZ_SECONDS:-60}
+fuzz_seconds=${DVM_FUZZ_SECONDS:-30}
 passed=0; failed=0; skipped=0; status=0
 
 # Runs ctest in a build folder and adds its counts to the totals.
