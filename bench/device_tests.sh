@@ -31,11 +31,12 @@ for m in forward grad errors; do
   step "suite $m cuda (DVM_GPU_MAX_THREADS=3)" env DVM_GPU_MAX_THREADS=3 python3 tests/suite/run_suite.py --dvm $D/dvm --backend cuda --mode $m -j 4
 done
 # the other launch shapes: every task one iteration per call (the scalar kernel and its
-# warp vote, still used when lanes do not fit), lanes 4 wide only, and masked lanes for the
-# branch-free tasks too
+# warp vote, still used when lanes do not fit), lanes 4 wide only, masked lanes for the
+# branch-free tasks too, and the warp kept together (the vote) for every task
 for m in forward grad; do
   step "suite $m cuda (DVM_GPU_LANES=0)" env DVM_GPU_LANES=0 python3 tests/suite/run_suite.py --dvm $D/dvm --backend cuda --mode $m -j 4
   step "suite $m cuda (DVM_GPU_WIDE=0)" env DVM_GPU_WIDE=0 python3 tests/suite/run_suite.py --dvm $D/dvm --backend cuda --mode $m -j 4
   step "suite $m cuda (DVM_GPU_MASKED=2)" env DVM_GPU_MASKED=2 python3 tests/suite/run_suite.py --dvm $D/dvm --backend cuda --mode $m -j 4
+  step "suite $m cuda (DVM_GPU_CONVERGE=2)" env DVM_GPU_CONVERGE=2 python3 tests/suite/run_suite.py --dvm $D/dvm --backend cuda --mode $m -j 4
 done
 grep -E "^FAIL" $L | head -40 >> $S
