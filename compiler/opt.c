@@ -98,21 +98,35 @@ static int key_eq(const dvm_node *a, const dvm_node *b) {
     return a->op == b->op && a->x == b->x && a->b == b->b && a->c == b->c;
 }
 
+/* leader[i]: nonzero where a block starts. Bit 0: node 0 or a jump target; bit 1: the node
+ * after a branch or END. A block with bit 1 alone, after a conditional branch, is entered only
+ * by falling through from the block before it. */
+#define LEAD_TARGET 1u
+#define LEAD_AFTER 2u
 static void find_leaders(topt *t) {
     memset(t->leader, 0, t->len);
-    t->leader[0] = 1;
+    t->leader[0] = LEAD_TARGET;
     for (uint32_t i = 0; i < t->len; i++) {
         const dvm_node *n = &t->code[i];
         const char *f = fmt_of(n);
         if (flags_of(n) & DVM_F_BRANCH) {
             for (int j = 0; j < 3; j++)
-                if (f[j + 1] == 'J' && opnd(n, j) < t->len) t->leader[opnd(n, j)] = 1;
+                if (f[j + 1] == 'J' && opnd(n, j) < t->len) t->leader[opnd(n, j)] |= LEAD_TARGET;
         }
-        if (((flags_of(n) & DVM_F_BRANCH) || n->op == DVM_OP_END) && i + 1 < t->len) t->leader[i + 1] = 1;
+        if (((flags_of(n) & DVM_F_BRANCH) || n->op == DVM_OP_END) && i + 1 < t->len) t->leader[i + 1] |= LEAD_AFTER;
     }
 }
+/* Whether node i starts a block whose only predecessor is the block before it (the fall-through
+ * of a conditional branch): what held at the branch still holds there. */
+static int fall_through_only(const topt *t, uint32_t i) {
+    if (i == 0 || t->leader[i] != LEAD_AFTER) return 0;
+    const dvm_node *p = &t->code[i - 1];
+    return (flags_of(p) & DVM_F_BRANCH) && !is_uncond_branch(p);
+}
 
-/* Copy propagation and CSE, one pass over the blocks. Returns 1 if a node changed. */
+/* Copy propagation and CSE, one pass over the blocks; a block entered only by falling through
+ * a conditional branch goes on with the tables of the block before it (extended blocks: the
+ * stencil's bounds tests each loaded 0 again). Returns 1 if a node changed. */
 static int local_pass(topt *t) {
     int changed = 0;
     uint32_t stamp = 0, uver = 1;
@@ -123,7 +137,7 @@ static int local_pass(topt *t) {
     memset(t->tab, 0, sizeof *t->tab * t->tabcap);
     for (uint32_t i = 0; i < t->len; i++) {
         dvm_node *n = &t->code[i];
-        if (t->leader[i]) stamp++;
+        if (t->leader[i] && !fall_through_only(t, i)) stamp++;
         const char *f = fmt_of(n);
         /* reads of a copy's destination read its source; an 'm' node reads and writes in an
          * op-specific order, so none of its reads may be turned into its 'm' register */

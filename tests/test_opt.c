@@ -324,6 +324,13 @@ int main(void) {
               count(po, "stencil", ADJ, DVM_OP_JGEI) == 4,
           "stencil adjoint: %d LTI, %d JZ, %d JGEI, expected 0, 0, 4", count(po, "stencil", ADJ, DVM_OP_LTI),
           count(po, "stencil", ADJ, DVM_OP_JZ), count(po, "stencil", ADJ, DVM_OP_JGEI));
+    /* CSE over extended blocks: the bounds tests' blocks, each entered only by falling through
+       the test before, reuse the 0 loaded for the first one; the else branch, entered by a
+       jump, loads its own 0 (the adjoint's reset of v.grad there) */
+    CHECK(count(po, "stencil", DVM_V_FORWARD, DVM_OP_CONST) == 1, "stencil forward: %d CONST, expected 1",
+          count(po, "stencil", DVM_V_FORWARD, DVM_OP_CONST));
+    CHECK(count(po, "stencil", ADJ, DVM_OP_CONST) == 2, "stencil adjoint: %d CONST, expected 2 (one in the else branch)",
+          count(po, "stencil", ADJ, DVM_OP_CONST));
     check_leftovers(po);
 
     const char *names[4] = {"trans", "dynloop", "keep", "stencil"};
