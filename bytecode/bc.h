@@ -42,6 +42,13 @@ typedef struct dvm_node {
 #define DVM_SIZE_SAT ((int64_t)1 << 40) /* size arithmetic saturates here */
 #define DVM_NO_SLOT 0xFFFFu
 
+/* An 'o' operand (ops.def): a register in bits 0-9, a signed offset -32..31 in bits 10-15. */
+#define DVM_OFS_REG(f) ((uint32_t)(f) & 0x3FFu)
+#define DVM_OFS_OFF(f) ((int32_t)((((uint32_t)(f) >> 10) & 0x3Fu) ^ 0x20u) - 0x20)
+#define DVM_OFS_MIN (-32)
+#define DVM_OFS_MAX 31
+#define DVM_OFS_MAKE(r, off) ((uint16_t)(((uint32_t)(r) & 0x3FFu) | (((uint32_t)(off) & 0x3Fu) << 10)))
+
 /* ---- value types ---- */
 enum dvm_vtype { DVM_T_VOID = 0, DVM_T_F32 = 1, DVM_T_I32 = 2, DVM_T_BOOL = 3 };
 

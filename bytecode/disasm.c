@@ -119,6 +119,10 @@ static void add_node(line *l, const dvm_program *p, const dvm_kernel_desc *k, co
         first = 0;
         switch (c) {
         case 'w': case 'r': case 'm': add(l, "r%u", x); break;
+        case 'o':
+            add(l, "r%u", DVM_OFS_REG(x));
+            if (DVM_OFS_OFF(x)) add(l, "%+d", DVM_OFS_OFF(x));
+            break;
         case 'k':
             add(l, "K%u", x);
             if (x < p->nconsts && p->consts) { add(l, "="); add_word(l, p->consts[x]); }

@@ -645,6 +645,65 @@ static int opt_task(dvm_program *p, const dvm_task_desc *td, uint8_t *stack_live
     return changed;
 }
 
+/* ADDIK t, i, k right before an array access whose index is t, with t read nowhere after it:
+ * the access takes i and k itself (LD -> LDO, ATOMADDF -> ATOMADDFO, LD2 -> LD2O, ATOMADDF2
+ * -> ATOMADDF2O) and the ADDIK goes (x[i - 1], u[i, j + 1] and their adjoints' += : the
+ * 5-point stencil's four neighbours were 8 nodes, now 4). Run last, after register
+ * allocation, so that no other pass meets an 'o' operand. The index is the same i32 sum, checked
+ * as before, so the errors are the same. Returns the nodes fused, or -1 (out of memory). */
+static int offset_task(dvm_program *p, const dvm_task_desc *td) {
+    topt t;
+    int fused = 0;
+    if (!topt_init(&t, p->nodes + td->code_begin, td->code_len, td->nregs)) {
+        topt_free(&t);
+        return -1;
+    }
+    t.weak = 1; /* every read counts */
+    find_leaders(&t);
+    liveness(&t);
+    for (uint32_t i = 0; i + 1 < t.len; i++) {
+        dvm_node *ad = &t.code[i], *n = &t.code[i + 1];
+        if (ad->op != DVM_OP_ADDIK || t.leader[i + 1]) continue;
+        const uint16_t r = ad->a, src = ad->b;
+        const int32_t k = (int16_t)ad->c;
+        live_out(&t, i + 1, t.tmp);
+        const int writes_r = (n->op == DVM_OP_LD || n->op == DVM_OP_LD2) && n->a == r;
+        if (BIT(t.tmp, r) && !writes_r) continue; /* the sum is read later */
+        const int small = k >= DVM_OFS_MIN && k <= DVM_OFS_MAX;
+        dvm_node f = *n;
+        switch (n->op) {
+        case DVM_OP_LD: /* x a=dst b=index */
+            if (n->b != r) continue;
+            f.op = DVM_OP_LDO, f.b = src, f.c = (uint16_t)k;
+            break;
+        case DVM_OP_ATOMADDF: /* x a=index b=value */
+            if (n->a != r || n->b == r) continue;
+            f.op = DVM_OP_ATOMADDFO, f.a = src, f.c = (uint16_t)k;
+            break;
+        case DVM_OP_LD2: /* x a=dst b, c=indices */
+            if (!small || (n->b == r) == (n->c == r)) continue;
+            f.op = DVM_OP_LD2O;
+            f.b = n->b == r ? DVM_OFS_MAKE(src, k) : DVM_OFS_MAKE(n->b, 0);
+            f.c = n->c == r ? DVM_OFS_MAKE(src, k) : DVM_OFS_MAKE(n->c, 0);
+            break;
+        case DVM_OP_ATOMADDF2: /* x a, b=indices c=value */
+            if (!small || (n->a == r) == (n->b == r) || n->c == r) continue;
+            f.op = DVM_OP_ATOMADDF2O;
+            f.a = n->a == r ? DVM_OFS_MAKE(src, k) : DVM_OFS_MAKE(n->a, 0);
+            f.b = n->b == r ? DVM_OFS_MAKE(src, k) : DVM_OFS_MAKE(n->b, 0);
+            break;
+        default:
+            continue;
+        }
+        *n = f;
+        memset(ad, 0, sizeof *ad); /* a NOP: compact() drops it */
+        fused++;
+        i++;
+    }
+    topt_free(&t);
+    return fused;
+}
+
 /* ---- one variant ---- */
 
 static int stack_operand(const dvm_node *n) {
@@ -691,7 +750,8 @@ static int opt_variant(dvm_program *p, const dvm_variant_desc *vd, uint8_t *stac
         }
     }
     for (uint32_t t = 0; t < vd->ntasks && rc >= 0; t++)
-        if (regalloc_task(p, &p->tasks[vd->task_begin + t]) < 0) rc = -1;
+        if (regalloc_task(p, &p->tasks[vd->task_begin + t]) < 0 || offset_task(p, &p->tasks[vd->task_begin + t]) < 0)
+            rc = -1;
     if (rc >= 0) {
         /* renumber the surviving stacks */
         uint16_t *newid = malloc(sizeof *newid * (vd->nstacks ? vd->nstacks : 1));

@@ -254,6 +254,8 @@ M(m_slot_write0, p->slots[1].writes = 0)
 M(m_slot_write2, p->slots[1].writes = 2)
 M(m_st2_rank1, p->nodes[4].op = DVM_OP_ST2; p->nodes[4].c = p->nodes[4].b)
 M(m_at2_rank1, p->nodes[4].op = DVM_OP_ATOMADDF2; p->nodes[4].c = p->nodes[4].b)
+M(m_ld2o_rank1, p->nodes[4].op = DVM_OP_ATOMADDF2O; p->nodes[4].c = p->nodes[4].b)
+M(m_o_reg, p->nodes[4].op = DVM_OP_ATOMADDF2O; p->nodes[4].c = p->nodes[4].b; p->nodes[4].b = DVM_OFS_MAKE(900, -3))
 M(m_task_kind, p->tasks[0].kind = 2)
 M(m_task_ndim, p->tasks[0].ndim = 4)
 M(m_task_ndim0, p->tasks[0].ndim = 0)
@@ -364,6 +366,8 @@ static const malform malforms[] = {
     {"writes flag", m_slot_write2, "slot 1: writes flag 2"},
     {"ST2 on a rank-1 slot", m_st2_rank1, "node 4 (ST2): array slot 1 ('y') has rank 1, expected 2"},
     {"ATOMADDF2 on a rank-1 slot", m_at2_rank1, "node 4 (ATOMADDF2): array slot 1 ('y') has rank 1, expected 2"},
+    {"ATOMADDF2O on a rank-1 slot", m_ld2o_rank1, "node 4 (ATOMADDF2O): array slot 1 ('y') has rank 1, expected 2"},
+    {"o operand register", m_o_reg, "node 4 (ATOMADDF2O): operand b: register 900 (with offset -3) is not < nregs"},
     {"task kind", m_task_kind, "(forward) task 0: kind 2"},
     {"task ndim", m_task_ndim, "task 0: ndim 4 is not in 1..3"},
     {"task ndim 0", m_task_ndim0, "task 0: ndim 0 is not in 1..3"},

@@ -331,6 +331,15 @@ int main(void) {
           count(po, "stencil", DVM_V_FORWARD, DVM_OP_CONST));
     CHECK(count(po, "stencil", ADJ, DVM_OP_CONST) == 2, "stencil adjoint: %d CONST, expected 2 (one in the else branch)",
           count(po, "stencil", ADJ, DVM_OP_CONST));
+    /* the neighbours' index arithmetic fused into the accesses: u[i - 1, j] etc. are LD2O in the
+       forward and ATOMADDF2O in the adjoint; ADDIK is left only for n - 1 and m - 1 */
+    CHECK(count(po, "stencil", DVM_V_FORWARD, DVM_OP_LD2O) == 4 && count(po, "stencil", DVM_V_FORWARD, DVM_OP_ADDIK) == 2,
+          "stencil forward: %d LD2O, %d ADDIK, expected 4 and 2", count(po, "stencil", DVM_V_FORWARD, DVM_OP_LD2O),
+          count(po, "stencil", DVM_V_FORWARD, DVM_OP_ADDIK));
+    CHECK(count(po, "stencil", ADJ, DVM_OP_ATOMADDF2O) == 4 && count(po, "stencil", ADJ, DVM_OP_ADDIK) == 2,
+          "stencil adjoint: %d ATOMADDF2O, %d ADDIK, expected 4 and 2", count(po, "stencil", ADJ, DVM_OP_ATOMADDF2O),
+          count(po, "stencil", ADJ, DVM_OP_ADDIK));
+    CHECK(count(pn, "stencil", DVM_V_FORWARD, DVM_OP_LD2O) == 0, "unoptimized stencil forward: LD2O (is DVM_NO_OPT honored?)");
     check_leftovers(po);
 
     const char *names[4] = {"trans", "dynloop", "keep", "stencil"};

@@ -642,6 +642,27 @@ kernel lap(u: f32[n, m], v: f32[n, m]):
 ''', 'lap', {'u': F(6, 7), 'v': F(6, 7)}, _stencil, grad=True)
 
 
+def _nb(d):
+    x, y, u, w = d['x'], d['y'], d['u'], d['w']
+    for i in range(1, len(x) - 1):
+        y[i] = x[i - 1] - 2.0 * x[i] + x[i + 1]
+    p, q = u.shape
+    for i in range(p - 2):
+        for j in range(q - 40):
+            w[i, j] = u[i + 1, j + 1] * u[i + 2, j + 40] + x[i + 300]
+# Neighbours at constant offsets: the optimizer fuses the index arithmetic into the accesses
+# (LDO, LD2O; the adjoint's ATOMADDFO, ATOMADDF2O). 1-D offsets are 16-bit (x[i + 300]);
+# rank-2 ones -32..31 and one index per node (u[i + 1, j + 1] keeps one ADDIK, u[i + 2, j + 40]
+# both).
+case('neighbors', '''
+kernel nb(x: f32[n], y: f32[n], u: f32[p, q], w: f32[p, q]):
+    for i in range(1, n - 1):
+        y[i] = x[i - 1] - 2.0 * x[i] + x[i + 1]
+    for i, j in ndrange(p - 2, q - 40):
+        w[i, j] = u[i + 1, j + 1] * u[i + 2, j + 40] + x[i + 300]
+''', 'nb', {'x': F(305), 'y': F(305), 'u': F(6, 45), 'w': F(6, 45)}, _nb, grad=True)
+
+
 def _tri(d):
     n = len(d['x'])
     for i in range(n):

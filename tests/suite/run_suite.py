@@ -39,6 +39,10 @@ def error_checks(r):
          ['3:16', "'x'", '4', 'out of bounds'], []),
         ('oob_write_2d', 'kernel k(y: f32[n, m]):\n    for i in range(n):\n        y[i, m] = 1.0\n',
          {'y': Arr('f4', (2, 3), [0] * 6)}, ['3:9', "'y'", 'axis 1', 'out of bounds'], []),
+        ('oob_read_2d_offset', 'kernel k(u: f32[n, m], v: f32[n, m]):\n    for i, j in ndrange(n, m):\n'
+         '        v[i, j] = u[i, j + 1]\n',  # one LD2O: the index j + 1 is checked as the sum
+         {'u': Arr('f4', (2, 3), [0] * 6), 'v': Arr('f4', (2, 3), [0] * 6)},
+         ['3:', "'u'", 'axis 1', 'index 3', 'out of bounds'], []),
         ('assert_fail', 'kernel k(x: f32[n]):\n    for i in range(n):\n        assert x[i] < 2.5, "x too big"\n',
          {'x': Arr('f4', (4,), [1, 2, 3, 4])}, ['3:', 'x too big'], []),
         ('div_zero', 'kernel k(a: i32[n], y: i32[n]):\n    for i in range(n):\n        y[i] = 10 // a[i]\n',

@@ -116,6 +116,8 @@ bool chk(uint x, int i, uint node) {
 float f(uint r) { return uintBitsToFloat(R[r]); }
 void setf(uint r, float v) { R[r] = floatBitsToUint(v); }
 int iv(uint r) { return int(R[r]); }
+/* an 'o' operand (ops.def): register in bits 0-9 plus a signed 6-bit offset in bits 10-15 */
+int ov(uint f) { return int(R[f & 1023u] + uint((int((f >> 10) & 63u) ^ 32) - 32)); } /* wraps, like ADDIK */
 void seti(uint r, int v) { R[r] = uint(v); }
 float K(uint k) { return uintBitsToFloat(ldw(pc.consts, k)); }
 
@@ -406,10 +408,13 @@ int run(uint cb, uint slot) {
         case OP_ST: { int i = iv(a); if (!chk(x, i, n)) return 1; W(addw(arr_base(x), uint(i))).v = R[b]; break; }
         case OP_LD2:
         case OP_ST2:
-        case OP_ATOMADDF2: {
+        case OP_ATOMADDF2:
+        case OP_LD2O:
+        case OP_ATOMADDF2O: {
             /* rank 2 only (verifier); axis 0 checked first, like IDX then IDXM */
-            bool ld = op == OP_LD2;
-            int i = iv(ld ? b : a), j = iv(ld ? c : b), d0 = arr_dim(x, 0u), d1 = arr_dim(x, 1u);
+            bool ld = op == OP_LD2 || op == OP_LD2O, o = op == OP_LD2O || op == OP_ATOMADDF2O;
+            uint fi = ld ? b : a, fj = ld ? c : b;
+            int i = o ? ov(fi) : iv(fi), j = o ? ov(fj) : iv(fj), d0 = arr_dim(x, 0u), d1 = arr_dim(x, 1u);
             if (i < 0 || i >= d0) { rec_err(RT_OOB, n, uvec2(x, 0u), uvec2(0u, 0u), P(i), P(d0)); return 1; }
             if (j < 0 || j >= d1) { rec_err(RT_OOB, n, uvec2(x, 0u), uvec2(1u, 0u), P(j), P(d1)); return 1; }
             uvec2 p = addw(arr_base(x), uint(i) * uint(d1) + uint(j)); /* as IDXM + LD: 32-bit */
@@ -419,6 +424,8 @@ int run(uint cb, uint slot) {
             break;
         }
         case OP_ATOMADDF: { int i = iv(a); if (!chk(x, i, n)) return 1; atom_addf(addw(arr_base(x), uint(i)), f(b)); break; }
+        case OP_LDO: { int i = int(R[b] + uint(int(c << 16) >> 16)); if (!chk(x, i, n)) return 1; R[a] = ldw(arr_base(x), uint(i)); break; }
+        case OP_ATOMADDFO: { int i = int(R[a] + uint(int(c << 16) >> 16)); if (!chk(x, i, n)) return 1; atom_addf(addw(arr_base(x), uint(i)), f(b)); break; }
         case OP_ATOMADDI: { int i = iv(a); if (!chk(x, i, n)) return 1; atomicAdd(W(addw(arr_base(x), uint(i))).v, R[b]); break; }
         case OP_ATOMMAXF: { int i = iv(a); if (!chk(x, i, n)) return 1; atom_mmf(addw(arr_base(x), uint(i)), f(b), true); break; }
         case OP_ATOMMINF: { int i = iv(a); if (!chk(x, i, n)) return 1; atom_mmf(addw(arr_base(x), uint(i)), f(b), false); break; }
