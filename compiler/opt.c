@@ -695,6 +695,24 @@ static int offset_task(dvm_program *p, const dvm_task_desc *td) {
         default:
             continue;
         }
+        if (f.op == DVM_OP_LD2O || f.op == DVM_OP_ATOMADDF2O) {
+            /* the other index by an ADDIK right before: both go (u[i + 1, j + 1]). Not when the
+               first ADDIK reads its result, the value is it, or a jump enters between them. */
+            const int ld = f.op == DVM_OP_LD2O;
+            uint16_t *of = ld ? (n->b == r ? &f.c : &f.b) : (n->a == r ? &f.b : &f.a);
+            const uint16_t other = ld ? (n->b == r ? n->c : n->b) : (n->a == r ? n->b : n->a);
+            dvm_node *ad2 = i > 0 ? &t.code[i - 1] : NULL;
+            if (ad2 && ad2->op == DVM_OP_ADDIK && !t.leader[i] && ad2->a == other && src != other &&
+                (ld || n->c != other)) {
+                const int32_t k2 = (int16_t)ad2->c;
+                const int dead2 = !BIT(t.tmp, other) || (ld && n->a == other);
+                if (k2 >= DVM_OFS_MIN && k2 <= DVM_OFS_MAX && dead2) {
+                    *of = DVM_OFS_MAKE(ad2->b, k2);
+                    memset(ad2, 0, sizeof *ad2);
+                    fused++;
+                }
+            }
+        }
         *n = f;
         memset(ad, 0, sizeof *ad); /* a NOP: compact() drops it */
         fused++;

@@ -652,8 +652,7 @@ def _nb(d):
             w[i, j] = u[i + 1, j + 1] * u[i + 2, j + 40] + x[i + 300]
 # Neighbours at constant offsets: the optimizer fuses the index arithmetic into the accesses
 # (LDO, LD2O; the adjoint's ATOMADDFO, ATOMADDF2O). 1-D offsets are 16-bit (x[i + 300]);
-# rank-2 ones -32..31 and one index per node (u[i + 1, j + 1] keeps one ADDIK, u[i + 2, j + 40]
-# both).
+# rank-2 ones -32..31 (u[i + 1, j + 1]: both in one LD2O; u[i + 2, j + 40] keeps its ADDIKs).
 case('neighbors', '''
 kernel nb(x: f32[n], y: f32[n], u: f32[p, q], w: f32[p, q]):
     for i in range(1, n - 1):
@@ -661,6 +660,23 @@ kernel nb(x: f32[n], y: f32[n], u: f32[p, q], w: f32[p, q]):
     for i, j in ndrange(p - 2, q - 40):
         w[i, j] = u[i + 1, j + 1] * u[i + 2, j + 40] + x[i + 300]
 ''', 'nb', {'x': F(305), 'y': F(305), 'u': F(6, 45), 'w': F(6, 45)}, _nb, grad=True)
+
+
+def _blur(d):
+    u, v = d['u'], d['v']
+    n, m = u.shape
+    for i in range(1, n - 1):
+        for j in range(1, m - 1):
+            v[i, j] = (u[i - 1, j - 1] + u[i - 1, j + 1] + u[i + 1, j - 1] + u[i + 1, j + 1]) * 0.0625 \
+                + (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]) * 0.125 + u[i, j] * 0.25
+# A 9-point stencil: the diagonal neighbours' two ADDIKs both fuse into one LD2O (the adjoint's
+# ATOMADDF2O).
+case('blur9', '''
+kernel blur(u: f32[n, m], v: f32[n, m]):
+    for i, j in ndrange(n, m):
+        if i > 0 and i < n - 1 and j > 0 and j < m - 1:
+            v[i, j] = (u[i - 1, j - 1] + u[i - 1, j + 1] + u[i + 1, j - 1] + u[i + 1, j + 1]) * 0.0625 + (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]) * 0.125 + u[i, j] * 0.25
+''', 'blur', {'u': F(7, 6), 'v': F(7, 6)}, _blur, grad=True)
 
 
 def _tri(d):
