@@ -645,6 +645,9 @@ static int opt_task(dvm_program *p, const dvm_task_desc *td, uint8_t *stack_live
     return changed;
 }
 
+/* Whether k fits the offset of an 'o' operand. */
+static int ofs_fits(int32_t k) { return k >= DVM_OFS_MIN && k <= DVM_OFS_MAX; }
+
 /* ADDIK t, i, k right before an array access whose index is t, with t read nowhere after it:
  * the access takes i and k itself (LD -> LDO, ATOMADDF -> ATOMADDFO, LD2 -> LD2O, ATOMADDF2
  * -> ATOMADDF2O) and the ADDIK goes (x[i - 1], u[i, j + 1] and their adjoints' += : the
@@ -664,12 +667,13 @@ static int offset_task(dvm_program *p, const dvm_task_desc *td) {
     for (uint32_t i = 0; i + 1 < t.len; i++) {
         dvm_node *ad = &t.code[i], *n = &t.code[i + 1];
         if (ad->op != DVM_OP_ADDIK || t.leader[i + 1]) continue;
+        if (n->op != DVM_OP_LD && n->op != DVM_OP_ATOMADDF && n->op != DVM_OP_LD2 && n->op != DVM_OP_ATOMADDF2) continue;
         const uint16_t r = ad->a, src = ad->b;
         const int32_t k = (int16_t)ad->c;
         live_out(&t, i + 1, t.tmp);
         const int writes_r = (n->op == DVM_OP_LD || n->op == DVM_OP_LD2) && n->a == r;
         if (BIT(t.tmp, r) && !writes_r) continue; /* the sum is read later */
-        const int small = k >= DVM_OFS_MIN && k <= DVM_OFS_MAX;
+        const int small = ofs_fits(k);
         dvm_node f = *n;
         switch (n->op) {
         case DVM_OP_LD: /* x a=dst b=index */
@@ -706,7 +710,7 @@ static int offset_task(dvm_program *p, const dvm_task_desc *td) {
                 (ld || n->c != other)) {
                 const int32_t k2 = (int16_t)ad2->c;
                 const int dead2 = !BIT(t.tmp, other) || (ld && n->a == other);
-                if (k2 >= DVM_OFS_MIN && k2 <= DVM_OFS_MAX && dead2) {
+                if (ofs_fits(k2) && dead2) {
                     *of = DVM_OFS_MAKE(ad2->b, k2);
                     memset(ad2, 0, sizeof *ad2);
                     fused++;

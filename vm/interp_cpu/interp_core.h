@@ -643,20 +643,13 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #define ARR_IDX(ia) ARR_IDX_E(RU(ia))
 /* An 'o' operand's value, lane l_: its register plus its offset (wrapping, like ADDIK). */
 #define RO(f) (RU(DVM_OFS_REG(f)) + (uint32_t)DVM_OFS_OFF(f))
-/* The loads, all lanes' first, then the register writes (the loads are in flight together);
- * LOAD_NODE: flat index ie, LOAD2_NODE: rank-2 indices ie, je (lane l_). */
-#define LOAD_NODE(ie)                                                                  \
+/* A load node: `index` (ARR_IDX_E or ARR2_IDX_E) sets every lane's flat index ix_[]; all
+ * lanes' loads first, then the register writes (the loads are in flight together). */
+#define LOAD_NODE(index)                                                               \
     do {                                                                               \
-        ARR_IDX_E(ie);                                                                 \
+        index;                                                                         \
         uint32_t ld_[DVM_LANES];                                                       \
         LANES_ALL(ld_[l_] = RUNS(l_) ? DVM_LDG(&ab_[ix_[l_]]) : 0u);                   \
-        LANES(SETU(N_A, ld_[l_]));                                                     \
-    } while (0)
-#define LOAD2_NODE(ie, je)                                                             \
-    do {                                                                               \
-        ARR2_IDX_E(ie, je);                                                            \
-        uint32_t ld_[DVM_LANES];                                                       \
-        LANES_ALL(ld_[l_] = RUNS(l_) ? DVM_LDG(&ab_[f_[l_]]) : 0u);                    \
         LANES(SETU(N_A, ld_[l_]));                                                     \
     } while (0)
 /* read-modify-write of element RI(ia) of the node's array, per lane (v: the index);
@@ -672,13 +665,13 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
         LANES_ADD(const uint32_t v = ix_[l_]; stmt);                                   \
     } while (0)
 /* Both indices of a rank-2 node (registers ia, ja), checked axis 0 then axis 1 per lane
- * before any access; f_[] the flat index (< arr_len < 2^31: the verifier allows LD2/ST2 on
+ * before any access; ix_[] the flat index (< arr_len < 2^31: the verifier allows LD2/ST2 on
  * rank-2 slots only). */
 #define ARR2_IDX_E(ie, je)                                                             \
     DVM_GLOBAL uint32_t *const ab_ = arr[N_X];                                         \
     const uint32_t e0_ = (uint32_t)e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK];         \
     const uint32_t e1_ = (uint32_t)e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK + 1];     \
-    uint32_t f_[DVM_LANES];                                                            \
+    uint32_t ix_[DVM_LANES];                                                           \
     {                                                                                  \
         uint32_t i_[DVM_LANES], j_[DVM_LANES];                                         \
         int bad_ = 0;                                                                  \
@@ -687,7 +680,7 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
         if (bad_)                                                                      \
             LANES(if (i_[l_] >= e0_) FAIL(DVM_RT_OOB, N_X, 0, (int32_t)i_[l_], (int32_t)e0_); \
                   if (j_[l_] >= e1_) FAIL(DVM_RT_OOB, N_X, 1, (int32_t)j_[l_], (int32_t)e1_)); \
-        LANES_ALL(f_[l_] = i_[l_] * e1_ + j_[l_]);                                     \
+        LANES_ALL(ix_[l_] = i_[l_] * e1_ + j_[l_]);                                    \
     }
 #define ARR2_IDX(ia, ja) ARR2_IDX_E(RU(ia), RU(ja))
 
@@ -892,30 +885,30 @@ dvm_dispatch_:
               if (v < 0 || v >= ext) FAIL(DVM_RT_OOB, N_X, N_C, v, ext);
               SETU(N_A, RU(N_A) * (uint32_t)ext + (uint32_t)v));
     } vmbreak;
-    vmcase(LD) LOAD_NODE(RU(N_B)); vmbreak;
+    vmcase(LD) LOAD_NODE(ARR_IDX(N_B)); vmbreak;
     vmcase(ST) ARR_RMW(N_A, DVM_STG(&ab_[v], RU(N_B))); vmbreak;
     /* rank-2 access, both indices in registers: IDX + IDXM + LD/ST in one node. The verifier
        allows it only on rank-2 slots, so the flat index i * e1 + j < arr_len. */
-    vmcase(LD2) LOAD2_NODE(RU(N_B), RU(N_C)); vmbreak;
+    vmcase(LD2) LOAD_NODE(ARR2_IDX(N_B, N_C)); vmbreak;
     vmcase(ST2) {
         ARR2_IDX(N_A, N_B);
-        LANES(DVM_STG(&ab_[f_[l_]], RU(N_C)));
+        LANES(DVM_STG(&ab_[ix_[l_]], RU(N_C)));
     } vmbreak;
     vmcase(ATOMADDF) ARR_ADD(N_A, DVM_ATOMIC_ADD_F32(&ab_[v], RF(N_B))); vmbreak;
     vmcase(ATOMADDF2) {
         ARR2_IDX(N_A, N_B);
-        LANES_ADD(DVM_ATOMIC_ADD_F32(&ab_[f_[l_]], RF(N_C)));
+        LANES_ADD(DVM_ATOMIC_ADD_F32(&ab_[ix_[l_]], RF(N_C)));
     } vmbreak;
     /* an index plus a constant: ADDIK fused into the access (the sum checked as the index) */
-    vmcase(LDO) LOAD_NODE(RU(N_B) + (uint32_t)(int32_t)(int16_t)N_C); vmbreak;
+    vmcase(LDO) LOAD_NODE(ARR_IDX_E(RU(N_B) + (uint32_t)(int32_t)(int16_t)N_C)); vmbreak;
     vmcase(ATOMADDFO) {
         ARR_IDX_E(RU(N_A) + (uint32_t)(int32_t)(int16_t)N_C);
         LANES_ADD(DVM_ATOMIC_ADD_F32(&ab_[ix_[l_]], RF(N_B)));
     } vmbreak;
-    vmcase(LD2O) LOAD2_NODE(RO(N_B), RO(N_C)); vmbreak;
+    vmcase(LD2O) LOAD_NODE(ARR2_IDX_E(RO(N_B), RO(N_C))); vmbreak;
     vmcase(ATOMADDF2O) {
         ARR2_IDX_E(RO(N_A), RO(N_B));
-        LANES_ADD(DVM_ATOMIC_ADD_F32(&ab_[f_[l_]], RF(N_C)));
+        LANES_ADD(DVM_ATOMIC_ADD_F32(&ab_[ix_[l_]], RF(N_C)));
     } vmbreak;
     vmcase(ATOMADDI) ARR_ADD(N_A, DVM_ATOMIC_ADD_I32(&ab_[v], RU(N_B))); vmbreak;
     vmcase(ATOMMAXF) ARR_RMW(N_A, DVM_ATOMIC_MAX_F32(&ab_[v], RF(N_B))); vmbreak;
@@ -1037,7 +1030,6 @@ dvm_finish_:
 #undef ARR2_IDX_E
 #undef RO
 #undef LOAD_NODE
-#undef LOAD2_NODE
 #undef vmcase
 #undef vmbreak
 #undef vmdispatch
