@@ -226,14 +226,15 @@ __device__ static inline dvm_gpu_space dvm_gpu_space_of(const dvm_gpu_exec_args 
     sp.total = 1;
 #pragma unroll
     for (uint32_t d = 0; d < 3; d++) {
-        if (d >= a.ndim) break;
-        int64_t x = (int64_t)(int32_t)U[a.ext_u[d]];
-        if (d == 0 && a.start_u != DVM_NO_SLOT) {
-            sp.start = (int64_t)(int32_t)U[a.start_u];
-            x -= sp.start;
+        if (d < a.ndim) { /* no early exit: clang (HIP) unrolls only a loop without one */
+            int64_t x = (int64_t)(int32_t)U[a.ext_u[d]];
+            if (d == 0 && a.start_u != DVM_NO_SLOT) {
+                sp.start = (int64_t)(int32_t)U[a.start_u];
+                x -= sp.start;
+            }
+            ext[d] = x < 0 ? 0 : x;
+            sp.total *= ext[d];
         }
-        ext[d] = x < 0 ? 0 : x;
-        sp.total *= ext[d];
     }
     /* extents are i32, so each fits in 32 bits; the total may not */
     sp.ext1 = (uint32_t)ext[1];
