@@ -127,7 +127,8 @@ typedef struct dvm_task_desc {
     uint16_t ext_u[DVM_MAX_PAR_DIMS]; /* uniform slots holding each dimension's i32 stop */
     uint16_t start_u;  /* 1-D only: uniform slot of the i32 start, or DVM_NO_SLOT */
     uint16_t idx_reg[DVM_MAX_PAR_DIMS]; /* registers that receive the indices */
-    uint16_t pad;
+    uint16_t body; /* parallel: where every iteration after a thread's first starts (node
+                      offset); nodes [0, body) are the prologue, run once per thread (0: none) */
     uint32_t line;
 } dvm_task_desc;
 /* Parallel iteration space: dimension d runs over [0, U[ext_u[d]]) (negative: empty);

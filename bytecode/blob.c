@@ -134,7 +134,7 @@ int dvm_blob_write(const dvm_program *p, void **out, size_t *len, char *err, siz
         for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) w16(&w, t->ext_u[d]);
         w16(&w, t->start_u);
         for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) w16(&w, t->idx_reg[d]);
-        w16(&w, 0);
+        w16(&w, t->body);
         w32(&w, t->line);
     }
     for (uint32_t i = 0; i < p->nstacks; i++) {
@@ -289,7 +289,7 @@ int dvm_blob_read(const void *data, size_t len, dvm_program **out, char *err, si
         for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) t->ext_u[d] = (uint16_t)r16(&r);
         t->start_u = (uint16_t)r16(&r);
         for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) t->idx_reg[d] = (uint16_t)r16(&r);
-        if (r16(&r) && !bad) { bad = "tasks"; bad_i = i; }
+        t->body = (uint16_t)r16(&r);
         t->line = r32(&r);
     }
     for (uint32_t i = 0; i < p->nstacks; i++) {

@@ -221,6 +221,7 @@ static void list_variant(dctx *d, const dvm_kernel_desc *k, int vi) {
         }
         add(&l, ", %u regs, nodes %u..%u (line %u)", t->nregs, t->code_begin, t->code_begin + t->code_len - 1,
             t->line);
+        if (t->body) add(&l, ", prologue 0..%u (once per thread), body from %u", t->body - 1u, t->body);
         emit_line(d, &l);
         list_nodes(d, k, v, t->code_begin, t->code_len, "      ");
     }

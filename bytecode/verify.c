@@ -178,6 +178,9 @@ static int check_task_node(vctx *c, const opctx *o, const dvm_node *n) {
             if (v[i] >= o->len)
                 return vfail(c, "node %u (%s): operand %c: jump target %u is not < the task's %u nodes",
                              o->node, info->name, operand_name[i], v[i], o->len);
+            if (v[i] < o->t->body)
+                return vfail(c, "node %u (%s): operand %c: jump target %u is inside the prologue (nodes 0..%u)",
+                             o->node, info->name, operand_name[i], v[i], o->t->body - 1u);
             break;
         case 'E':
             if (v[i] >= p->nstrings_bytes)
@@ -234,10 +237,19 @@ static int check_task(vctx *c, const dvm_kernel_desc *k, const dvm_variant_desc 
     if (!range_ok(t->code_begin, t->code_len, p->nnodes))
         return vfail(c, "code nodes %u..%u are outside the %u nodes", t->code_begin,
                      t->code_begin + t->code_len - 1, p->nnodes);
+    /* the prologue (nodes before body) runs once per thread, straight through into the body */
+    if (t->body && t->kind != DVM_TASK_PARALLEL)
+        return vfail(c, "body %u on a serial task (a prologue is for parallel tasks only)", t->body);
+    if (t->body >= t->code_len)
+        return vfail(c, "body %u is not < code_len %u", t->body, t->code_len);
     opctx o = {k, v, t, 0, t->code_len};
     for (uint32_t j = 0; j < t->code_len; j++) {
         o.node = j;
-        if (check_task_node(c, &o, &p->nodes[t->code_begin + j])) return -1;
+        const dvm_node *n = &p->nodes[t->code_begin + j];
+        if (check_task_node(c, &o, n)) return -1;
+        if (j < t->body && ((dvm_op_table[n->op].flags & DVM_F_BRANCH) || n->op == DVM_OP_END))
+            return vfail(c, "node %u (%s) is in the prologue (nodes before body %u), which must run straight through",
+                         j, dvm_op_table[n->op].name, t->body);
     }
     uint8_t last = p->nodes[t->code_begin + t->code_len - 1].op;
     if (last != DVM_OP_END && last != DVM_OP_JMP)

@@ -84,6 +84,7 @@ typedef struct topt {
     uint64_t *live; /* live-in per node, words each */
     uint64_t *tmp;
     const uint64_t *entry_def; /* registers the interpreter writes at node 0 (NULL: none) */
+    uint32_t body;             /* where the thread's next iteration starts (the task's body) */
     int weak;                  /* liveness counts every read (register allocation) */
 } topt;
 
@@ -106,6 +107,7 @@ static int key_eq(const dvm_node *a, const dvm_node *b) {
 static void find_leaders(topt *t) {
     memset(t->leader, 0, t->len);
     t->leader[0] = LEAD_TARGET;
+    if (t->body < t->len) t->leader[t->body] |= LEAD_TARGET; /* entered from END too */
     for (uint32_t i = 0; i < t->len; i++) {
         const dvm_node *n = &t->code[i];
         const char *f = fmt_of(n);
@@ -242,9 +244,9 @@ static void live_out(const topt *t, uint32_t i, uint64_t *out) {
     memset(out, 0, sizeof *out * t->words);
     uint32_t succ[4], ns = 0;
     if (n->op == DVM_OP_END) {
-        succ[ns++] = 0; /* the thread's next iteration starts with these registers */
-        if (t->entry_def) { /* ... except the indices, written anew at node 0 */
-            const uint64_t *in = t->live;
+        succ[ns++] = t->body; /* the thread's next iteration starts with these registers */
+        if (t->entry_def) { /* ... except the indices, written anew there */
+            const uint64_t *in = t->live + (size_t)t->body * t->words;
             for (uint32_t w = 0; w < t->words; w++) out[w] = in[w] & ~t->entry_def[w];
             return;
         }
@@ -452,10 +454,11 @@ static int task_ok(const dvm_program *p, const dvm_task_desc *td, uint32_t nstac
     return last->op == DVM_OP_END || is_uncond_branch(last);
 }
 
-static int topt_init(topt *t, dvm_node *code, uint32_t len, uint32_t nregs) {
+static int topt_init(topt *t, dvm_node *code, uint32_t len, uint32_t nregs, uint32_t body) {
     memset(t, 0, sizeof *t);
     t->code = code;
     t->len = len;
+    t->body = body < len ? body : 0;
     t->nregs = nregs ? nregs : 1;
     t->words = (t->nregs + 63) / 64;
     t->tabcap = 16;
@@ -506,7 +509,7 @@ static int regalloc_task(dvm_program *p, dvm_task_desc *td) {
     uint64_t *adj = NULL, *entry = NULL, *forbid = NULL;
     uint16_t *colour = NULL, *order = NULL, *pref = NULL;
     uint8_t *used = NULL;
-    if (!topt_init(&t, p->nodes + td->code_begin, td->code_len, nr)) goto out;
+    if (!topt_init(&t, p->nodes + td->code_begin, td->code_len, nr, td->body)) goto out;
     adj = calloc((size_t)nr * t.words, sizeof *adj);
     entry = calloc(t.words, sizeof *entry);
     forbid = malloc(sizeof *forbid * t.words);
@@ -552,11 +555,12 @@ static int regalloc_task(dvm_program *p, dvm_task_desc *td) {
                     if (f[k + 1] == 'r') add_edge(adj, t.words, d, opnd(n, k));
         }
     }
-    for (uint32_t d = 0; d < ndim; d++) {
+    for (uint32_t d = 0; d < ndim; d++) { /* written at node 0, and at the body for later iterations */
         uint32_t r = td->idx_reg[d];
+        const uint64_t *body_in = t.live + (size_t)t.body * t.words;
         for (uint32_t e = 0; e < ndim; e++) add_edge(adj, t.words, r, td->idx_reg[e]);
         for (uint32_t w = 0; w < t.words; w++)
-            for (uint64_t bits = t.live[w]; bits; bits &= bits - 1) add_edge(adj, t.words, r, w * 64 + ctz64(bits));
+            for (uint64_t bits = t.live[w] | body_in[w]; bits; bits &= bits - 1) add_edge(adj, t.words, r, w * 64 + ctz64(bits));
     }
     /* colour preference: a MOV's destination takes its source's colour when it can */
     for (uint32_t r = 0; r < nr; r++) pref[r] = 0xFFFFu;
@@ -611,7 +615,7 @@ out:
 static int opt_task(dvm_program *p, const dvm_task_desc *td, uint8_t *stack_live) {
     topt t;
     int changed = 0;
-    if (!topt_init(&t, p->nodes + td->code_begin, td->code_len, td->nregs)) {
+    if (!topt_init(&t, p->nodes + td->code_begin, td->code_len, td->nregs, td->body)) {
         topt_free(&t);
         return -1;
     }
@@ -645,6 +649,116 @@ static int opt_task(dvm_program *p, const dvm_task_desc *td, uint8_t *stack_live
     return changed;
 }
 
+/* ---- the prologue ----
+ * A parallel task's thread runs iteration after iteration, each from node 0, with the same
+ * registers. A node whose value is the same in every iteration (a uniform, a constant, a shape,
+ * pure arithmetic on these: the stencil's n - 1 and m - 1) need run only once per thread: it
+ * moves to the task's prologue, nodes [0, body), and later iterations start at body. Such a
+ * node: pure and unable to fail (cse_able: no side effect, no error, no branch), every register
+ * it reads already hoisted, its register written by it alone and read after it on every path
+ * (not live into node 0: so no read ever saw another value), not an index, and for LDU a
+ * uniform that the task does not write. The value then holds from the prologue on (register
+ * allocation sees END go on at body, so the register stays live and reserved). Jumps to a moved
+ * node land on the next node that stays. Returns 1 if nodes moved, 0 if not, -1 when out of
+ * memory. */
+static int hoist_task(dvm_program *p, dvm_task_desc *td) {
+    if (td->kind != DVM_TASK_PARALLEL || td->body || td->ndim > DVM_MAX_PAR_DIMS) return 0;
+    topt t;
+    uint32_t nr = td->nregs ? td->nregs : 1, len = td->code_len;
+    int rc = -1;
+    uint32_t *ndef = calloc(nr, sizeof *ndef), *order = malloc(sizeof *order * len);
+    uint32_t *next = malloc(sizeof *next * (len + 1)), *pos = malloc(sizeof *pos * len);
+    uint8_t *inv = calloc(nr, 1), *idx = calloc(nr, 1), *moved = calloc(len, 1), *uw = calloc(65536, 1);
+    uint64_t *entry = calloc((nr + 63) / 64, sizeof *entry);
+    dvm_node *code = malloc(sizeof *code * len);
+    uint32_t *lines = malloc(sizeof *lines * len);
+    uint16_t *cols = malloc(sizeof *cols * len);
+    if (!topt_init(&t, p->nodes + td->code_begin, len, nr, 0) || !ndef || !order || !next || !pos || !inv || !idx ||
+        !moved || !uw || !entry || !code || !lines || !cols)
+        goto out;
+    for (uint32_t d = 0; d < td->ndim; d++) {
+        if (td->idx_reg[d] >= nr) { rc = 0; goto out; } /* the verifier refuses it */
+        idx[td->idx_reg[d]] = 1;
+        entry[td->idx_reg[d] >> 6] |= (uint64_t)1 << (td->idx_reg[d] & 63);
+    }
+    for (uint32_t i = 0; i < len; i++) {
+        const dvm_node *n = &t.code[i];
+        const char *f = fmt_of(n);
+        for (int j = 0; j < 3; j++) {
+            if (f[j + 1] == 'w' || f[j + 1] == 'm') ndef[opnd(n, j)]++;
+            if (f[j + 1] == 'V' || f[j + 1] == 'T') uw[opnd(n, j)] = 1;
+        }
+    }
+    t.entry_def = entry;
+    t.weak = 1;
+    liveness(&t); /* t.live (node 0's live-in): the registers some path reads before writing */
+    uint32_t nh = 0;
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (uint32_t i = 0; i < len; i++) {
+            const dvm_node *n = &t.code[i];
+            if (moved[i] || !cse_able(n) || (n->op == DVM_OP_LDU && uw[n->b])) continue;
+            const char *f = fmt_of(n);
+            int ok = 1;
+            for (int j = 0; j < 3; j++)
+                if ((f[j + 1] == 'r' && !inv[opnd(n, j)]) || f[j + 1] == 'o') ok = 0;
+            uint16_t w = n->a; /* cse_able: the written register is a */
+            if (!ok || ndef[w] != 1 || idx[w] || BIT(t.live, w)) continue;
+            moved[i] = 1;
+            inv[w] = 1;
+            order[nh++] = i;
+            changed = 1;
+        }
+    }
+    if (nh == 0 || nh == len) {
+        rc = 0;
+        goto out;
+    }
+    /* new order: the moved nodes (in the order found: each after what it reads), then the rest */
+    uint32_t k = nh;
+    next[len] = len;
+    for (uint32_t i = len; i-- > 0;) next[i] = moved[i] ? next[i + 1] : i;
+    for (uint32_t i = 0; i < len; i++)
+        if (!moved[i]) pos[i] = k++;
+    for (uint32_t h = 0; h < nh; h++) {
+        code[h] = t.code[order[h]];
+        lines[h] = p->lines[td->code_begin + order[h]];
+        cols[h] = p->cols[td->code_begin + order[h]];
+    }
+    for (uint32_t i = 0; i < len; i++)
+        if (!moved[i]) {
+            code[pos[i]] = t.code[i];
+            lines[pos[i]] = p->lines[td->code_begin + i];
+            cols[pos[i]] = p->cols[td->code_begin + i];
+        }
+    for (uint32_t i = 0; i < len; i++) {
+        dvm_node *n = &code[i];
+        const char *f = fmt_of(n);
+        for (int j = 0; j < 3; j++)
+            if (f[j + 1] == 'J' && opnd(n, j) < len) set_opnd(n, j, (uint16_t)pos[next[opnd(n, j)]]);
+    }
+    memcpy(t.code, code, sizeof *code * len);
+    memcpy(p->lines + td->code_begin, lines, sizeof *lines * len);
+    memcpy(p->cols + td->code_begin, cols, sizeof *cols * len);
+    td->body = (uint16_t)nh;
+    rc = 1;
+out:
+    topt_free(&t);
+    free(ndef);
+    free(order);
+    free(next);
+    free(pos);
+    free(inv);
+    free(idx);
+    free(moved);
+    free(uw);
+    free(entry);
+    free(code);
+    free(lines);
+    free(cols);
+    return rc;
+}
+
 /* Whether k fits the offset of an 'o' operand. */
 static int ofs_fits(int32_t k) { return k >= DVM_OFS_MIN && k <= DVM_OFS_MAX; }
 
@@ -657,7 +771,7 @@ static int ofs_fits(int32_t k) { return k >= DVM_OFS_MIN && k <= DVM_OFS_MAX; }
 static int offset_task(dvm_program *p, const dvm_task_desc *td) {
     topt t;
     int fused = 0;
-    if (!topt_init(&t, p->nodes + td->code_begin, td->code_len, td->nregs)) {
+    if (!topt_init(&t, p->nodes + td->code_begin, td->code_len, td->nregs, td->body)) {
         topt_free(&t);
         return -1;
     }
@@ -771,9 +885,12 @@ static int opt_variant(dvm_program *p, const dvm_variant_desc *vd, uint8_t *stac
             }
         }
     }
-    for (uint32_t t = 0; t < vd->ntasks && rc >= 0; t++)
-        if (regalloc_task(p, &p->tasks[vd->task_begin + t]) < 0 || offset_task(p, &p->tasks[vd->task_begin + t]) < 0)
-            rc = -1;
+    for (uint32_t t = 0; t < vd->ntasks && rc >= 0; t++) {
+        dvm_task_desc *td = &p->tasks[vd->task_begin + t];
+        int h = hoist_task(p, td);
+        if (h > 0 && opt_task(p, td, live) < 0) h = -1; /* the prologue's own CSE and DCE */
+        if (h < 0 || regalloc_task(p, td) < 0 || offset_task(p, td) < 0) rc = -1;
+    }
     if (rc >= 0) {
         /* renumber the surviving stacks */
         uint16_t *newid = malloc(sizeof *newid * (vd->nstacks ? vd->nstacks : 1));
@@ -842,6 +959,7 @@ static int compact(dvm_program *p, const uint8_t *stack_dead) {
                     set_opnd(n, j, (uint16_t)(newpos[td->code_begin + opnd(n, j)] - newpos[td->code_begin]));
         }
         uint32_t nb = newpos[td->code_begin];
+        if (td->body && td->body < td->code_len) td->body = (uint16_t)(newpos[td->code_begin + td->body] - nb);
         td->code_len = newpos[td->code_begin + td->code_len] - nb;
         td->code_begin = nb;
     }

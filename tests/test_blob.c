@@ -91,7 +91,7 @@ enum { FWD_T0 = 0, FWD_T0_LEN = 6, ADJ_T0 = 6, ADJ_T0_LEN = 9, ADJ_T1 = 15, ADJ_
 static dvm_program *sample_program(void) {
     static dvm_node nodes[NNODES] = {
         /* forward task 0: parallel over n */
-        N(LD, 0, 1, 0, 0), N(LDU, 0, 2, 0, 0), N(LD, 1, 3, 0, 0), N(FMAF, 0, 3, 1, 2), N(ST, 1, 0, 3, 0),
+        N(LDU, 0, 2, 0, 0), N(LD, 0, 1, 0, 0), N(LD, 1, 3, 0, 0), N(FMAF, 0, 3, 1, 2), N(ST, 1, 0, 3, 0),
         N(END, 0, 0, 0, 0),
         /* adjoint task 0: serial loop with push/pop, assert, uniform store */
         N(CONST, 0, 0, 0, 0), N(CONSTK, 0, 1, 0, 0), N(JGEI, 0, 0, 1, 6), N(PUSH, 0, 0, 1, 0),
@@ -128,7 +128,8 @@ static dvm_program *sample_program(void) {
         /* tangent 11..17 */ {0, 0, 0}, {1, 0, 0}, {3, 0, 0}, {4, 0, 0}, {0, 2, 0}, {1, 2, 1}, {4, 2, 0},
     };
     static dvm_task_desc tasks[] = {
-        {DVM_TASK_PARALLEL, 1, 4, FWD_T0, FWD_T0_LEN, {1, 0, 0}, DVM_NO_SLOT, {0, 0, 0}, 0, 3},
+        /* the forward task has a prologue: node 0 (the LDU below) runs once per thread */
+        {DVM_TASK_PARALLEL, 1, 4, FWD_T0, FWD_T0_LEN, {1, 0, 0}, DVM_NO_SLOT, {0, 0, 0}, 1, 3},
         {DVM_TASK_SERIAL, 0, 3, ADJ_T0, ADJ_T0_LEN, {0, 0, 0}, DVM_NO_SLOT, {0, 0, 0}, 0, 4},
         {DVM_TASK_PARALLEL, 2, 5, ADJ_T1, ADJ_T1_LEN, {1, 1, 0}, DVM_NO_SLOT, {0, 1, 0}, 0, 5},
         {DVM_TASK_PARALLEL, 1, 4, TAN_T0, TAN_T0_LEN, {1, 0, 0}, 2, {0, 0, 0}, 0, 6},
@@ -268,21 +269,25 @@ M(m_task_idx, p->tasks[2].idx_reg[1] = 5)
 M(m_task_range, p->tasks[4].code_len = 3)
 M(m_task_len0, p->tasks[4].code_len = 0)
 M(m_task_end, p->tasks[4].code_len = 1)
+M(m_body_serial, p->tasks[1].body = 1)
+M(m_body_len, p->tasks[0].body = FWD_T0_LEN)
+M(m_body_branch, p->tasks[0].body = 2; p->nodes[FWD_T0 + 1] = (dvm_node)N(JMP, 0, 2, 0, 0))
+M(m_body_jump_in, p->nodes[FWD_T0 + 4] = (dvm_node)N(JMP, 0, 0, 0, 0))
 M(m_op_unknown, p->nodes[FWD_T0 + 1].op = 7)
 M(m_op_size, p->nodes[FWD_T0 + 1].op = DVM_OP_SZ_CONST)
-M(m_op_reg_w, p->nodes[FWD_T0 + 1].a = 4)
+M(m_op_reg_w, p->nodes[FWD_T0].a = 4)
 M(m_op_reg_r, p->nodes[FWD_T0 + 3].c = 100)
 M(m_op_const, p->nodes[ADJ_T0 + 1].b = 2)
-M(m_op_slot, p->nodes[FWD_T0].x = 4)
+M(m_op_slot, p->nodes[FWD_T0 + 1].x = 4)
 M(m_op_axis, p->nodes[ADJ_T1 + 1].c = 2)
-M(m_op_uni, p->nodes[FWD_T0 + 1].b = 2)
+M(m_op_uni, p->nodes[FWD_T0].b = 2)
 M(m_op_stu_par, p->nodes[FWD_T0 + 1] = (dvm_node)N(STU, 0, 0, 1, 0))
 M(m_op_atomu, p->nodes[ADJ_T1 + 6].a = 3)
 M(m_op_stack, p->nodes[ADJ_T0 + 3].a = 3)
 M(m_op_jump, p->nodes[ADJ_T0 + 2].c = ADJ_T0_LEN)
 M(m_op_str, p->nodes[ADJ_T0 + 6].b = sizeof sample_strings)
 M(m_op_unused, p->nodes[FWD_T0 + 5].a = 1)
-M(m_op_unused_x, p->nodes[FWD_T0 + 1].x = 1)
+M(m_op_unused_x, p->nodes[FWD_T0].x = 1)
 M(m_op_atom_type, p->nodes[ADJ_T1 + 4].op = DVM_OP_ATOMADDI)
 M(m_last_node, p->nodes[K2_T0 + 1].op = DVM_OP_NOP)
 M(m_stk_type, p->stacks[0].type = DVM_T_VOID)
@@ -380,21 +385,25 @@ static const malform malforms[] = {
     {"task code range", m_task_range, "kernel 'k2' (forward) task 0: code nodes 35..37 are outside the 37 nodes"},
     {"task code len 0", m_task_len0, "code_len 0 is not in 1..65535"},
     {"task runs off the end", m_task_end, "the last node 0 is NOP, expected END or JMP"},
+    {"prologue on a serial task", m_body_serial, "body 1 on a serial task"},
+    {"prologue past the code", m_body_len, "body 6 is not < code_len 6"},
+    {"branch in the prologue", m_body_branch, "node 1 (JMP) is in the prologue (nodes before body 2)"},
+    {"jump into the prologue", m_body_jump_in, "node 4 (JMP): operand a: jump target 0 is inside the prologue (nodes 0..0)"},
     {"unknown opcode", m_op_unknown, "task 0: node 1: unknown opcode 7"},
     {"size op in task", m_op_size, "node 1 (SZ_CONST): a size-program opcode inside a task"},
-    {"written register", m_op_reg_w, "node 1 (LDU): operand a: register 4 is not < nregs 4"},
+    {"written register", m_op_reg_w, "node 0 (LDU): operand a: register 4 is not < nregs 4"},
     {"read register", m_op_reg_r, "node 3 (FMAF): operand c: register 100 is not < nregs 4"},
     {"constant index", m_op_const, "node 1 (CONSTK): operand b: constant 2 is not < nconsts 2"},
-    {"array slot", m_op_slot, "node 0 (LD): operand x: array slot 4 is not < the variant's 4 slots"},
+    {"array slot", m_op_slot, "node 1 (LD): operand x: array slot 4 is not < the variant's 4 slots"},
     {"axis", m_op_axis, "node 1 (IDXM): operand c: axis 2 is not < rank 2 of 'm'"},
-    {"uniform read", m_op_uni, "node 1 (LDU): operand b: uniform slot 2 is not < the variant's 2 uniforms"},
+    {"uniform read", m_op_uni, "node 0 (LDU): operand b: uniform slot 2 is not < the variant's 2 uniforms"},
     {"uniform write in parallel task", m_op_stu_par, "node 1 (STU): writes uniform 0 outside a serial task"},
     {"uniform atomic", m_op_atomu, "node 6 (ATOMADDU): operand a: uniform slot 3 is not < the variant's 3 uniforms"},
     {"stack id", m_op_stack, "node 3 (PUSH): operand a: stack 3 is not < the variant's 3 stacks"},
     {"jump target", m_op_jump, "node 2 (JGEI): operand c: jump target 9 is not < the task's 9 nodes"},
     {"string operand", m_op_str, "node 6 (ASSERT): operand b: string offset 50 is not < 50"},
     {"unused operand", m_op_unused, "node 5 (END): unused operand a must be 0, got 1"},
-    {"unused x", m_op_unused_x, "node 1 (LDU): unused operand x must be 0, got 1"},
+    {"unused x", m_op_unused_x, "node 0 (LDU): unused operand x must be 0, got 1"},
     {"atomic type", m_op_atom_type, "node 4 (ATOMADDI): array slot 6 ('m') has element type f32, expected i32"},
     {"last node", m_last_node, "the last node 1 is NOP"},
     {"stack type", m_stk_type, "(adjoint) stack 0: type 0 is not f32, i32 or bool"},
@@ -403,7 +412,7 @@ static const malform malforms[] = {
     {"stack name", m_stk_name, "stack 1: name offset 1000"},
     {"size program range", m_sz_range, "stack 0: size program nodes 34..40 are outside the 37 nodes"},
     {"size program empty", m_sz_len0, "size program length 0 is not in 1..65535"},
-    {"size program of task nodes", m_sz_notsize, "size node 0 (LD): not a size-program opcode"},
+    {"size program of task nodes", m_sz_notsize, "size node 0 (LDU): not a size-program opcode"},
     {"size forward reference", m_sz_fwdref, "size node 6 (SZ_ADD): operand b: slot 6 is not < the node's own index"},
     {"size ref into finished body", m_sz_finished, "size node 6 (SZ_ADD): operand b: slot 4 lies outside the node's scope"},
     {"size ref out of body", m_sz_outer, "size node 4 (SZ_LOAD): operand a: slot 0 lies outside the node's scope"},

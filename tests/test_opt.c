@@ -303,14 +303,31 @@ int main(void) {
         CHECK(po->stacks[kv->stack_begin].type == DVM_T_F32 && po->stacks[kv->stack_begin].sizing == DVM_SZ_PROGRAM,
               "keep adjoint: the stack left is not v's (f32, with a size program)");
 
-    /* stencil: 22 registers as emitted; at most 5 values are live at once (the two indices,
-     * n, m and a temporary early on; later the indices, a sum and a load), so renumbering
-     * must get well below; the adjoint's condition stack (PUSH; JZ to the next node; POP)
-     * disappears */
+    /* stencil: 22 registers as emitted; at most 7 values are live at once (the two indices,
+     * the prologue's n - 1, m - 1 and 0, kept for the thread's every iteration, a sum and a
+     * load), so renumbering must get well below; the adjoint's condition stack (PUSH; JZ to
+     * the next node; POP) disappears */
     CHECK(max_nregs(pn, "stencil", DVM_V_FORWARD) == 22, "unoptimized stencil forward: %d registers, expected 22",
           max_nregs(pn, "stencil", DVM_V_FORWARD));
-    CHECK(max_nregs(po, "stencil", DVM_V_FORWARD) <= 6, "stencil forward: %d registers, expected <= 6",
+    CHECK(max_nregs(po, "stencil", DVM_V_FORWARD) <= 7, "stencil forward: %d registers, expected <= 7",
           max_nregs(po, "stencil", DVM_V_FORWARD));
+    /* the prologue: what every iteration computed alike (n, m, n - 1, m - 1, the 0 of the bounds
+       tests) runs once per thread, and an iteration starts at the first bounds test */
+    {
+        const dvm_variant_desc *v = variant(po, "stencil", DVM_V_FORWARD);
+        const dvm_task_desc *td = v ? &po->tasks[v->task_begin] : NULL;
+        CHECK(td && td->body == 5, "stencil forward: prologue of %u nodes, expected 5", td ? td->body : 0u);
+        for (uint32_t i = 0; td && i < td->body; i++) {
+            uint8_t op = po->nodes[td->code_begin + i].op;
+            CHECK(op == DVM_OP_LDU || op == DVM_OP_CONST || op == DVM_OP_ADDIK,
+                  "stencil forward: prologue node %u is op %u, expected LDU, CONST or ADDIK", i, op);
+        }
+        CHECK(td && po->nodes[td->code_begin + td->body].op == DVM_OP_JGEI,
+              "stencil forward: the body starts with op %u, expected the first bounds test (JGEI)",
+              td ? po->nodes[td->code_begin + td->body].op : 0u);
+        const dvm_variant_desc *vn = variant(pn, "stencil", DVM_V_FORWARD);
+        CHECK(vn && pn->tasks[vn->task_begin].body == 0, "unoptimized stencil forward: a prologue without the optimizer");
+    }
     CHECK(max_nregs(po, "stencil", ADJ) <= 7, "stencil adjoint: %d registers, expected <= 7", max_nregs(po, "stencil", ADJ));
     CHECK(nstacks(pn, "stencil", ADJ) == 1, "unoptimized stencil adjoint: %d stacks, expected 1", nstacks(pn, "stencil", ADJ));
     CHECK(nstacks(po, "stencil", ADJ) == 0, "stencil adjoint: %d stacks, expected 0", nstacks(po, "stencil", ADJ));

@@ -25,10 +25,12 @@
  *   void dvm_thread_begin(const dvm_env *e, int64_t slot)
  *       zero the counts of every stack in heap slot `slot` (call once per thread and task)
  *   int  dvm_run(const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
- *                const int32_t idx[3], int64_t slot, uint32_t *regs)
+ *                const int32_t idx[3], int64_t slot, uint32_t *regs, uint32_t start)
  *       (with DVM_LANES > 1: DVM_LANES iterations in lockstep; see "dvm_run" below)
  *       run one iteration (parallel: indices idx; serial: idx ignored) of task t from
- *       t->code_begin until END; regs has DVM_MAX_REGS words. Returns 0, or 1 after
+ *       node `start` until END: 0 for a thread's first iteration of the task, t->body for
+ *       every later one (the prologue, nodes [0, body), runs once per thread; the registers
+ *       it writes keep their values); regs has DVM_MAX_REGS words. Returns 0, or 1 after
  *       recording a runtime error in e->err (first error wins; see dvm_record_error).
  *       Also returns 1 at once if e->err->code is already set (another thread failed).
  *   int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len,
@@ -686,10 +688,10 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 
 #ifdef DVM_LANEMASK_
 DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
-                        const int32_t *idx, int64_t slot, uint32_t *regs, uint32_t have)
+                        const int32_t *idx, int64_t slot, uint32_t *regs, uint32_t start, uint32_t have)
 #else
 DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
-                        const int32_t *idx, int64_t slot, uint32_t *regs)
+                        const int32_t *idx, int64_t slot, uint32_t *regs, uint32_t start)
 #endif
 {
 #ifdef DVM_CONVERGE_
@@ -719,14 +721,14 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
 #endif
 #endif
     const dvm_node *const code = e->nodes + t->code_begin;
-    uint32_t pc = 0; /* the node being run, relative to code (32-bit: cheaper than a pointer on a GPU) */
+    uint32_t pc = start; /* the node being run, relative to code (32-bit: cheaper than a pointer on a GPU) */
 #ifdef DVM_LANEMASK_
     uint32_t m_ = have & ((1u << DVM_LANES) - 1u);
 #endif
 #ifdef DVM_MASKED_
     uint32_t wnext_ = DONE_;
     uint32_t lp_[DVM_LANES];
-    LANES_ALL(lp_[l_] = ((m_ >> l_) & 1u) ? 0u : DONE_);
+    LANES_ALL(lp_[l_] = ((m_ >> l_) & 1u) ? start : DONE_);
 #endif
     uint64_t nw_ = 0; /* the current node as one word (DVM_NODE_WORD) */
     const uint32_t *const K = e->consts;

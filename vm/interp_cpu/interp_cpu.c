@@ -344,7 +344,7 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
             uint32_t regs[DVM_MAX_REGS];
             memset(regs, 0, sizeof(uint32_t) * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));
             int32_t idx[3] = {0, 0, 0};
-            dvm_run(&env, task_index, t, idx, nts, regs);
+            dvm_run(&env, task_index, t, idx, nts, regs, 0);
         } else {
             int64_t ext[DVM_MAX_PAR_DIMS] = {1, 1, 1}, lo = 0, total = 1;
             int nd = t->ndim < 1 ? 1 : (t->ndim > DVM_MAX_PAR_DIMS ? DVM_MAX_PAR_DIMS : t->ndim);
@@ -378,6 +378,9 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
                     memset(regs, 0, sizeof(uint32_t) * lanes * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));
                     if (heap)
                         for (int l = 0; l < lanes; l++) dvm_thread_begin(&env, (int64_t)tid * lanes + l);
+                    /* the lanes that have run the task's prologue (nodes [0, body)): a call
+                       starts at body only when every lane with an iteration has */
+                    uint32_t primed = 0;
 #pragma omp for schedule(dynamic, 1)
                     for (int64_t c = 0; c < nchunks; c++) {
                         if (DVM_LOAD_ERR(&rec.code)) continue;
@@ -392,7 +395,8 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
                         idx[0] = (int32_t)(idx[0] + lo);
                         if (lanes == 1) {
                             for (int64_t it = b; it < e; it++) {
-                                if (dvm_run(&env, task_index, t, idx, tid, regs)) break;
+                                if (dvm_run(&env, task_index, t, idx, tid, regs, primed ? t->body : 0)) break;
+                                primed = 1;
                                 cpu_next_idx(idx, nd, ext, lo);
                             }
                             continue;
@@ -410,7 +414,10 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
                                 have |= 1u << l;
                                 cpu_next_idx(idx, nd, ext, lo);
                             }
-                            if ((masked ? dvm_run_mlanes : dvm_run_lanes)(&env, task_index, t, lidx, (int64_t)tid, regs, have))
+                            const uint32_t start = (have & ~primed) ? 0u : t->body;
+                            primed |= have;
+                            if ((masked ? dvm_run_mlanes : dvm_run_lanes)(&env, task_index, t, lidx, (int64_t)tid,
+                                                                          regs, start, have))
                                 break;
                         }
                     }

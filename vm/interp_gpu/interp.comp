@@ -288,10 +288,12 @@ ivec2 floordivmod(int a, int b) {
     return ivec2(q, r);
 }
 
-/* Runs one iteration of the task whose code starts at node cb; slot = heap slot.
-   Returns 0 at END, 1 after a runtime error (or when another thread recorded one). */
-int run(uint cb, uint slot) {
-    uint ip = 0u;
+/* Runs one iteration of the task whose code starts at node cb, from its node ip0 (0, or the
+   body for a parallel task's later iterations: the prologue runs once per invocation);
+   slot = heap slot. Returns 0 at END, 1 after a runtime error (or when another thread
+   recorded one). */
+int run(uint cb, uint ip0, uint slot) {
+    uint ip = ip0;
     LONG_LOOP(true) {
         uint n = cb + ip;
         uint w0 = ldw(pc.nodes, n * 2u), w1 = ldw(pc.nodes, n * 2u + 1u);
@@ -477,7 +479,7 @@ void serial_task() {
     if ((pc.flags & FLAG_ZERO_SERIAL) != 0u) zero_counts(slot);
     uint nregs = tw(pc.task, 0u) >> 16;
     for (uint i = 0u; i < nregs; i++) R[i] = 0u;
-    run(tw(pc.task, 1u), slot);
+    run(tw(pc.task, 1u), 0u, slot);
 }
 
 void parallel_task() {
@@ -489,6 +491,7 @@ void parallel_task() {
     uint ext_u[3] = uint[3](eu01 & 0xFFFFu, eu01 >> 16, eu2s & 0xFFFFu);
     uint idx_reg[3] = uint[3](ir01 & 0xFFFFu, ir01 >> 16, ir2 & 0xFFFFu);
     uint start_u = eu2s >> 16;
+    uint ip0 = 0u; /* the first iteration runs the prologue; the later ones start at the body */
     int e[3] = int[3](1, 1, 1);
     int start = 0;
     for (uint d = 0u; d < ndim; d++) e[d] = int(ldw(pc.uni, ext_u[d]));
@@ -509,7 +512,8 @@ void parallel_task() {
             q /= uint64_t(e[d]);
         }
         R[idx_reg[0]] = uint(int(q) + start);
-        if (run(cb, g) != 0) return;
+        if (run(cb, ip0, g) != 0) return;
+        ip0 = ir2 >> 16;
         t += pc.nthreads;
     }
     if (t < total) rec_err(RT_VK_STEPS, cb, P0, P0, P0, P0);
@@ -531,7 +535,8 @@ void parallel_task() {
             q /= uint(e[d]);
         }
         R[idx_reg[0]] = uint(int(q) + start);
-        if (run(cb, g) != 0) return;
+        if (run(cb, ip0, g) != 0) return;
+        ip0 = ir2 >> 16;
         t += pc.nthreads;
     }
     if (t < total) rec_err(RT_VK_STEPS, cb, P0, P0, P0, P0);

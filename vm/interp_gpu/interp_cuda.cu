@@ -120,11 +120,12 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 /* The runner for L lanes, plain (MASKED false) or masked. */
 template <int L, bool MASKED>
 __device__ static __forceinline__ int dvm_gpu_run_lanes(const dvm_env *e, uint32_t ti, const dvm_task_desc *t,
-                                                        const int32_t *idx, int64_t slot, uint32_t *regs, uint32_t have) {
-    if constexpr (MASKED && L == DVM_GPU_LANES) return dvm_run_mlanes(e, ti, t, idx, slot, regs, have);
-    else if constexpr (MASKED) return dvm_run_mlanes_w(e, ti, t, idx, slot, regs, have);
-    else if constexpr (L == DVM_GPU_LANES) return dvm_run_lanes(e, ti, t, idx, slot, regs, have);
-    else return dvm_run_lanes_w(e, ti, t, idx, slot, regs, have);
+                                                        const int32_t *idx, int64_t slot, uint32_t *regs, uint32_t start,
+                                                        uint32_t have) {
+    if constexpr (MASKED && L == DVM_GPU_LANES) return dvm_run_mlanes(e, ti, t, idx, slot, regs, start, have);
+    else if constexpr (MASKED) return dvm_run_mlanes_w(e, ti, t, idx, slot, regs, start, have);
+    else if constexpr (L == DVM_GPU_LANES) return dvm_run_lanes(e, ti, t, idx, slot, regs, start, have);
+    else return dvm_run_lanes_w(e, ti, t, idx, slot, regs, start, have);
 }
 
 /* ---- the ops-table hash, computed at compile time from the same ops.def rows and in the
@@ -208,7 +209,7 @@ extern "C" __global__ void dvm_k_serial(dvm_gpu_exec_args a) {
     uint32_t *regs = dvm_gpu_regs(a, smem_regs, 0);
     for (uint32_t r = 0; r < a.nregs_pad; r++) regs[r] = 0;
     const int32_t idx[3] = {0, 0, 0};
-    dvm_run(&e, a.task_index, (const dvm_task_desc *)a.task, idx, a.slot, regs);
+    dvm_run(&e, a.task_index, (const dvm_task_desc *)a.task, idx, a.slot, regs, 0);
 }
 
 /* The iteration space of a parallel task, read on the device: a serial task just before may
@@ -395,7 +396,8 @@ template <bool SMEM> __device__ static __forceinline__ void dvm_gpu_parallel(con
             if (mine) {
                 int32_t idx[3];
                 dvm_gpu_decompose(sp, a.ndim, lin, idx);
-                if (dvm_run_conv(&e, a.task_index, &td, idx, (int64_t)gtid, regs)) stop = 1;
+                if (dvm_run_conv(&e, a.task_index, &td, idx, (int64_t)gtid, regs, lin == (int64_t)gtid ? 0u : td.body))
+                    stop = 1;
             }
             continue;
         }
@@ -403,7 +405,8 @@ template <bool SMEM> __device__ static __forceinline__ void dvm_gpu_parallel(con
         if (mine) {
             int32_t idx[3];
             dvm_gpu_decompose(sp, a.ndim, lin, idx);
-            if (dvm_run(&e, a.task_index, &td, idx, (int64_t)gtid, regs)) stop = 1;
+            /* the thread's first iteration runs the prologue; the later ones start at td.body */
+            if (dvm_run(&e, a.task_index, &td, idx, (int64_t)gtid, regs, lin == (int64_t)gtid ? 0u : td.body)) stop = 1;
         }
     }
 }
@@ -501,15 +504,19 @@ template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lan
                 dvm_gpu_decompose(sp, a.ndim, lin < sp.total ? lin : base, idx + 3 * l);
             }
         }
+        /* The first round runs the prologue; the later ones start at td.body. A lane without an
+           iteration in the first round has none later (iterations only grow), so every lane
+           that runs has run the prologue (no register for it: one more spilled in lanes8). */
+        const uint32_t start = base == (int64_t)gtid ? 0u : td.body;
 #ifdef DVM_GPU_CONVERGE_RUN
         if constexpr (MASKED && L == DVM_GPU_LANES) {
             if (conv) {
-                if (dvm_run_mlanes_conv(&e, a.task_index, &td, idx, (int64_t)gtid, regs, have)) stop = 1;
+                if (dvm_run_mlanes_conv(&e, a.task_index, &td, idx, (int64_t)gtid, regs, start, have)) stop = 1;
                 continue;
             }
         }
 #endif
-        if (dvm_gpu_run_lanes<L, MASKED>(&e, a.task_index, &td, idx, (int64_t)gtid, regs, have)) stop = 1;
+        if (dvm_gpu_run_lanes<L, MASKED>(&e, a.task_index, &td, idx, (int64_t)gtid, regs, start, have)) stop = 1;
     }
 }
 
