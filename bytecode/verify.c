@@ -124,6 +124,7 @@ static int is_slot_write(uint8_t op) {
 static int slot_type_needed(uint8_t op) {
     switch (op) {
     case DVM_OP_ATOMADDF: case DVM_OP_ATOMADDF2: case DVM_OP_ATOMMAXF: case DVM_OP_ATOMMINF: case DVM_OP_LDADDF:
+    case DVM_OP_LDADDFO: case DVM_OP_LDADDF2O:
     case DVM_OP_ATOMADDFO: case DVM_OP_ATOMADDF2O:
         return DVM_T_F32;
     case DVM_OP_ATOMADDI: case DVM_OP_ATOMMAXI: case DVM_OP_ATOMMINI:
@@ -196,7 +197,7 @@ static int check_task_node(vctx *c, const opctx *o, const dvm_node *n) {
         const dvm_slot_desc *s = &p->slots[o->v->slot_begin + (uint32_t)aslot];
         const dvm_param_desc *pa = slot_param(p, o->k, o->v, (uint32_t)aslot);
         if ((n->op == DVM_OP_LD2 || n->op == DVM_OP_ST2 || n->op == DVM_OP_ATOMADDF2 || n->op == DVM_OP_LD2O ||
-             n->op == DVM_OP_ATOMADDF2O) && pa->rank != 2)
+             n->op == DVM_OP_ATOMADDF2O || n->op == DVM_OP_LDADDF2O) && pa->rank != 2)
             return vfail(c, "node %u (%s): array slot %u ('%s') has rank %u, expected 2", o->node, info->name,
                          (unsigned)aslot, vstr(p, pa->name), pa->rank);
         if (is_slot_write(n->op) && s->writes != 1)

@@ -358,11 +358,21 @@ static uint32_t next_kept(const topt *t, uint32_t i) {
 
 /* Jump threading: a JZ/JNZ on register r whose target is a JZ/JNZ on the same r knows that
  * node's outcome (nothing runs in between), so it goes straight to where that node would go.
- * An `a and b and c` evaluated into a register leaves such chains. */
+ * An `a and b and c` evaluated into a register leaves such chains. A JMP to END is an END (the
+ * end of an if's first branch when the else branch ends the task: one node fewer a point). */
 static int thread_pass(topt *t) {
     int changed = 0;
     for (uint32_t i = 0; i < t->len; i++) {
         dvm_node *n = &t->code[i];
+        if (n->op == DVM_OP_JMP) {
+            uint32_t tg = next_kept(t, n->a);
+            if (tg < t->len && t->code[tg].op == DVM_OP_END) {
+                memset(n, 0, sizeof *n);
+                n->op = DVM_OP_END;
+                changed = 1;
+            }
+            continue;
+        }
         if (n->op != DVM_OP_JZ && n->op != DVM_OP_JNZ) continue;
         for (int hop = 0; hop < 8; hop++) { /* bounded: a cycle of such jumps is left alone */
             uint32_t tg = next_kept(t, n->b);
@@ -655,9 +665,10 @@ static int opt_task(dvm_program *p, const dvm_task_desc *td, uint8_t *stack_live
  * pure arithmetic on these: the stencil's n - 1 and m - 1) need run only once per thread: it
  * moves to the task's prologue, nodes [0, body), and later iterations start at body. Such a
  * node: pure and unable to fail (cse_able: no side effect, no error, no branch), every register
- * it reads already hoisted, its register written by it alone and read after it on every path
- * (not live into node 0: so no read ever saw another value), not an index, and for LDU a
- * uniform that the task does not write. The value then holds from the prologue on (register
+ * it reads already hoisted, its register written by it alone (or by copies of it: the same
+ * op and operands, as a 0 loaded in both branches of an if; the copies go) and read after a
+ * write on every path (not live into node 0: so no read ever saw another value), not an
+ * index, and for LDU a uniform that the task does not write. The value then holds from the prologue on (register
  * allocation sees END go on at body, so the register stays live and reserved). Jumps to a moved
  * node land on the next node that stays. Returns 1 if nodes moved, 0 if not, -1 when out of
  * memory. */
@@ -666,14 +677,14 @@ static int hoist_task(dvm_program *p, dvm_task_desc *td) {
     topt t;
     uint32_t nr = td->nregs ? td->nregs : 1, len = td->code_len;
     int rc = -1;
-    uint32_t *ndef = calloc(nr, sizeof *ndef), *order = malloc(sizeof *order * len);
+    uint32_t *ndef = calloc(nr, sizeof *ndef), *order = malloc(sizeof *order * len), *first = malloc(sizeof *first * nr);
     uint32_t *next = malloc(sizeof *next * (len + 1)), *pos = malloc(sizeof *pos * len);
     uint8_t *inv = calloc(nr, 1), *idx = calloc(nr, 1), *moved = calloc(len, 1), *uw = calloc(65536, 1);
     uint64_t *entry = calloc((nr + 63) / 64, sizeof *entry);
     dvm_node *code = malloc(sizeof *code * len);
     uint32_t *lines = malloc(sizeof *lines * len);
     uint16_t *cols = malloc(sizeof *cols * len);
-    if (!topt_init(&t, p->nodes + td->code_begin, len, nr, 0) || !ndef || !order || !next || !pos || !inv || !idx ||
+    if (!topt_init(&t, p->nodes + td->code_begin, len, nr, 0) || !ndef || !order || !first || !next || !pos || !inv || !idx ||
         !moved || !uw || !entry || !code || !lines || !cols)
         goto out;
     for (uint32_t d = 0; d < td->ndim; d++) {
@@ -681,11 +692,17 @@ static int hoist_task(dvm_program *p, dvm_task_desc *td) {
         idx[td->idx_reg[d]] = 1;
         entry[td->idx_reg[d] >> 6] |= (uint64_t)1 << (td->idx_reg[d] & 63);
     }
+    /* ndef[r]: the writes of r, counting copies of its first writer (first[r]) once */
+    for (uint32_t r = 0; r < nr; r++) first[r] = UINT32_MAX;
     for (uint32_t i = 0; i < len; i++) {
         const dvm_node *n = &t.code[i];
         const char *f = fmt_of(n);
         for (int j = 0; j < 3; j++) {
-            if (f[j + 1] == 'w' || f[j + 1] == 'm') ndef[opnd(n, j)]++;
+            if (f[j + 1] == 'w' || f[j + 1] == 'm') {
+                uint16_t r = opnd(n, j);
+                if (first[r] == UINT32_MAX) first[r] = i, ndef[r] = 1;
+                else if (!(f[j + 1] == 'w' && !memcmp(n, &t.code[first[r]], sizeof *n))) ndef[r]++;
+            }
             if (f[j + 1] == 'V' || f[j + 1] == 'T') uw[opnd(n, j)] = 1;
         }
     }
@@ -703,7 +720,9 @@ static int hoist_task(dvm_program *p, dvm_task_desc *td) {
             for (int j = 0; j < 3; j++)
                 if ((f[j + 1] == 'r' && !inv[opnd(n, j)]) || f[j + 1] == 'o') ok = 0;
             uint16_t w = n->a; /* cse_able: the written register is a */
-            if (!ok || ndef[w] != 1 || idx[w] || BIT(t.live, w)) continue;
+            if (!ok || ndef[w] != 1 || first[w] != i || idx[w] || BIT(t.live, w)) continue;
+            for (uint32_t c = i + 1; c < len; c++) /* its copies: NOPs (compact() drops them) */
+                if (!memcmp(&t.code[c], n, sizeof *n)) memset(&t.code[c], 0, sizeof t.code[c]);
             moved[i] = 1;
             inv[w] = 1;
             order[nh++] = i;
@@ -746,6 +765,7 @@ out:
     topt_free(&t);
     free(ndef);
     free(order);
+    free(first);
     free(next);
     free(pos);
     free(inv);
@@ -764,11 +784,16 @@ static int ofs_fits(int32_t k) { return k >= DVM_OFS_MIN && k <= DVM_OFS_MAX; }
 
 /* ADDIK t, i, k right before an array access whose index is t, with t read nowhere after it:
  * the access takes i and k itself (LD -> LDO, ATOMADDF -> ATOMADDFO, LD2 -> LD2O, ATOMADDF2
- * -> ATOMADDF2O) and the ADDIK goes (x[i - 1], u[i, j + 1] and their adjoints' += : the
+ * -> ATOMADDF2O, LDADDF -> LDADDFO) and the ADDIK goes (x[i - 1], u[i, j + 1] and their adjoints' += : the
  * 5-point stencil's four neighbours were 8 nodes, now 4). Run last, after register
  * allocation, so that no other pass meets an 'o' operand. The index is the same i32 sum, checked
- * as before, so the errors are the same. Returns the nodes fused, or -1 (out of memory). */
-static int offset_task(dvm_program *p, const dvm_task_desc *td) {
+ * as before, so the errors are the same.
+ * Then a load whose value only an add right after it reads: `LD t; ADDF d, d, t` (either order
+ * of the add) becomes `LDADDF d` (LDO -> LDADDFO, LD2 and LD2O -> LDADDF2O), f32 arrays only:
+ * the stencil's sum of four neighbours was 7 nodes, now 4. The add is the same IEEE sum, and a
+ * failing load fails as before. f32(slot) says whether the slot's elements are f32. Returns
+ * the nodes fused, or -1 (out of memory). */
+static int offset_task(dvm_program *p, const dvm_task_desc *td, const uint8_t *f32) {
     topt t;
     int fused = 0;
     if (!topt_init(&t, p->nodes + td->code_begin, td->code_len, td->nregs, td->body)) {
@@ -781,7 +806,9 @@ static int offset_task(dvm_program *p, const dvm_task_desc *td) {
     for (uint32_t i = 0; i + 1 < t.len; i++) {
         dvm_node *ad = &t.code[i], *n = &t.code[i + 1];
         if (ad->op != DVM_OP_ADDIK || t.leader[i + 1]) continue;
-        if (n->op != DVM_OP_LD && n->op != DVM_OP_ATOMADDF && n->op != DVM_OP_LD2 && n->op != DVM_OP_ATOMADDF2) continue;
+        if (n->op != DVM_OP_LD && n->op != DVM_OP_ATOMADDF && n->op != DVM_OP_LD2 && n->op != DVM_OP_ATOMADDF2 &&
+            n->op != DVM_OP_LDADDF)
+            continue;
         const uint16_t r = ad->a, src = ad->b;
         const int32_t k = (int16_t)ad->c;
         live_out(&t, i + 1, t.tmp);
@@ -797,6 +824,10 @@ static int offset_task(dvm_program *p, const dvm_task_desc *td) {
         case DVM_OP_ATOMADDF: /* x a=index b=value */
             if (n->a != r || n->b == r) continue;
             f.op = DVM_OP_ATOMADDFO, f.a = src, f.c = (uint16_t)k;
+            break;
+        case DVM_OP_LDADDF: /* x a=sum (read and written) b=index */
+            if (n->b != r || n->a == r) continue;
+            f.op = DVM_OP_LDADDFO, f.b = src, f.c = (uint16_t)k;
             break;
         case DVM_OP_LD2: /* x a=dst b, c=indices */
             if (!small || (n->b == r) == (n->c == r)) continue;
@@ -836,6 +867,29 @@ static int offset_task(dvm_program *p, const dvm_task_desc *td) {
         fused++;
         i++;
     }
+    liveness(&t);
+    for (uint32_t i = 0; i < t.len; i++) {
+        dvm_node *ld = &t.code[i];
+        if (ld->op != DVM_OP_LD && ld->op != DVM_OP_LDO && ld->op != DVM_OP_LD2 && ld->op != DVM_OP_LD2O) continue;
+        if (!f32[ld->x]) continue;
+        uint32_t j = i + 1; /* the next node, over the NOPs just left (no jump lands between) */
+        while (j < t.len && t.code[j].op == DVM_OP_NOP && !t.leader[j]) j++;
+        if (j >= t.len || t.leader[j]) continue;
+        dvm_node *ad = &t.code[j];
+        const uint16_t r = ld->a, d = ad->a;
+        if (ad->op != DVM_OP_ADDF || d == r || !((ad->b == d && ad->c == r) || (ad->c == d && ad->b == r))) continue;
+        live_out(&t, j, t.tmp);
+        if (BIT(t.tmp, r)) continue; /* the load's value is read later */
+        dvm_node f = *ld;
+        f.a = d;
+        if (ld->op == DVM_OP_LD) f.op = DVM_OP_LDADDF;
+        else if (ld->op == DVM_OP_LDO) f.op = DVM_OP_LDADDFO;
+        else f.op = DVM_OP_LDADDF2O;
+        if (ld->op == DVM_OP_LD2) f.b = DVM_OFS_MAKE(ld->b, 0), f.c = DVM_OFS_MAKE(ld->c, 0);
+        *ld = f;
+        memset(ad, 0, sizeof *ad);
+        fused++;
+    }
     topt_free(&t);
     return fused;
 }
@@ -850,9 +904,16 @@ static int stack_operand(const dvm_node *n) {
 }
 
 /* Optimizes the variant's tasks; marks its dead stacks in stack_dead (program-wide ids). */
-static int opt_variant(dvm_program *p, const dvm_variant_desc *vd, uint8_t *stack_dead) {
-    if ((uint64_t)vd->task_begin + vd->ntasks > p->ntasks || (uint64_t)vd->stack_begin + vd->nstacks > p->nstacks)
+static int opt_variant(dvm_program *p, const dvm_kernel_desc *kd, const dvm_variant_desc *vd, uint8_t *stack_dead) {
+    if ((uint64_t)vd->task_begin + vd->ntasks > p->ntasks || (uint64_t)vd->stack_begin + vd->nstacks > p->nstacks ||
+        (uint64_t)vd->slot_begin + vd->nslots > p->nslots)
         return 0;
+    uint8_t f32[256] = {0}; /* per array slot (an 8-bit operand): f32 elements */
+    for (uint32_t s = 0; s < vd->nslots && s < 256; s++) {
+        uint32_t pi = p->slots[vd->slot_begin + s].param;
+        f32[s] = pi < kd->nparams && (uint64_t)kd->param_begin + pi < p->nparams &&
+                 p->params[kd->param_begin + pi].type == DVM_T_F32;
+    }
     for (uint32_t t = 0; t < vd->ntasks; t++)
         if (!task_ok(p, &p->tasks[vd->task_begin + t], vd->nstacks)) return 0;
     uint8_t *live = malloc(vd->nstacks ? vd->nstacks : 1);
@@ -889,7 +950,7 @@ static int opt_variant(dvm_program *p, const dvm_variant_desc *vd, uint8_t *stac
         dvm_task_desc *td = &p->tasks[vd->task_begin + t];
         int h = hoist_task(p, td);
         if (h > 0 && opt_task(p, td, live) < 0) h = -1; /* the prologue's own CSE and DCE */
-        if (h < 0 || regalloc_task(p, td) < 0 || offset_task(p, td) < 0) rc = -1;
+        if (h < 0 || regalloc_task(p, td) < 0 || offset_task(p, td, f32) < 0) rc = -1;
     }
     if (rc >= 0) {
         /* renumber the surviving stacks */
@@ -1002,7 +1063,7 @@ int dvm_optimize(dvm_program *p, dvm_diags *d) {
     int rc = stack_dead ? 0 : -1;
     for (uint32_t k = 0; k < p->nkernels && rc == 0; k++)
         for (int v = 0; v < DVM_V_COUNT && rc == 0; v++)
-            if (p->kernels[k].v[v].present && opt_variant(p, &p->kernels[k].v[v], stack_dead) < 0) rc = -1;
+            if (p->kernels[k].v[v].present && opt_variant(p, &p->kernels[k], &p->kernels[k].v[v], stack_dead) < 0) rc = -1;
     if (rc == 0) rc = compact(p, stack_dead);
     free(stack_dead);
     if (rc) dvm_diag(d, 0, 0, "out of memory while optimizing bytecode");

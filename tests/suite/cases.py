@@ -662,6 +662,21 @@ kernel nb(x: f32[n], y: f32[n], u: f32[p, q], w: f32[p, q]):
 ''', 'nb', {'x': F(305), 'y': F(305), 'u': F(6, 45), 'w': F(6, 45)}, _nb, grad=True)
 
 
+
+def _box(d):
+    x, y = d['x'], d['y']
+    for i in range(2, len(x) - 2):
+        y[i] = x[i] + x[i + 1] + x[i - 2]
+# Sums of neighbours: s = s + x[i + 1] is LDADDF, and its index's ADDIK fuses into it (LDADDFO).
+case('box3', '''
+kernel box(x: f32[n], y: f32[n]):
+    for i in range(2, n - 2):
+        s = x[i]
+        s = s + x[i + 1]
+        s = s + x[i - 2]
+        y[i] = s
+''', 'box', {'x': F(37), 'y': F(37)}, _box, grad=True)
+
 def _blur(d):
     u, v = d['u'], d['v']
     n, m = u.shape

@@ -654,6 +654,14 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
         LANES_ALL(ld_[l_] = RUNS(l_) ? DVM_LDG(&ab_[ix_[l_]]) : 0u);                   \
         LANES(SETU(N_A, ld_[l_]));                                                     \
     } while (0)
+/* A load-and-add node (f32): the same, then r[a] += the element. */
+#define LOAD_ADD_NODE(index)                                                           \
+    do {                                                                               \
+        index;                                                                         \
+        uint32_t ld_[DVM_LANES];                                                       \
+        LANES_ALL(ld_[l_] = RUNS(l_) ? DVM_LDG(&ab_[ix_[l_]]) : 0u);                   \
+        LANES(SETF(N_A, RF(N_A) + DVM_U2F(ld_[l_])));                                  \
+    } while (0)
 /* read-modify-write of element RI(ia) of the node's array, per lane (v: the index);
  * ARR_ADD the same for an add */
 #define ARR_RMW(ia, stmt)                                                              \
@@ -947,12 +955,9 @@ dvm_dispatch_:
     vmcase(KDIVF) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, k_ / RF(N_B))); } vmbreak;
     vmcase(FMAF) LANES_ALL(SETF(N_A, DVM_FMAF(RF(N_B), RF(N_C), RF(N_A)))); vmbreak;
     vmcase(FMAFK) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, DVM_FMAF(RF(N_A), RF(N_B), k_))); } vmbreak;
-    vmcase(LDADDF) {
-        ARR_IDX(N_B);
-        uint32_t ld_[DVM_LANES];
-        LANES_ALL(ld_[l_] = RUNS(l_) ? DVM_LDG(&ab_[ix_[l_]]) : 0u);
-        LANES(SETF(N_A, RF(N_A) + DVM_U2F(ld_[l_])));
-    } vmbreak;
+    vmcase(LDADDF) LOAD_ADD_NODE(ARR_IDX(N_B)); vmbreak;
+    vmcase(LDADDFO) LOAD_ADD_NODE(ARR_IDX_E(RU(N_B) + (uint32_t)(int32_t)(int16_t)N_C)); vmbreak;
+    vmcase(LDADDF2O) LOAD_ADD_NODE(ARR2_IDX_E(RO(N_B), RO(N_C))); vmbreak;
 
     /* ---- size opcodes never appear in kernel code (the verifier rejects them) ---- */
     vmcase(SZ_CONST)
@@ -1032,6 +1037,7 @@ dvm_finish_:
 #undef ARR2_IDX_E
 #undef RO
 #undef LOAD_NODE
+#undef LOAD_ADD_NODE
 #undef vmcase
 #undef vmbreak
 #undef vmdispatch

@@ -412,21 +412,32 @@ int run(uint cb, uint ip0, uint slot) {
         case OP_ST2:
         case OP_ATOMADDF2:
         case OP_LD2O:
-        case OP_ATOMADDF2O: {
+        case OP_ATOMADDF2O:
+        case OP_LDADDF2O: {
             /* rank 2 only (verifier); axis 0 checked first, like IDX then IDXM */
-            bool ld = op == OP_LD2 || op == OP_LD2O, o = op == OP_LD2O || op == OP_ATOMADDF2O;
+            bool ld = op == OP_LD2 || op == OP_LD2O || op == OP_LDADDF2O;
+            bool o = op == OP_LD2O || op == OP_ATOMADDF2O || op == OP_LDADDF2O;
             uint fi = ld ? b : a, fj = ld ? c : b;
             int i = o ? ov(fi) : iv(fi), j = o ? ov(fj) : iv(fj), d0 = arr_dim(x, 0u), d1 = arr_dim(x, 1u);
             if (i < 0 || i >= d0) { rec_err(RT_OOB, n, uvec2(x, 0u), uvec2(0u, 0u), P(i), P(d0)); return 1; }
             if (j < 0 || j >= d1) { rec_err(RT_OOB, n, uvec2(x, 0u), uvec2(1u, 0u), P(j), P(d1)); return 1; }
             uvec2 p = addw(arr_base(x), uint(i) * uint(d1) + uint(j)); /* as IDXM + LD: 32-bit */
-            if (ld) R[a] = W(p).v;
+            if (op == OP_LDADDF2O) {
+                precise float t = f(a) + uintBitsToFloat(W(p).v);
+                setf(a, t);
+            } else if (ld) R[a] = W(p).v;
             else if (op == OP_ST2) W(p).v = R[c];
             else atom_addf(p, f(c));
             break;
         }
         case OP_ATOMADDF: { int i = iv(a); if (!chk(x, i, n)) return 1; atom_addf(addw(arr_base(x), uint(i)), f(b)); break; }
         case OP_LDO: { int i = int(R[b] + uint(int(c << 16) >> 16)); if (!chk(x, i, n)) return 1; R[a] = ldw(arr_base(x), uint(i)); break; }
+        case OP_LDADDFO: {
+            int i = int(R[b] + uint(int(c << 16) >> 16)); if (!chk(x, i, n)) return 1;
+            precise float t = f(a) + uintBitsToFloat(ldw(arr_base(x), uint(i)));
+            setf(a, t);
+            break;
+        }
         case OP_ATOMADDFO: { int i = int(R[a] + uint(int(c << 16) >> 16)); if (!chk(x, i, n)) return 1; atom_addf(addw(arr_base(x), uint(i)), f(b)); break; }
         case OP_ATOMADDI: { int i = iv(a); if (!chk(x, i, n)) return 1; atomicAdd(W(addw(arr_base(x), uint(i))).v, R[b]); break; }
         case OP_ATOMMAXF: { int i = iv(a); if (!chk(x, i, n)) return 1; atom_mmf(addw(arr_base(x), uint(i)), f(b), true); break; }
