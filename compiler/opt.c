@@ -791,8 +791,11 @@ static int ofs_fits(int32_t k) { return k >= DVM_OFS_MIN && k <= DVM_OFS_MAX; }
  * Then a load whose value only an add right after it reads: `LD t; ADDF d, d, t` (either order
  * of the add) becomes `LDADDF d` (LDO -> LDADDFO, LD2 and LD2O -> LDADDF2O), f32 arrays only:
  * the stencil's sum of four neighbours was 7 nodes, now 4. The add is the same IEEE sum, and a
- * failing load fails as before. f32(slot) says whether the slot's elements are f32. Returns
- * the nodes fused, or -1 (out of memory). */
+ * failing load fails as before. f32(slot) says whether the slot's elements are f32.
+ * Last, a two-sided bounds test: `JGEI lo, v, T` and `JGEI v, hi, T` one after the other
+ * (either order, no jump entering between them) are `JOUTI lo, v, hi, T` (lo in the 8-bit x
+ * field: a register below 256): `if i > 0 and i < n - 1` is one node, not two. Returns the
+ * nodes fused, or -1 (out of memory). */
 static int offset_task(dvm_program *p, const dvm_task_desc *td, const uint8_t *f32) {
     topt t;
     int fused = 0;
@@ -889,6 +892,27 @@ static int offset_task(dvm_program *p, const dvm_task_desc *td, const uint8_t *f
         *ld = f;
         memset(ad, 0, sizeof *ad);
         fused++;
+    }
+    for (uint32_t i = 0; i < t.len; i++) {
+        dvm_node *g1 = &t.code[i];
+        if (g1->op != DVM_OP_JGEI) continue;
+        uint32_t j = i + 1; /* the next node (after a branch: a block of its own, but no jump may land there) */
+        while (j < t.len && t.code[j].op == DVM_OP_NOP && !(t.leader[j] & LEAD_TARGET)) j++;
+        if (j >= t.len || (t.leader[j] & LEAD_TARGET)) continue;
+        dvm_node *g2 = &t.code[j];
+        if (g2->op != DVM_OP_JGEI || g2->c != g1->c) continue;
+        dvm_node f = {DVM_OP_JOUTI, 0, 0, 0, g1->c};
+        if (g1->b == g2->a) /* lo >= v, then v >= hi */
+            f.x = (uint8_t)g1->a, f.a = g1->b, f.b = g2->b;
+        else if (g2->b == g1->a) /* v >= hi, then lo >= v */
+            f.x = (uint8_t)g2->a, f.a = g1->a, f.b = g1->b;
+        else
+            continue;
+        if ((g1->b == g2->a ? g1->a : g2->a) > 255) continue;
+        *g1 = f;
+        memset(g2, 0, sizeof *g2);
+        fused++;
+        i = j;
     }
     topt_free(&t);
     return fused;

@@ -873,6 +873,7 @@ dvm_dispatch_:
     vmcase(JZ) CBRANCH(c_ = RU(N_A) == 0u, N_B);
     vmcase(JNZ) CBRANCH(c_ = RU(N_A) != 0u, N_B);
     vmcase(JGEI) CBRANCH(c_ = RI(N_A) >= RI(N_B), N_C);
+    vmcase(JOUTI) CBRANCH(c_ = (RI(N_X) >= RI(N_A)) | (RI(N_A) >= RI(N_B)), N_C);
     /* the bound is read before the count is written (they may be one register) */
     vmcase(INCLT) CBRANCH_LOOP(const uint32_t v_ = RU(N_A) + 1u; c_ = (int32_t)v_ < RI(N_B); SETU(N_A, v_), N_C);
 #ifdef DVM_MASKED_

@@ -387,6 +387,7 @@ int run(uint cb, uint ip0, uint slot) {
         case OP_JZ: if (R[a] == 0u) next = b; break;
         case OP_JNZ: if (R[a] != 0u) next = b; break;
         case OP_JGEI: if (iv(a) >= iv(b)) next = c; break;
+        case OP_JOUTI: if (iv(x) >= iv(a) || iv(a) >= iv(b)) next = c; break;
         case OP_INCLT: R[a] += 1u; if (iv(a) < iv(b)) next = c; break;
         case OP_END: return 0;
         case OP_ASSERT:
