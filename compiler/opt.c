@@ -779,44 +779,35 @@ out:
     return rc;
 }
 
+/* The node after i over the NOPs that earlier fusions left, if no jump lands on it or between
+ * (it runs right after i, and only then); t->len if not. Needs find_leaders. */
+static uint32_t next_unentered(const topt *t, uint32_t i) {
+    uint32_t j = i + 1;
+    while (j < t->len && t->code[j].op == DVM_OP_NOP && !(t->leader[j] & LEAD_TARGET)) j++;
+    return j < t->len && !(t->leader[j] & LEAD_TARGET) ? j : t->len;
+}
+
 /* Whether k fits the offset of an 'o' operand. */
 static int ofs_fits(int32_t k) { return k >= DVM_OFS_MIN && k <= DVM_OFS_MAX; }
 
 /* ADDIK t, i, k right before an array access whose index is t, with t read nowhere after it:
  * the access takes i and k itself (LD -> LDO, ATOMADDF -> ATOMADDFO, LD2 -> LD2O, ATOMADDF2
- * -> ATOMADDF2O, LDADDF -> LDADDFO) and the ADDIK goes (x[i - 1], u[i, j + 1] and their adjoints' += : the
- * 5-point stencil's four neighbours were 8 nodes, now 4). Run last, after register
- * allocation, so that no other pass meets an 'o' operand. The index is the same i32 sum, checked
- * as before, so the errors are the same.
- * Then a load whose value only an add right after it reads: `LD t; ADDF d, d, t` (either order
- * of the add) becomes `LDADDF d` (LDO -> LDADDFO, LD2 and LD2O -> LDADDF2O), f32 arrays only:
- * the stencil's sum of four neighbours was 7 nodes, now 4. The add is the same IEEE sum, and a
- * failing load fails as before. f32(slot) says whether the slot's elements are f32.
- * Last, a two-sided bounds test: `JGEI lo, v, T` and `JGEI v, hi, T` one after the other
- * (either order, no jump entering between them) are `JOUTI lo, v, hi, T` (lo in the 8-bit x
- * field: a register below 256): `if i > 0 and i < n - 1` is one node, not two. Returns the
- * nodes fused, or -1 (out of memory). */
-static int offset_task(dvm_program *p, const dvm_task_desc *td, const uint8_t *f32) {
-    topt t;
+ * -> ATOMADDF2O, LDADDF -> LDADDFO) and the ADDIK goes (x[i - 1], u[i, j + 1] and their
+ * adjoints' += : the 5-point stencil's four neighbours were 8 nodes, now 4). The index is the
+ * same i32 sum, checked as before, so the errors are the same. Needs fresh liveness. */
+static int offset_pass(topt *t) {
     int fused = 0;
-    if (!topt_init(&t, p->nodes + td->code_begin, td->code_len, td->nregs, td->body)) {
-        topt_free(&t);
-        return -1;
-    }
-    t.weak = 1; /* every read counts */
-    find_leaders(&t);
-    liveness(&t);
-    for (uint32_t i = 0; i + 1 < t.len; i++) {
-        dvm_node *ad = &t.code[i], *n = &t.code[i + 1];
-        if (ad->op != DVM_OP_ADDIK || t.leader[i + 1]) continue;
+    for (uint32_t i = 0; i + 1 < t->len; i++) {
+        dvm_node *ad = &t->code[i], *n = &t->code[i + 1];
+        if (ad->op != DVM_OP_ADDIK || t->leader[i + 1]) continue;
         if (n->op != DVM_OP_LD && n->op != DVM_OP_ATOMADDF && n->op != DVM_OP_LD2 && n->op != DVM_OP_ATOMADDF2 &&
             n->op != DVM_OP_LDADDF)
             continue;
         const uint16_t r = ad->a, src = ad->b;
         const int32_t k = (int16_t)ad->c;
-        live_out(&t, i + 1, t.tmp);
+        live_out(t, i + 1, t->tmp);
         const int writes_r = (n->op == DVM_OP_LD || n->op == DVM_OP_LD2) && n->a == r;
-        if (BIT(t.tmp, r) && !writes_r) continue; /* the sum is read later */
+        if (BIT(t->tmp, r) && !writes_r) continue; /* the sum is read later */
         const int small = ofs_fits(k);
         dvm_node f = *n;
         switch (n->op) {
@@ -853,11 +844,11 @@ static int offset_task(dvm_program *p, const dvm_task_desc *td, const uint8_t *f
             const int ld = f.op == DVM_OP_LD2O;
             uint16_t *of = ld ? (n->b == r ? &f.c : &f.b) : (n->a == r ? &f.b : &f.a);
             const uint16_t other = ld ? (n->b == r ? n->c : n->b) : (n->a == r ? n->b : n->a);
-            dvm_node *ad2 = i > 0 ? &t.code[i - 1] : NULL;
-            if (ad2 && ad2->op == DVM_OP_ADDIK && !t.leader[i] && ad2->a == other && src != other &&
+            dvm_node *ad2 = i > 0 ? &t->code[i - 1] : NULL;
+            if (ad2 && ad2->op == DVM_OP_ADDIK && !t->leader[i] && ad2->a == other && src != other &&
                 (ld || n->c != other)) {
                 const int32_t k2 = (int16_t)ad2->c;
-                const int dead2 = !BIT(t.tmp, other) || (ld && n->a == other);
+                const int dead2 = !BIT(t->tmp, other) || (ld && n->a == other);
                 if (ofs_fits(k2) && dead2) {
                     *of = DVM_OFS_MAKE(ad2->b, k2);
                     memset(ad2, 0, sizeof *ad2);
@@ -870,19 +861,26 @@ static int offset_task(dvm_program *p, const dvm_task_desc *td, const uint8_t *f
         fused++;
         i++;
     }
-    liveness(&t);
-    for (uint32_t i = 0; i < t.len; i++) {
-        dvm_node *ld = &t.code[i];
+    return fused;
+}
+
+/* A load whose value only an add right after it reads: `LD t; ADDF d, d, t` (either order of
+ * the add) becomes `LDADDF d` (LDO -> LDADDFO, LD2 and LD2O -> LDADDF2O), f32 arrays only
+ * (f32[slot]): the stencil's sum of four neighbours was 7 nodes, now 4. The add is the same
+ * IEEE sum, and a failing load fails as before. Needs fresh liveness. */
+static int ldadd_pass(topt *t, const uint8_t *f32) {
+    int fused = 0;
+    for (uint32_t i = 0; i < t->len; i++) {
+        dvm_node *ld = &t->code[i];
         if (ld->op != DVM_OP_LD && ld->op != DVM_OP_LDO && ld->op != DVM_OP_LD2 && ld->op != DVM_OP_LD2O) continue;
         if (!f32[ld->x]) continue;
-        uint32_t j = i + 1; /* the next node, over the NOPs just left (no jump lands between) */
-        while (j < t.len && t.code[j].op == DVM_OP_NOP && !t.leader[j]) j++;
-        if (j >= t.len || t.leader[j]) continue;
-        dvm_node *ad = &t.code[j];
+        const uint32_t j = next_unentered(t, i);
+        if (j >= t->len) continue;
+        dvm_node *ad = &t->code[j];
         const uint16_t r = ld->a, d = ad->a;
         if (ad->op != DVM_OP_ADDF || d == r || !((ad->b == d && ad->c == r) || (ad->c == d && ad->b == r))) continue;
-        live_out(&t, j, t.tmp);
-        if (BIT(t.tmp, r)) continue; /* the load's value is read later */
+        live_out(t, j, t->tmp);
+        if (BIT(t->tmp, r)) continue; /* the load's value is read later */
         dvm_node f = *ld;
         f.a = d;
         if (ld->op == DVM_OP_LD) f.op = DVM_OP_LDADDF;
@@ -893,27 +891,52 @@ static int offset_task(dvm_program *p, const dvm_task_desc *td, const uint8_t *f
         memset(ad, 0, sizeof *ad);
         fused++;
     }
-    for (uint32_t i = 0; i < t.len; i++) {
-        dvm_node *g1 = &t.code[i];
+    return fused;
+}
+
+/* A two-sided bounds test: `JGEI lo, v, T` and `JGEI v, hi, T` one after the other (either
+ * order, no jump landing on the second) are `JOUTI lo, v, hi, T` (lo in the 8-bit x field: a
+ * register below 256): `if i > 0 and i < n - 1` is one node, not two. */
+static int bounds_pass(topt *t) {
+    int fused = 0;
+    for (uint32_t i = 0; i < t->len; i++) {
+        dvm_node *g1 = &t->code[i];
         if (g1->op != DVM_OP_JGEI) continue;
-        uint32_t j = i + 1; /* the next node (after a branch: a block of its own, but no jump may land there) */
-        while (j < t.len && t.code[j].op == DVM_OP_NOP && !(t.leader[j] & LEAD_TARGET)) j++;
-        if (j >= t.len || (t.leader[j] & LEAD_TARGET)) continue;
-        dvm_node *g2 = &t.code[j];
+        const uint32_t j = next_unentered(t, i);
+        if (j >= t->len) continue;
+        dvm_node *g2 = &t->code[j];
         if (g2->op != DVM_OP_JGEI || g2->c != g1->c) continue;
-        dvm_node f = {DVM_OP_JOUTI, 0, 0, 0, g1->c};
+        uint16_t lo, v, hi;
         if (g1->b == g2->a) /* lo >= v, then v >= hi */
-            f.x = (uint8_t)g1->a, f.a = g1->b, f.b = g2->b;
+            lo = g1->a, v = g1->b, hi = g2->b;
         else if (g2->b == g1->a) /* v >= hi, then lo >= v */
-            f.x = (uint8_t)g2->a, f.a = g1->a, f.b = g1->b;
+            lo = g2->a, v = g1->a, hi = g1->b;
         else
             continue;
-        if ((g1->b == g2->a ? g1->a : g2->a) > 255) continue;
-        *g1 = f;
+        if (lo > 255) continue; /* the x field */
+        *g1 = (dvm_node){DVM_OP_JOUTI, (uint8_t)lo, v, hi, g1->c};
         memset(g2, 0, sizeof *g2);
         fused++;
         i = j;
     }
+    return fused;
+}
+
+/* The fusions that make operands no other pass reads ('o', JOUTI's x register): run last,
+ * after register allocation. Returns the nodes fused, or -1 (out of memory). */
+static int fuse_task(dvm_program *p, const dvm_task_desc *td, const uint8_t *f32) {
+    topt t;
+    if (!topt_init(&t, p->nodes + td->code_begin, td->code_len, td->nregs, td->body)) {
+        topt_free(&t);
+        return -1;
+    }
+    t.weak = 1; /* every read counts */
+    find_leaders(&t);
+    liveness(&t);
+    int fused = offset_pass(&t);
+    liveness(&t);
+    fused += ldadd_pass(&t, f32);
+    fused += bounds_pass(&t);
     topt_free(&t);
     return fused;
 }
@@ -974,7 +997,7 @@ static int opt_variant(dvm_program *p, const dvm_kernel_desc *kd, const dvm_vari
         dvm_task_desc *td = &p->tasks[vd->task_begin + t];
         int h = hoist_task(p, td);
         if (h > 0 && opt_task(p, td, live) < 0) h = -1; /* the prologue's own CSE and DCE */
-        if (h < 0 || regalloc_task(p, td) < 0 || offset_task(p, td, f32) < 0) rc = -1;
+        if (h < 0 || regalloc_task(p, td) < 0 || fuse_task(p, td, f32) < 0) rc = -1;
     }
     if (rc >= 0) {
         /* renumber the surviving stacks */

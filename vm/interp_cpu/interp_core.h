@@ -645,23 +645,21 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #define ARR_IDX(ia) ARR_IDX_E(RU(ia))
 /* An 'o' operand's value, lane l_: its register plus its offset (wrapping, like ADDIK). */
 #define RO(f) (RU(DVM_OFS_REG(f)) + (uint32_t)DVM_OFS_OFF(f))
-/* A load node: `index` (ARR_IDX_E or ARR2_IDX_E) sets every lane's flat index ix_[]; all
- * lanes' loads first, then the register writes (the loads are in flight together). */
-#define LOAD_NODE(index)                                                               \
+/* A register plus a 16-bit immediate, lane l_ (an index plus a constant: wraps, like ADDIK). */
+#define RK16(n, k) (RU(n) + (uint32_t)(int32_t)(int16_t)(k))
+/* A load node: the index statement (ARR_IDX_E or ARR2_IDX_E, the variadic part: it may hold
+ * commas) sets every lane's flat index ix_[]; all lanes' loads first, then the register writes
+ * (the loads are in flight together). LOAD_NODE writes the element to r[a]; LOAD_ADD_NODE
+ * adds it (f32). */
+#define LOAD_NODE_(add_, ...)                                                          \
     do {                                                                               \
-        index;                                                                         \
+        __VA_ARGS__;                                                                   \
         uint32_t ld_[DVM_LANES];                                                       \
         LANES_ALL(ld_[l_] = RUNS(l_) ? DVM_LDG(&ab_[ix_[l_]]) : 0u);                   \
-        LANES(SETU(N_A, ld_[l_]));                                                     \
+        LANES(if (add_) SETF(N_A, RF(N_A) + DVM_U2F(ld_[l_])); else SETU(N_A, ld_[l_])); \
     } while (0)
-/* A load-and-add node (f32): the same, then r[a] += the element. */
-#define LOAD_ADD_NODE(index)                                                           \
-    do {                                                                               \
-        index;                                                                         \
-        uint32_t ld_[DVM_LANES];                                                       \
-        LANES_ALL(ld_[l_] = RUNS(l_) ? DVM_LDG(&ab_[ix_[l_]]) : 0u);                   \
-        LANES(SETF(N_A, RF(N_A) + DVM_U2F(ld_[l_])));                                  \
-    } while (0)
+#define LOAD_NODE(...) LOAD_NODE_(0, __VA_ARGS__)
+#define LOAD_ADD_NODE(...) LOAD_NODE_(1, __VA_ARGS__)
 /* read-modify-write of element RI(ia) of the node's array, per lane (v: the index);
  * ARR_ADD the same for an add */
 #define ARR_RMW(ia, stmt)                                                              \
@@ -911,9 +909,9 @@ dvm_dispatch_:
         LANES_ADD(DVM_ATOMIC_ADD_F32(&ab_[ix_[l_]], RF(N_C)));
     } vmbreak;
     /* an index plus a constant: ADDIK fused into the access (the sum checked as the index) */
-    vmcase(LDO) LOAD_NODE(ARR_IDX_E(RU(N_B) + (uint32_t)(int32_t)(int16_t)N_C)); vmbreak;
+    vmcase(LDO) LOAD_NODE(ARR_IDX_E(RK16(N_B, N_C))); vmbreak;
     vmcase(ATOMADDFO) {
-        ARR_IDX_E(RU(N_A) + (uint32_t)(int32_t)(int16_t)N_C);
+        ARR_IDX_E(RK16(N_A, N_C));
         LANES_ADD(DVM_ATOMIC_ADD_F32(&ab_[ix_[l_]], RF(N_B)));
     } vmbreak;
     vmcase(LD2O) LOAD_NODE(ARR2_IDX_E(RO(N_B), RO(N_C))); vmbreak;
@@ -957,7 +955,7 @@ dvm_dispatch_:
     vmcase(FMAF) LANES_ALL(SETF(N_A, DVM_FMAF(RF(N_B), RF(N_C), RF(N_A)))); vmbreak;
     vmcase(FMAFK) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, DVM_FMAF(RF(N_A), RF(N_B), k_))); } vmbreak;
     vmcase(LDADDF) LOAD_ADD_NODE(ARR_IDX(N_B)); vmbreak;
-    vmcase(LDADDFO) LOAD_ADD_NODE(ARR_IDX_E(RU(N_B) + (uint32_t)(int32_t)(int16_t)N_C)); vmbreak;
+    vmcase(LDADDFO) LOAD_ADD_NODE(ARR_IDX_E(RK16(N_B, N_C))); vmbreak;
     vmcase(LDADDF2O) LOAD_ADD_NODE(ARR2_IDX_E(RO(N_B), RO(N_C))); vmbreak;
 
     /* ---- size opcodes never appear in kernel code (the verifier rejects them) ---- */
@@ -1037,8 +1035,10 @@ dvm_finish_:
 #undef ARR2_IDX
 #undef ARR2_IDX_E
 #undef RO
+#undef LOAD_NODE_
 #undef LOAD_NODE
 #undef LOAD_ADD_NODE
+#undef RK16
 #undef vmcase
 #undef vmbreak
 #undef vmdispatch

@@ -118,6 +118,10 @@ void setf(uint r, float v) { R[r] = floatBitsToUint(v); }
 int iv(uint r) { return int(R[r]); }
 /* an 'o' operand (ops.def): register in bits 0-9 plus a signed 6-bit offset in bits 10-15 */
 int ov(uint f) { return int(R[f & 1023u] + uint((int((f >> 10) & 63u) ^ 32) - 32)); } /* wraps, like ADDIK */
+/* register r plus the sign-extended 16-bit immediate k (LDO, ATOMADDFO, LDADDFO): wraps too */
+int rk16(uint r, uint k) { return int(R[r] + uint(int(k << 16) >> 16)); }
+/* the load-and-add nodes: r[a] += the f32 element with bits v */
+void ldadd(uint a, uint v) { precise float t = f(a) + uintBitsToFloat(v); setf(a, t); }
 void seti(uint r, int v) { R[r] = uint(v); }
 float K(uint k) { return uintBitsToFloat(ldw(pc.consts, k)); }
 
@@ -402,12 +406,7 @@ int run(uint cb, uint ip0, uint slot) {
             break;
         }
         case OP_LD: { int i = iv(b); if (!chk(x, i, n)) return 1; R[a] = ldw(arr_base(x), uint(i)); break; }
-        case OP_LDADDF: {
-            int i = iv(b); if (!chk(x, i, n)) return 1;
-            precise float t = f(a) + uintBitsToFloat(ldw(arr_base(x), uint(i)));
-            setf(a, t);
-            break;
-        }
+        case OP_LDADDF: { int i = iv(b); if (!chk(x, i, n)) return 1; ldadd(a, ldw(arr_base(x), uint(i))); break; }
         case OP_ST: { int i = iv(a); if (!chk(x, i, n)) return 1; W(addw(arr_base(x), uint(i))).v = R[b]; break; }
         case OP_LD2:
         case OP_ST2:
@@ -423,23 +422,16 @@ int run(uint cb, uint ip0, uint slot) {
             if (i < 0 || i >= d0) { rec_err(RT_OOB, n, uvec2(x, 0u), uvec2(0u, 0u), P(i), P(d0)); return 1; }
             if (j < 0 || j >= d1) { rec_err(RT_OOB, n, uvec2(x, 0u), uvec2(1u, 0u), P(j), P(d1)); return 1; }
             uvec2 p = addw(arr_base(x), uint(i) * uint(d1) + uint(j)); /* as IDXM + LD: 32-bit */
-            if (op == OP_LDADDF2O) {
-                precise float t = f(a) + uintBitsToFloat(W(p).v);
-                setf(a, t);
-            } else if (ld) R[a] = W(p).v;
+            if (op == OP_LDADDF2O) ldadd(a, W(p).v);
+            else if (ld) R[a] = W(p).v;
             else if (op == OP_ST2) W(p).v = R[c];
             else atom_addf(p, f(c));
             break;
         }
         case OP_ATOMADDF: { int i = iv(a); if (!chk(x, i, n)) return 1; atom_addf(addw(arr_base(x), uint(i)), f(b)); break; }
-        case OP_LDO: { int i = int(R[b] + uint(int(c << 16) >> 16)); if (!chk(x, i, n)) return 1; R[a] = ldw(arr_base(x), uint(i)); break; }
-        case OP_LDADDFO: {
-            int i = int(R[b] + uint(int(c << 16) >> 16)); if (!chk(x, i, n)) return 1;
-            precise float t = f(a) + uintBitsToFloat(ldw(arr_base(x), uint(i)));
-            setf(a, t);
-            break;
-        }
-        case OP_ATOMADDFO: { int i = int(R[a] + uint(int(c << 16) >> 16)); if (!chk(x, i, n)) return 1; atom_addf(addw(arr_base(x), uint(i)), f(b)); break; }
+        case OP_LDO: { int i = rk16(b, c); if (!chk(x, i, n)) return 1; R[a] = ldw(arr_base(x), uint(i)); break; }
+        case OP_LDADDFO: { int i = rk16(b, c); if (!chk(x, i, n)) return 1; ldadd(a, ldw(arr_base(x), uint(i))); break; }
+        case OP_ATOMADDFO: { int i = rk16(a, c); if (!chk(x, i, n)) return 1; atom_addf(addw(arr_base(x), uint(i)), f(b)); break; }
         case OP_ATOMADDI: { int i = iv(a); if (!chk(x, i, n)) return 1; atomicAdd(W(addw(arr_base(x), uint(i))).v, R[b]); break; }
         case OP_ATOMMAXF: { int i = iv(a); if (!chk(x, i, n)) return 1; atom_mmf(addw(arr_base(x), uint(i)), f(b), true); break; }
         case OP_ATOMMINF: { int i = iv(a); if (!chk(x, i, n)) return 1; atom_mmf(addw(arr_base(x), uint(i)), f(b), false); break; }

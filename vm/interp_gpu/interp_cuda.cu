@@ -390,14 +390,15 @@ template <bool SMEM> __device__ static __forceinline__ void dvm_gpu_parallel(con
     for (int64_t lin = (int64_t)gtid;; lin += (int64_t)nthreads) {
         const int mine = lin < sp.total && !stop;
         if (!dvm_gpu_round(sync, wmask, mine)) break;
+        /* the thread's first iteration runs the prologue; the later ones start at td.body */
+        const uint32_t start = lin == (int64_t)gtid ? 0u : td.body;
 #ifdef DVM_GPU_CONVERGE_RUN
         if (sync && (a.flags & DVM_GPU_F_CONVERGE)) {
             e.wmask = __ballot_sync(wmask, mine); /* this round's threads keep together */
             if (mine) {
                 int32_t idx[3];
                 dvm_gpu_decompose(sp, a.ndim, lin, idx);
-                if (dvm_run_conv(&e, a.task_index, &td, idx, (int64_t)gtid, regs, lin == (int64_t)gtid ? 0u : td.body))
-                    stop = 1;
+                if (dvm_run_conv(&e, a.task_index, &td, idx, (int64_t)gtid, regs, start)) stop = 1;
             }
             continue;
         }
@@ -405,8 +406,7 @@ template <bool SMEM> __device__ static __forceinline__ void dvm_gpu_parallel(con
         if (mine) {
             int32_t idx[3];
             dvm_gpu_decompose(sp, a.ndim, lin, idx);
-            /* the thread's first iteration runs the prologue; the later ones start at td.body */
-            if (dvm_run(&e, a.task_index, &td, idx, (int64_t)gtid, regs, lin == (int64_t)gtid ? 0u : td.body)) stop = 1;
+            if (dvm_run(&e, a.task_index, &td, idx, (int64_t)gtid, regs, start)) stop = 1;
         }
     }
 }
