@@ -461,19 +461,79 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
  * it lane 0's indices), so it loads, stores and fails exactly as lane 0 does, in the same
  * node, and only an add would count twice: only adds are masked. (Masking every node cost
  * the 8-lane kernel 196 bytes of spills on sm_90.) */
+#ifdef DVM_LANEMASK_
+/* Lanes: a node's register writes (SETU) are deferred to the end of its lane loop and made
+ * as one row write, every lane of register r together (regs[r * DVM_LANES .. + DVM_LANES),
+ * contiguous). Every read of the node then comes before any write, so the compiler may load
+ * and store a register's lanes as vectors (GPU: ld/st.shared.v4 where DVM_REGS_ALIGN says the
+ * rows are 16-byte aligned: a quarter of the instructions). A node writes at most one
+ * register (its a operand), so the row is known once the loop has run (wr_, or NOREG_ when
+ * the node wrote none). Every read of a lane comes before its own write in every node. */
+#define NOREG_ 0xFFFFFFFFu
+#define LANES_LOOP_(body)                                                              \
+    do {                                                                               \
+        uint32_t wv_[DVM_LANES] = {0}, wr_ = NOREG_;                                   \
+        const int ws_ = 1;                                                             \
+        (void)ws_;                                                                     \
+        DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) { body; }                    \
+        if (wr_ != NOREG_) ROW_WRITE_(ROW_AT_(wr_));                                   \
+    } while (0)
+#define SETU(n, v) (wv_[l_ * ws_] = (uint32_t)(v), wr_ = (uint32_t)(n)) /* ws_: see LANES_EACH_ */
+/* LANES_EACH_: the lanes of a node that may fail, branch per lane or has side effects (LANES,
+ * LANES_ADD), and of library math (LANES_MATH, a loop that is not unrolled): each lane's write
+ * made at the end of its own iteration (SETU's buffer is then one word, ws_ = 0). Deferring
+ * those to a row write kept every lane's value live across the others' work: ptxas spilled
+ * 400-800 bytes in the masked kernels. */
+#define LANES_EACH_(cond_, body) LANES_EACH_LOOP_(DVM_UNROLL, cond_, body)
+#define LANES_EACH_LOOP_(unroll_, cond_, body)                                         \
+    do {                                                                               \
+        unroll_ for (int l_ = 0; l_ < DVM_LANES; l_++) if (cond_) {                    \
+            uint32_t wv_[1] = {0}, wr_ = NOREG_;                                       \
+            const int ws_ = 0;                                                         \
+            (void)ws_;                                                                 \
+            body;                                                                      \
+            if (wr_ != NOREG_) RREF(wr_) = wv_[0];                                     \
+        }                                                                              \
+    } while (0)
+/* DVM_ROW_AT(R, n) / DVM_ROW_PUT(row, w) (optional, the includer's, all three or none; used
+ * when DVM_LANES == DVM_ROW_LANES): the address of register n's lane row in the file R / the
+ * whole row written from w[0 .. DVM_LANES) (CUDA: 16-byte vectors, the rows being aligned). */
+#if !defined(DVM_ROW_PUT) || DVM_LANES != DVM_ROW_LANES
+#define ROW_PUT_(row, w) do { DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) (row)[l_] = (w)[l_]; } while (0)
+#define ROW_AT_(n) (R + (uint32_t)(n) * DVM_LANES)
+#else
+#define ROW_PUT_(row, w) DVM_ROW_PUT(row, w)
+#define ROW_AT_(n) DVM_ROW_AT(R, n)
+#endif
 #ifdef DVM_MASKED_
-#define LANES(body) do { DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) if ((m_ >> l_) & 1u) { body; } } while (0)
+/* Masked lanes write the running lanes only: the others keep their values (a select, so
+ * that the row is still written whole). */
+#define ROW_WRITE_(row)                                                                \
+    do {                                                                               \
+        uint32_t *const rw_ = (row);                                                   \
+        if (m_ != (1u << DVM_LANES) - 1u) {                                            \
+            DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++)                          \
+                wv_[l_] = ((m_ >> l_) & 1u) ? wv_[l_] : rw_[l_];                      \
+        }                                                                              \
+        ROW_PUT_(rw_, wv_);                                                            \
+    } while (0)
+#define LANES(body) LANES_EACH_((m_ >> l_) & 1u, body)
 #define RUNS(l) ((int)((m_ >> (l)) & 1u))
 #else
-#define LANES(body) do { DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) { body; } } while (0)
+/* Unmasked lanes write every lane: a lane without an iteration has scratch registers. */
+#define ROW_WRITE_(row) ROW_PUT_(row, wv_)
+#define LANES(body) LANES_EACH_(1, body)
 #define RUNS(l) 1
 #endif
-#ifdef DVM_LANEMASK_
-#define LANES_ADD(body) do { DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) if ((m_ >> l_) & 1u) { body; } } while (0)
+#define LANES_ADD(body) LANES_EACH_((m_ >> l_) & 1u, body)
+#define LANES_ALL(body) LANES_LOOP_(body)
 #else
+#define LANES(body) do { const int l_ = 0; body; } while (0)
+#define RUNS(l) 1
 #define LANES_ADD(body) LANES(body)
+#define LANES_ALL(body) LANES(body)
+#define SETU(n, v) (RU(n) = (uint32_t)(v))
 #endif
-#define LANES_ALL(body) do { DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) { body; } } while (0)
 /* LANES_MATH(body): a library math node (sin, exp, pow, ...), every lane. Masked lanes run
  * it in a loop that is not unrolled: the unrolled copies of these functions' code were a third
  * of the 8-lane kernel's 300 KB and ncu showed a third of its stalls waiting for instructions;
@@ -481,26 +541,19 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
  * lanes only (v28) was no faster: the warp runs as many rounds as its busiest thread. The plain
  * lanes keep the unrolled copies (saxpy and the transcendental adjoint were 3% slower). */
 #ifdef DVM_MASKED_
-#define LANES_MATH(body) do { DVM_NOUNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) { body; } } while (0)
+#define LANES_MATH(body) LANES_EACH_LOOP_(DVM_NOUNROLL, 1, body; if (!RUNS(l_)) wr_ = NOREG_)
 #else
 #define LANES_MATH(body) LANES_ALL(body)
 #endif
 /* Register access: 32-bit words, viewed as u32, i32 or f32; lane l_. */
-#define RU(n) (R[(uint32_t)(n) * DVM_LANES + l_])
+#define RREF(n) (R[(uint32_t)(n) * DVM_LANES + l_]) /* lvalue */
+#ifdef DVM_LANEMASK_
+#define RU(n) (ROW_AT_(n)[l_])
+#else
+#define RU(n) RREF(n)
+#endif
 #define RI(n) ((int32_t)RU(n))
 #define RF(n) DVM_U2F(RU(n))
-#ifdef DVM_MASKED_
-/* A register write of lane l_ takes effect only for a running lane: pure nodes compute every
- * lane (LANES_ALL: no branch per lane) and write the running ones. (Unmasked lanes write
- * every lane: a lane without an iteration has scratch registers.) */
-#define SETU(n, v)                                                                     \
-    do {                                                                               \
-        const uint32_t sv_ = (uint32_t)(v);                                            \
-        if ((m_ >> l_) & 1u) RU(n) = sv_;                                              \
-    } while (0)
-#else
-#define SETU(n, v) (RU(n) = (uint32_t)(v))
-#endif
 #define SETI(n, v) SETU(n, (int32_t)(v))
 #define SETF(n, v) SETU(n, DVM_F2U(v))
 #define KF(n) DVM_U2F(K[n])
@@ -656,7 +709,7 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
         __VA_ARGS__;                                                                   \
         uint32_t ld_[DVM_LANES];                                                       \
         LANES_ALL(ld_[l_] = RUNS(l_) ? DVM_LDG(&ab_[ix_[l_]]) : 0u);                   \
-        LANES(if (add_) SETF(N_A, RF(N_A) + DVM_U2F(ld_[l_])); else SETU(N_A, ld_[l_])); \
+        LANES_ALL(if (add_) SETF(N_A, RF(N_A) + DVM_U2F(ld_[l_])); else SETU(N_A, ld_[l_])); \
     } while (0)
 #define LOAD_NODE(...) LOAD_NODE_(0, __VA_ARGS__)
 #define LOAD_ADD_NODE(...) LOAD_NODE_(1, __VA_ARGS__)
@@ -726,6 +779,7 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
 #pragma GCC diagnostic pop
 #endif
 #endif
+    uint32_t *const R = regs;
     const dvm_node *const code = e->nodes + t->code_begin;
     uint32_t pc = start; /* the node being run, relative to code (32-bit: cheaper than a pointer on a GPU) */
 #ifdef DVM_LANEMASK_
@@ -738,7 +792,6 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
 #endif
     uint64_t nw_ = 0; /* the current node as one word (DVM_NODE_WORD) */
     const uint32_t *const K = e->consts;
-    uint32_t *const R = regs;
     uint32_t polls_ = 0; /* backward jumps taken (see DVM_POLL_EVERY) */
     (void)polls_;
     DVM_GLOBAL uint32_t *const *const arr = e->arr;
@@ -752,7 +805,7 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
         DVM_UNROLL for (uint32_t d = 0; d < DVM_MAX_PAR_DIMS; d++)
             if (d < nd) {
                 const uint32_t r = t->idx_reg[d];
-                LANES(RU(r) = (uint32_t)idx[3 * l_ + d]);
+                LANES(RREF(r) = (uint32_t)idx[3 * l_ + d]);
             }
     }
 #ifdef DVM_USE_SWITCH
@@ -998,6 +1051,7 @@ dvm_finish_:
 
 #undef LANES
 #undef RU
+#undef RREF
 #undef RI
 #undef RF
 #undef SETU
@@ -1015,6 +1069,15 @@ dvm_finish_:
 #undef LANES_ADD
 #undef LANES_MATH
 #undef RUNS
+#ifdef DVM_LANEMASK_
+#undef NOREG_
+#undef LANES_LOOP_
+#undef ROW_WRITE_
+#undef ROW_PUT_
+#undef ROW_AT_
+#undef LANES_EACH_
+#undef LANES_EACH_LOOP_
+#endif
 #undef DVM_LANEMASK_
 #ifdef DVM_MASKED_
 #undef PARK_AT

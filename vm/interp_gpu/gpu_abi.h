@@ -16,6 +16,15 @@
 #define DVM_GPU_LANES 4
 #define DVM_GPU_LANES_WIDE 8
 
+/* The task's nodes in the fast shape's shared memory: code_len 8-byte words, rounded up to
+   an even count so that the register files after them start 16-byte aligned. */
+#define DVM_GPU_CODE_WORDS(code_len) (((code_len) + 1u) & ~1u)
+/* The register-file stride in words of a kernel of L lanes for nregs registers: DVM_GPU_LANES_WIDE
+   lanes, a multiple of 4 (each lane row 16-byte aligned, loaded as vectors) whose count of
+   16-byte units is odd, so that the 8 threads of each quarter-warp's 16-byte access hit
+   different banks; otherwise odd (a warp's 32-bit accesses hit 32 different banks). */
+#define DVM_GPU_LANE_PAD(nregs, L) ((L) == DVM_GPU_LANES_WIDE ? (((nregs) * (L) + 4u) | 4u) : (((nregs) * (L)) | 1u))
+
 /* exec flags */
 #define DVM_GPU_F_ZERO_SERIAL 1u /* serial task: zero the serial slot's stack counts first */
 #define DVM_GPU_F_SMEM_CODE 2u   /* copy the task's nodes into shared memory per block */
@@ -37,7 +46,8 @@ typedef struct dvm_gpu_exec_args {
     int64_t nslots;                /* heap slots in all (nthread_slots + 1): the interleave */
     uint32_t nstacks, task_index;
     uint32_t code_begin, code_len; /* for the shared-memory copy of the nodes */
-    uint32_t nregs_pad;            /* words per thread in the register file (odd: no bank conflicts) */
+    uint32_t nregs_pad;            /* words per thread in the register file (no bank conflicts: odd,
+                                      or DVM_GPU_LANE_PAD) */
     uint32_t flags;
     /* iteration space, copied from the task descriptor (the extents live in uniforms) */
     uint32_t ndim;

@@ -405,13 +405,13 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
     gpu_cfg c;
     memset(&c, 0, sizeof c);
     uint32_t nregs = t->nregs ? t->nregs : 1;
-    c.nregs_pad = nregs | 1u; /* odd stride: a warp's register r hits 32 different banks */
+    c.nregs_pad = DVM_GPU_LANE_PAD(nregs, 1u);
     c.flags = (has_stacks ? DVM_GPU_F_STACKS : 0) | (be->no_warp_sync ? DVM_GPU_F_NO_WARP_SYNC : 0);
     uint32_t code = 0;
     const uint32_t tabs = narr * 32u;
     if (t->kind == DVM_TASK_PARALLEL && be->use_smem_code && (size_t)t->code_len * 8u <= SMEM_CODE_BUDGET) {
         c.flags |= DVM_GPU_F_SMEM_CODE;
-        code = t->code_len * 8u;
+        code = DVM_GPU_CODE_WORDS(t->code_len) * 8u;
     }
     uint32_t nthr = t->kind == DVM_TASK_PARALLEL ? DVM_GPU_BLOCK : 1;
     uint32_t regs = c.nregs_pad * 4u * nthr;
@@ -453,7 +453,7 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
             /* a task that keeps its warp together runs 4 masked lanes: 8 ran the dynsin adjoint
                at 9.9 ms against 4 lanes' 7.1 (H200, bench/RESULTS.md v20) */
             for (int w = 0; w < (masked && conv ? 1 : 1 + be->use_wide); w++) {
-                uint32_t pad = (nregs * widths[w]) | 1u, smem = tabs + t->code_len * 8u + pad * 4u * DVM_GPU_BLOCK;
+                uint32_t pad = DVM_GPU_LANE_PAD(nregs, widths[w]), smem = tabs + code + pad * 4u * DVM_GPU_BLOCK;
                 int nbw = 0;
                 if (smem > (uint32_t)be->smem_max || be->drv->occupancy(&nbw, fns[w], DVM_GPU_BLOCK, smem) != 0 || nbw < 2)
                     continue;

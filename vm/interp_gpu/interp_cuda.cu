@@ -75,6 +75,20 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #define DVM_LDG(p) __ldca(p)
 #define DVM_STG(p, v) __stwb((p), (v))
 #endif
+/* The 8-lane kernels' register files start 16-byte aligned and their stride is a multiple of
+   16 bytes (DVM_GPU_LANE_PAD), so a register's 8 lanes are loaded and stored as two 16-byte
+   vectors (interp_core.h, LANES_LOOP_): a quarter of the shared-memory instructions. Row n is
+   computed in 16-byte units: nvcc then proves the rows aligned (the same address in 32-bit
+   words got 32-bit and 64-bit loads only). The 4-lane kernels keep an odd stride: their
+   per-lane accesses (library math, adstack pushes and pops) then hit 32 different banks, and
+   with rows the sin loop's adjoint was 14% slower. */
+#define DVM_ROW_LANES DVM_GPU_LANES_WIDE
+#define DVM_ROW_AT(R, n) ((uint32_t *)((uint4 *)(R) + (uint32_t)(n) * (DVM_LANES / 4)))
+#define DVM_ROW_PUT(row, w)                                                                        \
+    do {                                                                                          \
+        DVM_UNROLL for (int q_ = 0; q_ < DVM_LANES / 4; q_++)                                     \
+            ((uint4 *)(row))[q_] = make_uint4((w)[4 * q_], (w)[4 * q_ + 1], (w)[4 * q_ + 2], (w)[4 * q_ + 3]); \
+    } while (0)
 #include "../interp_cpu/interp_core.h" /* dvm_run, dvm_run_at: one iteration per call */
 /* dvm_run_conv: the same, with the threads of a warp that run an iteration together kept
    on the same node (interp_core.h, DVM_WARP_MIN; redux.sync: sm_80 and newer). A separate
@@ -172,7 +186,7 @@ __device__ static inline void dvm_gpu_env(const dvm_gpu_exec_args &a, dvm_env *e
     e->wmask = 0;
 }
 
-extern __shared__ uint64_t dvm_gpu_smem[];
+extern __shared__ __align__(16) uint64_t dvm_gpu_smem[];
 
 /* Dynamic shared memory: [nodes of the task, if SMEM_CODE][register files, if SMEM_REGS].
    Returns the node array to interpret (indexed by absolute node number, like the global one). */
@@ -331,11 +345,12 @@ __device__ static __forceinline__ int dvm_gpu_round(int sync, unsigned wmask, in
    memory, staged once per block. Every pointer of the env then points into shared memory, so
    nvcc emits shared loads (not generic ones) for every node, operand and array descriptor.
    Layout, in bytes (gpu_backend.c computes the same): [narr * 8 bases][narr * 8 lengths]
-   [narr * 16 shapes][code_len * 8 nodes][register files]. Returns the register files. */
+   [narr * 16 shapes][code_len * 8 nodes, rounded up to 16 bytes][register files]. Returns
+   the register files. */
 __device__ static inline uint32_t *dvm_gpu_stage_all(const dvm_gpu_exec_args &a, dvm_env *e) {
     uint64_t *base = dvm_gpu_smem, *len = base + a.narr;
     int32_t *shape = (int32_t *)(len + a.narr);
-    uint64_t *code = (uint64_t *)(shape + (size_t)a.narr * DVM_MAX_RANK);
+    uint64_t *code = base + (size_t)a.narr * 4u; /* after the 32 bytes a slot: 16-byte aligned, visibly */
     const uint64_t *gbase = (const uint64_t *)a.arr, *glen = (const uint64_t *)a.arr_len;
     const int32_t *gshape = (const int32_t *)a.arr_shape;
     const uint64_t *gcode = (const uint64_t *)((const dvm_node *)a.nodes + a.code_begin);
@@ -351,7 +366,7 @@ __device__ static inline uint32_t *dvm_gpu_stage_all(const dvm_gpu_exec_args &a,
     e->arr_shape = shape;
     /* absolute node n lives at code[n - code_begin]; the core reads only this task's nodes */
     e->nodes = (const dvm_node *)code - a.code_begin;
-    return (uint32_t *)(code + a.code_len);
+    return (uint32_t *)(code + DVM_GPU_CODE_WORDS(a.code_len)); /* 16-byte aligned */
 }
 
 /* One iteration per thread and call, grid-stride. SMEM: the fast shape above; otherwise
@@ -428,9 +443,13 @@ struct dvm_gpu_lane_thread {
     int64_t nthreads;
     int live; /* this thread has an iteration */
 };
-__device__ static __forceinline__ void dvm_gpu_lanes_open(const dvm_gpu_exec_args &a, dvm_gpu_lane_thread &th) {
+template <int L> __device__ static __forceinline__ void dvm_gpu_lanes_open(const dvm_gpu_exec_args &a, dvm_gpu_lane_thread &th) {
     dvm_gpu_env(a, &th.e, (const dvm_node *)a.nodes);
-    th.regs = dvm_gpu_stage_all(a, &th.e) + (size_t)threadIdx.x * a.nregs_pad;
+    uint32_t *const files = dvm_gpu_stage_all(a, &th.e);
+    if (L == DVM_ROW_LANES) /* in 16-byte units (DVM_GPU_LANE_PAD), so that nvcc sees the alignment */
+        th.regs = (uint32_t *)((uint4 *)files + (size_t)threadIdx.x * (a.nregs_pad >> 2));
+    else
+        th.regs = files + (size_t)threadIdx.x * a.nregs_pad;
     th.sp = dvm_gpu_space_of(a);
     th.gtid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     th.nthreads = (int64_t)gridDim.x * blockDim.x;
@@ -456,7 +475,7 @@ template <int L> __device__ static __forceinline__ void dvm_gpu_lanes_begin(cons
    requests on local-memory spills). */
 template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lanes(const dvm_gpu_exec_args &a) {
     dvm_gpu_lane_thread th;
-    dvm_gpu_lanes_open(a, th);
+    dvm_gpu_lanes_open<L>(a, th);
     const unsigned wmask = DVM_WARP_MASK(th.live);
     if (!th.live) return;
     dvm_gpu_lanes_begin<L>(a, th);
