@@ -39,18 +39,27 @@ run() { # name, sources...
     grep -E "stat::number_of_executed_units|stat::new_units_added" "$work/$name.log" | sed "s/^/run_fuzz: $name /"
 }
 
+# The harnesses build and run side by side (each is one process: on 2 cores the fuzz step
+# then takes one harness's time, not the sum).
 # shellcheck disable=SC2086
-run fuzz_blob "$root/tests/fuzz/fuzz_blob.c" $bytecode_src
+(run fuzz_blob "$root/tests/fuzz/fuzz_blob.c" $bytecode_src) &
+blob=$!
 
 missing=""
 for f in lex.c parse.c check.c autodiff.c emit.c; do
     [ -f "$root/compiler/$f" ] || missing="$missing $f"
 done
+front=""
 if [ -n "$missing" ]; then
     echo "run_fuzz: fuzz_front skipped: compiler/ lacks$missing"
 else
     # shellcheck disable=SC2086
-    run fuzz_front "$root/tests/fuzz/fuzz_front.c" $bytecode_src $(ls "$root"/compiler/*.c)
+    (run fuzz_front "$root/tests/fuzz/fuzz_front.c" $bytecode_src $(ls "$root"/compiler/*.c)) &
+    front=$!
 fi
+ok=1
+wait "$blob" || ok=0
+if [ -n "$front" ]; then wait "$front" || ok=0; fi
+[ "$ok" = 1 ] || exit 1
 echo "run_fuzz: no crash"
 rm -rf "$work"
