@@ -8,7 +8,6 @@ add_test(NAME test_npy COMMAND test_npy WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
 add_test(NAME test_cli COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_cli.py
          $<TARGET_FILE:dvm_cli> ${CMAKE_CURRENT_SOURCE_DIR}/examples)
-set_tests_properties(test_cli PROPERTIES COST 30) # started early (see tests/vulkan.cmake)
 
 add_executable(test_api tests/test_api.c)
 target_link_libraries(test_api PRIVATE dvm)

@@ -18,7 +18,7 @@ set_tests_properties(suite_big_maxreducer_cpu PROPERTIES SKIP_RETURN_CODE 77 TIM
 foreach(be vulkan cuda hip)
   foreach(mode forward grad errors)
     add_test(NAME suite_${mode}_${be} COMMAND ${Python3_EXECUTABLE} ${DVM_SUITE} --dvm $<TARGET_FILE:dvm_cli> --backend ${be} --mode ${mode})
-    set_tests_properties(suite_${mode}_${be} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 COST 50) # started early (tests/vulkan.cmake)
+    set_tests_properties(suite_${mode}_${be} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
     if(be STREQUAL "vulkan" AND NOT mode STREQUAL "errors")
       # the host code of these launches runs under ASan in `vulkan` and suite_errors_vulkan;
       # repeating the kernels there would only re-run lavapipe (2+ minutes of CI)

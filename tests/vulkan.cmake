@@ -26,9 +26,7 @@ if(TARGET dvm_vk_spirv)
       endif()
     endif()
     add_test(NAME ${_name} COMMAND test_vulkan)
-    # COST: ctest starts the long tests first (a clean clone has no timings of its own), so
-    # that none of them is left running alone at the end of a -j2 run (CI: 30-70 s each)
-    set_tests_properties(${_name} PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "${_e}" COST 60)
+    set_tests_properties(${_name} PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "${_e}")
     if(NOT _name STREQUAL "vulkan")
       # the shader variants run the same host code as `vulkan`: not repeated under ASan
       set_tests_properties(${_name} PROPERTIES LABELS nosan)
