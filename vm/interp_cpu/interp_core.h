@@ -465,7 +465,7 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 /* Lanes: a node's register writes (SETU) are deferred to the end of its lane loop and made
  * as one row write, every lane of register r together (regs[r * DVM_LANES .. + DVM_LANES),
  * contiguous). Every read of the node then comes before any write, so the compiler may load
- * and store a register's lanes as vectors (GPU: ld/st.shared.v4 where DVM_REGS_ALIGN says the
+ * and store a register's lanes as vectors (CUDA: ld/st.shared.v4 where DVM_ROW_AT says the
  * rows are 16-byte aligned: a quarter of the instructions). A node writes at most one
  * register (its a operand), so the row is known once the loop has run (wr_, or NOREG_ when
  * the node wrote none). Every read of a lane comes before its own write in every node. */
@@ -495,9 +495,10 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
             if (wr_ != NOREG_) RREF(wr_) = wv_[0];                                     \
         }                                                                              \
     } while (0)
-/* DVM_ROW_AT(R, n) / DVM_ROW_PUT(row, w) (optional, the includer's, all three or none; used
- * when DVM_LANES == DVM_ROW_LANES): the address of register n's lane row in the file R / the
- * whole row written from w[0 .. DVM_LANES) (CUDA: 16-byte vectors, the rows being aligned). */
+/* DVM_ROW_LANES, DVM_ROW_AT(R, n), DVM_ROW_PUT(row, w) (optional, the includer's: all three or
+ * none): for the runs of DVM_ROW_LANES lanes, the address of register n's lane row in the file
+ * R and the whole row written from w[0 .. DVM_LANES) (CUDA: 16-byte vectors, the rows being
+ * aligned). */
 #if !defined(DVM_ROW_PUT) || DVM_LANES != DVM_ROW_LANES
 #define ROW_PUT_(row, w) do { DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) (row)[l_] = (w)[l_]; } while (0)
 #define ROW_AT_(n) (R + (uint32_t)(n) * DVM_LANES)
@@ -546,7 +547,10 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #define LANES_MATH(body) LANES_ALL(body)
 #endif
 /* Register access: 32-bit words, viewed as u32, i32 or f32; lane l_. */
-#define RREF(n) (R[(uint32_t)(n) * DVM_LANES + l_]) /* lvalue */
+/* RREF(n): lane l_'s word of register n as an lvalue, addressed in words (the writes of one
+ * lane at a time); RU(n) reads through the row's address (ROW_AT_: with DVM_ROW_AT, vector
+ * loads). The same word either way. */
+#define RREF(n) (R[(uint32_t)(n) * DVM_LANES + l_])
 #ifdef DVM_LANEMASK_
 #define RU(n) (ROW_AT_(n)[l_])
 #else
