@@ -19,23 +19,16 @@ set(DVM_CUDA_ARCHS "75;80;86;89;90" CACHE STRING "SASS architectures of the embe
 list(GET DVM_CUDA_ARCHS -1 _dvm_ptx)
 # Each SASS target is compiled from the PTX of the oldest architecture that shares its code:
 # interp_cuda.cu differs only at __CUDA_ARCH__ 800 (the warp vote, launch bounds) and 900
-# (launch bounds), so sm_86 and sm_89 take compute_80's PTX. nvcc runs its front end once per
+# (launch bounds), so every sm_8x takes compute_80's PTX. nvcc runs its front end once per
 # PTX architecture (about 22 s each here) and ptxas once per SASS target: 3 front-end runs
 # instead of 5 for the default list (the fatbin: 118 -> 101 s of CPU here). The last target
 # also gets its own PTX, for newer GPUs. `--threads 0`: the groups compile side by side when
 # cores are free (the end of a build, once the HIP targets are done).
-set(_dvm_virt_of)
 set(_dvm_virts)
 foreach(a ${DVM_CUDA_ARCHS})
-  if(a GREATER_EQUAL 90 OR a LESS 80)
-    set(v ${a})
-  else()
+  set(v ${a})
+  if(a GREATER_EQUAL 80 AND a LESS 90)
     set(v 80)
-    foreach(b ${DVM_CUDA_ARCHS}) # the oldest listed at or above 80 (80 itself when listed)
-      if(b GREATER_EQUAL 80 AND b LESS v)
-        set(v ${b})
-      endif()
-    endforeach()
   endif()
   list(APPEND _dvm_virts ${v})
   set(_dvm_sass_${v} "${_dvm_sass_${v}}${_dvm_sep_${v}}sm_${a}")
