@@ -14,6 +14,8 @@ def rows_of(path):
     with opener(path, 'rt') as f:
         rows = list(csv.reader(f))
     # the first row names the kernel, the second the columns
+    if len(rows) < 2:
+        sys.exit(f'ncu_summary: {path}: no column row (is this ncu\'s source page as CSV?)')
     hdr = rows[1]
     return hdr, [r for r in rows[2:] if len(r) >= len(hdr)]
 
