@@ -13,6 +13,7 @@
 #define DVM_F_SIZE   4u
 #define DVM_F_FUSED  8u
 #define DVM_F_DIFF   16u /* set for DVM_DOP rows */
+#define DVM_F_MATH   32u
 
 enum dvm_op {
 #define DVM_OP(name, num, fmt, flags, doc) DVM_OP_##name = num,

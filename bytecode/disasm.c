@@ -114,7 +114,7 @@ static void add_node(line *l, const dvm_program *p, const dvm_kernel_desc *k, co
     for (int i = 0; i < 4; i++) {
         char c = info->fmt[i];
         uint32_t x = val[i];
-        if (c == '-') continue;
+        if (c == '-' || (c == 'n' && x == 0)) continue; /* a loop test's count: shown when not 0 */
         add(l, first ? " " : ", ");
         first = 0;
         switch (c) {
@@ -128,6 +128,7 @@ static void add_node(line *l, const dvm_program *p, const dvm_kernel_desc *k, co
             if (x < p->nconsts && p->consts) { add(l, "="); add_word(l, p->consts[x]); }
             break;
         case 'i': add(l, "#%u", x); break;
+        case 'n': add(l, "x%u", x); break;
         case 'A': add_slot(l, p, k, v, x); break;
         case 'X': add(l, "axis %u", x); break;
         case 'U': case 'V': case 'T': add_uniform(l, p, k, x); break;

@@ -51,7 +51,9 @@ dvm_task_flow dvm_task_flow_of(const dvm_node *nodes, const dvm_task_desc *t) {
         const char *j = strchr(o->fmt, 'J');
         const uint32_t tgt = !j ? UINT32_MAX : j - o->fmt == 1 ? n->a : j - o->fmt == 2 ? n->b : n->c;
         f.cond += n->op != DVM_OP_JMP;
-        f.loops += n->op == DVM_OP_INCLT || tgt <= i;
+        /* an unrolled loop's main part (INCLT with x > 0) is not counted: its remainder loop,
+           right after it, is */
+        f.loops += n->op == DVM_OP_INCLT ? n->x == 0 : tgt <= i;
     }
     return f;
 }

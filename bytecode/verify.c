@@ -82,6 +82,8 @@ static int check_common(vctx *c, const opctx *o, const dvm_node *n, int i, char 
         return 1;
     case 'i':
         return 1;
+    case 'n': /* any count (an 8-bit field) */
+        return 1;
     case 'A':
         if (val >= o->v->nslots)
             return vfail(c, NODE_FMT ": operand %c: array slot %u is not < the variant's %u slots",

@@ -20,7 +20,9 @@ int dvm_compile_source(const char *src, size_t len, const char *filename, dvm_pr
     if (dvm_emit(m, out, &d) || d.nerrors) goto done;
     /* the unoptimized code stays reachable for tests and for bisecting a miscompile */
     const char *noopt = getenv("DVM_NO_OPT");
-    if (!(noopt && *noopt && strcmp(noopt, "0") != 0) && dvm_optimize(*out, &d)) goto done;
+    const char *unroll = getenv("DVM_UNROLL");
+    const unsigned factor = unroll && *unroll ? (unsigned)strtoul(unroll, NULL, 10) : DVM_UNROLL_DEFAULT;
+    if (!(noopt && *noopt && strcmp(noopt, "0") != 0) && dvm_optimize(*out, &d, factor)) goto done;
     rc = 0;
 done:
     if (rc) {

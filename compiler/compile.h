@@ -17,10 +17,16 @@ int dvm_autodiff(ir_module *m, dvm_diags *d);
 /* emit.c: lowers every variant to bytecode. 0 on success; *out is malloc'd (dvm_program_free). */
 int dvm_emit(const ir_module *m, dvm_program **out, dvm_diags *d);
 
-/* opt.c: the bytecode optimizer (docs/internals.md), in place on dvm_emit's program. 0 on
- * success; on failure (out of memory, reported) the program must be dropped. */
-int dvm_optimize(dvm_program *p, dvm_diags *d);
+/* opt.c: the bytecode optimizer (docs/internals.md), in place on dvm_emit's program; unroll:
+ * the copies of a small loop body per trip (0 or 1: no unrolling). 0 on success; on failure
+ * (out of memory, reported) the program must be dropped. */
+int dvm_optimize(dvm_program *p, dvm_diags *d, unsigned unroll);
+#define DVM_UNROLL_DEFAULT 4
+/* unroll.c: unrolls every task's small innermost counted loops, factor copies of the body per
+ * trip; the number of tasks changed, or -1 when out of memory. */
+int dvm_unroll_loops(dvm_program *p, unsigned factor);
 
-/* compile.c: all stages (DVM_NO_OPT=1 in the environment skips dvm_optimize). 0 on success; otherwise *msg (malloc'd) holds the diagnostics. */
+/* compile.c: all stages (DVM_NO_OPT=1 in the environment skips dvm_optimize; DVM_UNROLL=N
+ * sets the unrolling factor, 0 or 1: none). 0 on success; otherwise *msg (malloc'd) holds the diagnostics. */
 int dvm_compile_source(const char *src, size_t len, const char *filename, dvm_program **out, char **msg);
 #endif

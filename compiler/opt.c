@@ -310,10 +310,9 @@ static int dce_pass(topt *t) {
     return changed;
 }
 
-/* An INCLT that jumps back to itself (over deleted nodes only) is a loop with an empty
- * body: it only counts r[a] up to
- * r[b], and it always ends (r[a] grows by one while below r[b] <= INT32_MAX, so it cannot
- * wrap). When r[a] is dead where the loop exits, the loop does nothing: delete it. (The
+/* An INCLT that jumps back to itself (over deleted nodes only) is a loop with an empty body:
+ * it only counts r[a] up to r[b], and it always ends (r[a] grows by x + 1 while x + 1 more fit
+ * below r[b] <= INT32_MAX, so it cannot wrap). When r[a] is dead where the loop exits, the loop does nothing: delete it. (The
  * adjoint's forward sweep leaves such loops once its pushes are gone.) Needs fresh
  * liveness. */
 static int empty_loop_pass(topt *t) {
@@ -901,11 +900,11 @@ static int bounds_pass(topt *t) {
     int fused = 0;
     for (uint32_t i = 0; i < t->len; i++) {
         dvm_node *g1 = &t->code[i];
-        if (g1->op != DVM_OP_JGEI) continue;
+        if (g1->op != DVM_OP_JGEI || g1->x) continue;
         const uint32_t j = next_unentered(t, i);
         if (j >= t->len) continue;
         dvm_node *g2 = &t->code[j];
-        if (g2->op != DVM_OP_JGEI || g2->c != g1->c) continue;
+        if (g2->op != DVM_OP_JGEI || g2->x || g2->c != g1->c) continue;
         uint16_t lo, v, hi;
         if (g1->b == g2->a) /* lo >= v, then v >= hi */
             lo = g1->a, v = g1->b, hi = g2->b;
@@ -951,7 +950,8 @@ static int stack_operand(const dvm_node *n) {
 }
 
 /* Optimizes the variant's tasks; marks its dead stacks in stack_dead (program-wide ids). */
-static int opt_variant(dvm_program *p, const dvm_kernel_desc *kd, const dvm_variant_desc *vd, uint8_t *stack_dead) {
+static int opt_variant(dvm_program *p, const dvm_kernel_desc *kd, const dvm_variant_desc *vd, uint8_t *stack_dead,
+                       int final) {
     if ((uint64_t)vd->task_begin + vd->ntasks > p->ntasks || (uint64_t)vd->stack_begin + vd->nstacks > p->nstacks ||
         (uint64_t)vd->slot_begin + vd->nslots > p->nslots)
         return 0;
@@ -993,7 +993,7 @@ static int opt_variant(dvm_program *p, const dvm_kernel_desc *kd, const dvm_vari
             }
         }
     }
-    for (uint32_t t = 0; t < vd->ntasks && rc >= 0; t++) {
+    for (uint32_t t = 0; t < vd->ntasks && rc >= 0 && final; t++) {
         dvm_task_desc *td = &p->tasks[vd->task_begin + t];
         int h = hoist_task(p, td);
         if (h > 0 && opt_task(p, td, live) < 0) h = -1; /* the prologue's own CSE and DCE */
@@ -1105,14 +1105,26 @@ out:
     return rc;
 }
 
-int dvm_optimize(dvm_program *p, dvm_diags *d) {
+/* Every variant's passes, then the compaction; final: also the prologue, the register
+ * allocation and the last fusions. */
+static int optimize_all(dvm_program *p, int final) {
     uint8_t *stack_dead = calloc(p->nstacks ? p->nstacks : 1, 1);
     int rc = stack_dead ? 0 : -1;
     for (uint32_t k = 0; k < p->nkernels && rc == 0; k++)
         for (int v = 0; v < DVM_V_COUNT && rc == 0; v++)
-            if (p->kernels[k].v[v].present && opt_variant(p, &p->kernels[k], &p->kernels[k].v[v], stack_dead) < 0) rc = -1;
+            if (p->kernels[k].v[v].present && opt_variant(p, &p->kernels[k], &p->kernels[k].v[v], stack_dead, final) < 0) rc = -1;
     if (rc == 0) rc = compact(p, stack_dead);
     free(stack_dead);
+    return rc;
+}
+
+/* The passes run twice: the loops are unrolled (unroll.c) between the two runs, on code with
+ * its dead loops gone, and the second run cleans up the copies (CSE across them, the counter's
+ * ADDIKs into index offsets). */
+int dvm_optimize(dvm_program *p, dvm_diags *d, unsigned unroll) {
+    int rc = optimize_all(p, 0);
+    if (rc == 0 && unroll > 1 && dvm_unroll_loops(p, unroll) < 0) rc = -1;
+    if (rc == 0) rc = optimize_all(p, 1);
     if (rc) dvm_diag(d, 0, 0, "out of memory while optimizing bytecode");
     return rc ? 1 : 0;
 }

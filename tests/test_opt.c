@@ -1,8 +1,8 @@
-/* test_opt.c: the bytecode optimizer (compiler/opt.c). Compiles kernels with and without it
- * (DVM_NO_OPT) and checks what it removes (repeated transcendentals, an adstack whose pops
+/* test_opt.c: the bytecode optimizer (compiler/opt.c, unroll.c). Compiles kernels with and
+ * without it (DVM_NO_OPT; DVM_UNROLL=0 for the passes but the unrolling) and checks what it removes (repeated transcendentals, an adstack whose pops
  * nothing reads, a PUSH/POP pair inside one block, jumps to the next node), what it must keep
  * (a stack the reverse pass reads), the register count after renumbering, that both
- * programs pass the verifier, and that both give bit-identical results on the CPU. */
+ * programs pass the verifier, the shape of an unrolled loop, and that all give bit-identical results on the CPU. */
 #define _POSIX_C_SOURCE 200809L
 #include "bytecode/bc.h"
 #include "bytecode/blob.h"
@@ -31,6 +31,18 @@ static const char *SRC =
     "        for _ in range(steps[i]):\n"
     "            v = sin(v) * rate\n"
     "        y[i] = v\n"
+    "kernel sq(x: f32[n], steps: i32[n], y: f32[n], rate: f32):\n"
+    "    for i in range(n):\n"
+    "        v = x[i]\n"
+    "        for _ in range(steps[i]):\n"
+    "            v = v * (rate - v * 0.05)\n"
+    "        y[i] = v\n"
+    "kernel csum(x: f32[n], steps: i32[n], y: f32[n], rate: f32):\n"
+    "    for i in range(n):\n"
+    "        v = x[i]\n"
+    "        for j in range(steps[i]):\n"
+    "            v = v * rate + x[(i + j) % n] * 0.5\n"
+    "        y[i] = v\n"
     "kernel stencil(u: f32[n, m], v: f32[n, m]):\n"
     "    for i, j in ndrange(n, m):\n"
     "        if i > 0 and i < n - 1 and j > 0 and j < m - 1:\n"
@@ -38,9 +50,13 @@ static const char *SRC =
     "        else:\n"
     "            v[i, j] = u[i, j]\n";
 
-static void set_opt(int on) {
-    if (on) unsetenv("DVM_NO_OPT");
+/* opt: 0 no optimizer (DVM_NO_OPT), 1 the optimizer without loop unrolling (DVM_UNROLL=0),
+ * 2 the optimizer as it runs by default (loops unrolled 4 times) */
+static void set_opt(int opt) {
+    if (opt) unsetenv("DVM_NO_OPT");
     else setenv("DVM_NO_OPT", "1", 1);
+    if (opt == 1) setenv("DVM_UNROLL", "0", 1);
+    else unsetenv("DVM_UNROLL");
 }
 
 static dvm_program *compile(int opt) {
@@ -82,6 +98,18 @@ static int count(const dvm_program *p, const char *kernel, int vk, int op) {
             const dvm_stack_desc *sd = &p->stacks[v->stack_begin + s];
             if (sd->sizing == DVM_SZ_PROGRAM) n += (int)sd->size_len;
         }
+    return n;
+}
+
+/* loop tests of an unrolled loop's main part (JGEI, INCLT with a count x > 0) */
+static int count_x(const dvm_program *p, const char *kernel, int vk, int op) {
+    const dvm_variant_desc *v = variant(p, kernel, vk);
+    int n = 0;
+    for (uint32_t t = 0; v && t < v->ntasks; t++) {
+        const dvm_task_desc *td = &p->tasks[v->task_begin + t];
+        for (uint32_t i = 0; i < td->code_len; i++)
+            n += p->nodes[td->code_begin + i].op == op && p->nodes[td->code_begin + i].x != 0;
+    }
     return n;
 }
 
@@ -140,7 +168,7 @@ static int run(dvm_context *ctx, int opt, const char *kernel, float out[16]) {
     dvm_array_create(ctx, DVM_F32, 1, n, &yg);
     dvm_array_create(ctx, DVM_F32, 1, n, &xg);
     float xv[8] = {0.5f, 1.25f, -2, 0.25f, 3, -0.75f, 0.1f, 2.5f}, ones[8] = {1, 1, 1, 1, 1, 1, 1, 1}, zeros[8] = {0};
-    int32_t sv[8] = {0, 1, 3, 2, 7, 5, 4, 6};
+    int32_t sv[8] = {0, 1, 3, 9, 7, 5, 4, 8}; /* unrolled 4 times: no trip, the remainder alone, both, two trips */
     dvm_array_write(ctx, x, xv, 8);
     dvm_array_write(ctx, s, sv, 8);
     dvm_array_write(ctx, yg, ones, 8);
@@ -234,12 +262,51 @@ static dvm_task_flow flow(const dvm_program *p, const char *kernel, int vk) {
 }
 
 int main(void) {
-    dvm_program *po = compile(1), *pn = compile(0);
-    if (!po || !pn) return 1;
+    dvm_program *po = compile(1), *pn = compile(0), *pu = compile(2);
+    if (!po || !pn || !pu) return 1;
     const int ADJ = DVM_V_ADJOINT;
+    dvm_task_flow f0;
+
+    /* unrolling (pu; the checks further down use po, without it): a loop whose body is straight
+       line runs 4 copies per trip while 4 iterations are left (JGEI and INCLT with x = 3), then
+       the original loop for the rest */
+    CHECK(count_x(pu, "dynloop", DVM_V_FORWARD, DVM_OP_JGEI) == 1 && count_x(pu, "dynloop", DVM_V_FORWARD, DVM_OP_INCLT) == 1 &&
+              count(pu, "dynloop", DVM_V_FORWARD, DVM_OP_INCLT) == 2 && count(pu, "dynloop", DVM_V_FORWARD, DVM_OP_FMAFK) == 5,
+          "unrolled dynloop: %d JGEI x3, %d INCLT x3, %d INCLT, %d FMAFK; expected 1, 1, 2, 5",
+          count_x(pu, "dynloop", DVM_V_FORWARD, DVM_OP_JGEI), count_x(pu, "dynloop", DVM_V_FORWARD, DVM_OP_INCLT),
+          count(pu, "dynloop", DVM_V_FORWARD, DVM_OP_INCLT), count(pu, "dynloop", DVM_V_FORWARD, DVM_OP_FMAFK));
+    /* the adjoint's reverse loop too (MULF), and the sin loop's pushes and pops */
+    CHECK(count(pu, "dynloop", ADJ, DVM_OP_MULF) == 5 && count_x(pu, "dynloop", ADJ, DVM_OP_INCLT) == 1,
+          "unrolled dynloop adjoint: %d MULF, %d INCLT x3; expected 5, 1", count(pu, "dynloop", ADJ, DVM_OP_MULF),
+          count_x(pu, "dynloop", ADJ, DVM_OP_INCLT));
+    CHECK(count(pu, "sq", ADJ, DVM_OP_PUSH) == 5 && count(pu, "sq", ADJ, DVM_OP_POP) == 5 &&
+              count_x(pu, "sq", ADJ, DVM_OP_INCLT) == 2 && nstacks(pu, "sq", ADJ) == 1,
+          "unrolled sq adjoint: %d PUSH, %d POP, %d INCLT x3, %d stacks; expected 5, 5, 2, 1", count(pu, "sq", ADJ, DVM_OP_PUSH),
+          count(pu, "sq", ADJ, DVM_OP_POP), count_x(pu, "sq", ADJ, DVM_OP_INCLT), nstacks(pu, "sq", ADJ));
+    /* a loop with library math is not unrolled (keep: sin, and cos in its reverse loop) */
+    CHECK(count_x(pu, "keep", ADJ, DVM_OP_INCLT) == 0 && count(pu, "keep", ADJ, -1) == count(po, "keep", ADJ, -1),
+          "keep adjoint: %d unrolled loops, %d nodes (%d without unrolling); expected 0 and the same",
+          count_x(pu, "keep", ADJ, DVM_OP_INCLT), count(pu, "keep", ADJ, -1), count(po, "keep", ADJ, -1));
+    /* an unrolled loop's main part is not one more loop for the backends' choice (only its
+       remainder counts), so the lanes do not keep the warp together for it */
+    f0 = flow(pu, "dynloop", DVM_V_FORWARD);
+    CHECK(f0.cond == 5 && f0.loops == 1, "unrolled dynloop: %u conditional branches, %u loops; expected 5, 1", f0.cond, f0.loops);
+    /* a body that reads the counter: the copies read it plus 1, 2, 3 (one ADDIK each: the MODI
+       reads the sum, so it is not an index offset) */
+    CHECK(count_x(pu, "csum", DVM_V_FORWARD, DVM_OP_INCLT) == 1 && count(pu, "csum", DVM_V_FORWARD, DVM_OP_MODI) == 5 &&
+              count(pu, "csum", DVM_V_FORWARD, DVM_OP_ADDIK) == count(po, "csum", DVM_V_FORWARD, DVM_OP_ADDIK) + 3,
+          "unrolled csum: %d INCLT x3, %d MODI, %d ADDIK (%d without unrolling); expected 1, 5, 3 more",
+          count_x(pu, "csum", DVM_V_FORWARD, DVM_OP_INCLT), count(pu, "csum", DVM_V_FORWARD, DVM_OP_MODI),
+          count(pu, "csum", DVM_V_FORWARD, DVM_OP_ADDIK), count(po, "csum", DVM_V_FORWARD, DVM_OP_ADDIK));
+    /* no loop, nothing to unroll */
+    CHECK(count(pu, "stencil", DVM_V_FORWARD, -1) == count(po, "stencil", DVM_V_FORWARD, -1) &&
+              count(pu, "trans", ADJ, -1) == count(po, "trans", ADJ, -1),
+          "stencil or trans changed by unrolling");
+    check_leftovers(pu);
 
     /* task flow: trans is branch-free (plain lanes), the loops and the stencil's if are not */
     dvm_task_flow f = flow(po, "trans", DVM_V_FORWARD);
+    (void)f0;
     CHECK(f.cond == 0 && f.loops == 0, "trans: %u conditional branches, %u loops; expected 0, 0", f.cond, f.loops);
     f = flow(po, "dynloop", DVM_V_FORWARD);
     CHECK(f.cond == 2 && f.loops == 1, "dynloop: %u conditional branches, %u loops; expected 2 (JGEI, INCLT), 1", f.cond,
@@ -381,6 +448,7 @@ int main(void) {
         }
     dvm_program_free(po);
     dvm_program_free(pn);
+    dvm_program_free(pu);
 
     /* the same values, bit for bit: the optimizer neither reorders nor rewrites arithmetic */
     dvm_context_opts co = {"cpu", 0, 0};
@@ -389,12 +457,17 @@ int main(void) {
         fprintf(stderr, "FAILED: no cpu context\n");
         return 1;
     }
-    for (int i = 0; i < 3; i++) {
-        float ro[16], rn[16];
-        if (run(ctx, 1, names[i], ro) || run(ctx, 0, names[i], rn)) continue;
-        for (int j = 0; j < 16; j++)
-            CHECK(!memcmp(&ro[j], &rn[j], 4), "%s: %s[%d] = %.9g optimized, %.9g not", names[i], j < 8 ? "y" : "x.grad",
-                  j % 8, (double)ro[j], (double)rn[j]);
+    const char *runs[5] = {"trans", "dynloop", "keep", "sq", "csum"};
+    for (int i = 0; i < 5; i++) {
+        float rn[16];
+        if (run(ctx, 0, runs[i], rn)) continue;
+        for (int opt = 1; opt <= 2; opt++) {
+            float ro[16];
+            if (run(ctx, opt, runs[i], ro)) continue;
+            for (int j = 0; j < 16; j++)
+                CHECK(!memcmp(&ro[j], &rn[j], 4), "%s: %s[%d] = %.9g optimized (%s), %.9g not", runs[i], j < 8 ? "y" : "x.grad",
+                      j % 8, (double)ro[j], opt == 2 ? "unrolled" : "not unrolled", (double)rn[j]);
+        }
     }
     float so[3 * SC], sn[3 * SC];
     if (!run_stencil(ctx, 1, so) && !run_stencil(ctx, 0, sn))

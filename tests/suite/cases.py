@@ -251,6 +251,50 @@ kernel mv(a: f32[n, m], x: f32[m], y: f32[n]):
 ''', 'mv', {'a': F(5, 6), 'x': F(6), 'y': F(5)}, _matvec, grad=True)
 
 
+# loops the optimizer unrolls (docs/internals.md): trip counts 0..11 around the 4 copies per
+# trip, a body that reads the counter, a loop whose adjoint keeps v on a stack, and counters
+# at both ends of the i32 range
+def _unrolled(d):
+    n = len(d['x'])
+    for i in range(n):
+        acc = 0.0
+        for j in range(d['k'][i]):
+            acc = acc * 0.875 + d['x'][(i + j) % n] * (j + 1)
+        v = d['x'][i]
+        for _ in range(d['k'][(i + 3) % n]):
+            v = v * (0.5 - v * 0.25)
+        d['y'][i] = acc + v
+case('unrolled_loops', '''
+kernel unr(x: f32[n], k: i32[n], y: f32[n]):
+    for i in range(n):
+        acc = 0.0
+        for j in range(k[i]):
+            acc = acc * 0.875 + x[(i + j) % n] * (j + 1)
+        v = x[i]
+        for _ in range(k[(i + 3) % n]):
+            v = v * (0.5 - v * 0.25)
+        y[i] = acc + v
+''', 'unr', {'x': F(29), 'k': I(29, lo=0, hi=11), 'y': F(29)}, _unrolled, grad=True)
+
+
+def _edges(d):
+    for i in range(len(d['y'])):
+        c = 0
+        for j in range(d['lo'] + i, d['hi']):
+            c = wrap32(c + (j - d['lo']) * 3)
+        d['y'][i] = c
+_EDGES = '''
+kernel edges(y: i32[n], lo: i32, hi: i32):
+    for i in range(n):
+        c = 0
+        for j in range(lo + i, hi):
+            c += (j - lo) * 3
+        y[i] = c
+'''
+case('unrolled_int_max', _EDGES, 'edges', {'y': I(17), 'lo': 2147483631, 'hi': 2147483647}, _edges)
+case('unrolled_int_min', _EDGES, 'edges', {'y': I(17), 'lo': -2147483648, 'hi': -2147483637}, _edges)
+
+
 def _elif(d):
     for i in range(len(d['x'])):
         v = d['x'][i]

@@ -934,10 +934,13 @@ dvm_dispatch_:
     vmcase(JMP) JUMP(N_A);
     vmcase(JZ) CBRANCH(c_ = RU(N_A) == 0u, N_B);
     vmcase(JNZ) CBRANCH(c_ = RU(N_A) != 0u, N_B);
-    vmcase(JGEI) CBRANCH(c_ = RI(N_A) >= RI(N_B), N_C);
+    /* the loop tests: x + 1 iterations left is r[b] - r[a] > x, exact (once r[a] < r[b], the
+       difference fits in a u32); x is 0 but in an unrolled loop */
+    vmcase(JGEI) CBRANCH(c_ = !((RI(N_A) < RI(N_B)) & (RU(N_B) - RU(N_A) > N_X)), N_C);
     vmcase(JOUTI) CBRANCH(c_ = (RI(N_X) >= RI(N_A)) | (RI(N_A) >= RI(N_B)), N_C);
     /* the bound is read before the count is written (they may be one register) */
-    vmcase(INCLT) CBRANCH_LOOP(const uint32_t v_ = RU(N_A) + 1u; c_ = (int32_t)v_ < RI(N_B); SETU(N_A, v_), N_C);
+    vmcase(INCLT) CBRANCH_LOOP(const uint32_t v_ = RU(N_A) + N_X + 1u; c_ = ((int32_t)v_ < RI(N_B)) & (RU(N_B) - v_ > N_X);
+                               SETU(N_A, v_), N_C);
 #ifdef DVM_MASKED_
     vmcase(END) LANES(lp_[l_] = DONE_); goto dvm_select_;
 #else

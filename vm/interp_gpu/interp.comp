@@ -390,9 +390,10 @@ int run(uint cb, uint ip0, uint slot) {
         case OP_JMP: next = a; break;
         case OP_JZ: if (R[a] == 0u) next = b; break;
         case OP_JNZ: if (R[a] != 0u) next = b; break;
-        case OP_JGEI: if (iv(a) >= iv(b)) next = c; break;
+        case OP_JGEI: if (!(iv(a) < iv(b) && R[b] - R[a] > x)) next = c; break; /* x: see ops.def */
         case OP_JOUTI: if (iv(x) >= iv(a) || iv(a) >= iv(b)) next = c; break;
-        case OP_INCLT: R[a] += 1u; if (iv(a) < iv(b)) next = c; break;
+        /* the bound is read before the count is written (they may be one register) */
+        case OP_INCLT: { uint hi = R[b]; R[a] += x + 1u; if (iv(a) < int(hi) && hi - R[a] > x) next = c; break; }
         case OP_END: return 0;
         case OP_ASSERT:
             if (R[a] == 0u) { rec_err(RT_ASSERT, n, uvec2(b, 0u), P0, P0, P0); return 1; }
