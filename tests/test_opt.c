@@ -113,6 +113,13 @@ static int count_x(const dvm_program *p, const char *kernel, int vk, int op) {
     return n;
 }
 
+/* The variant has `want` nodes with opcode op (with unrolled: only those with a count x > 0). */
+static void expect_op(const dvm_program *p, const char *kernel, int vk, int op, int unrolled, int want) {
+    int got = unrolled ? count_x(p, kernel, vk, op) : count(p, kernel, vk, op);
+    CHECK(got == want, "%s variant %d: %d %s%s, expected %d", kernel, vk, got, dvm_op_table[op].name,
+          unrolled ? " with x > 0" : "", want);
+}
+
 /* the largest nregs among the variant's tasks */
 static int max_nregs(const dvm_program *p, const char *kernel, int vk) {
     const dvm_variant_desc *v = variant(p, kernel, vk);
@@ -270,19 +277,17 @@ int main(void) {
     /* unrolling (pu; the checks further down use po, without it): a loop whose body is straight
        line runs 4 copies per trip while 4 iterations are left (JGEI and INCLT with x = 3), then
        the original loop for the rest */
-    CHECK(count_x(pu, "dynloop", DVM_V_FORWARD, DVM_OP_JGEI) == 1 && count_x(pu, "dynloop", DVM_V_FORWARD, DVM_OP_INCLT) == 1 &&
-              count(pu, "dynloop", DVM_V_FORWARD, DVM_OP_INCLT) == 2 && count(pu, "dynloop", DVM_V_FORWARD, DVM_OP_FMAFK) == 5,
-          "unrolled dynloop: %d JGEI x3, %d INCLT x3, %d INCLT, %d FMAFK; expected 1, 1, 2, 5",
-          count_x(pu, "dynloop", DVM_V_FORWARD, DVM_OP_JGEI), count_x(pu, "dynloop", DVM_V_FORWARD, DVM_OP_INCLT),
-          count(pu, "dynloop", DVM_V_FORWARD, DVM_OP_INCLT), count(pu, "dynloop", DVM_V_FORWARD, DVM_OP_FMAFK));
-    /* the adjoint's reverse loop too (MULF), and the sin loop's pushes and pops */
-    CHECK(count(pu, "dynloop", ADJ, DVM_OP_MULF) == 5 && count_x(pu, "dynloop", ADJ, DVM_OP_INCLT) == 1,
-          "unrolled dynloop adjoint: %d MULF, %d INCLT x3; expected 5, 1", count(pu, "dynloop", ADJ, DVM_OP_MULF),
-          count_x(pu, "dynloop", ADJ, DVM_OP_INCLT));
-    CHECK(count(pu, "sq", ADJ, DVM_OP_PUSH) == 5 && count(pu, "sq", ADJ, DVM_OP_POP) == 5 &&
-              count_x(pu, "sq", ADJ, DVM_OP_INCLT) == 2 && nstacks(pu, "sq", ADJ) == 1,
-          "unrolled sq adjoint: %d PUSH, %d POP, %d INCLT x3, %d stacks; expected 5, 5, 2, 1", count(pu, "sq", ADJ, DVM_OP_PUSH),
-          count(pu, "sq", ADJ, DVM_OP_POP), count_x(pu, "sq", ADJ, DVM_OP_INCLT), nstacks(pu, "sq", ADJ));
+    expect_op(pu, "dynloop", DVM_V_FORWARD, DVM_OP_JGEI, 1, 1);
+    expect_op(pu, "dynloop", DVM_V_FORWARD, DVM_OP_INCLT, 1, 1);
+    expect_op(pu, "dynloop", DVM_V_FORWARD, DVM_OP_INCLT, 0, 2);
+    expect_op(pu, "dynloop", DVM_V_FORWARD, DVM_OP_FMAFK, 0, 5);
+    /* the adjoint's reverse loop too (MULF), and the pushes and pops of a loop with a stack */
+    expect_op(pu, "dynloop", ADJ, DVM_OP_MULF, 0, 5);
+    expect_op(pu, "dynloop", ADJ, DVM_OP_INCLT, 1, 1);
+    expect_op(pu, "sq", ADJ, DVM_OP_PUSH, 0, 5);
+    expect_op(pu, "sq", ADJ, DVM_OP_POP, 0, 5);
+    expect_op(pu, "sq", ADJ, DVM_OP_INCLT, 1, 2);
+    CHECK(nstacks(pu, "sq", ADJ) == 1, "unrolled sq adjoint: %d stacks, expected 1", nstacks(pu, "sq", ADJ));
     /* a loop with library math is not unrolled (keep: sin, and cos in its reverse loop) */
     CHECK(count_x(pu, "keep", ADJ, DVM_OP_INCLT) == 0 && count(pu, "keep", ADJ, -1) == count(po, "keep", ADJ, -1),
           "keep adjoint: %d unrolled loops, %d nodes (%d without unrolling); expected 0 and the same",
@@ -293,11 +298,9 @@ int main(void) {
     CHECK(f0.cond == 5 && f0.loops == 1, "unrolled dynloop: %u conditional branches, %u loops; expected 5, 1", f0.cond, f0.loops);
     /* a body that reads the counter: the copies read it plus 1, 2, 3 (one ADDIK each: the MODI
        reads the sum, so it is not an index offset) */
-    CHECK(count_x(pu, "csum", DVM_V_FORWARD, DVM_OP_INCLT) == 1 && count(pu, "csum", DVM_V_FORWARD, DVM_OP_MODI) == 5 &&
-              count(pu, "csum", DVM_V_FORWARD, DVM_OP_ADDIK) == count(po, "csum", DVM_V_FORWARD, DVM_OP_ADDIK) + 3,
-          "unrolled csum: %d INCLT x3, %d MODI, %d ADDIK (%d without unrolling); expected 1, 5, 3 more",
-          count_x(pu, "csum", DVM_V_FORWARD, DVM_OP_INCLT), count(pu, "csum", DVM_V_FORWARD, DVM_OP_MODI),
-          count(pu, "csum", DVM_V_FORWARD, DVM_OP_ADDIK), count(po, "csum", DVM_V_FORWARD, DVM_OP_ADDIK));
+    expect_op(pu, "csum", DVM_V_FORWARD, DVM_OP_INCLT, 1, 1);
+    expect_op(pu, "csum", DVM_V_FORWARD, DVM_OP_MODI, 0, 5);
+    expect_op(pu, "csum", DVM_V_FORWARD, DVM_OP_ADDIK, 0, count(po, "csum", DVM_V_FORWARD, DVM_OP_ADDIK) + 3);
     /* no loop, nothing to unroll */
     CHECK(count(pu, "stencil", DVM_V_FORWARD, -1) == count(po, "stencil", DVM_V_FORWARD, -1) &&
               count(pu, "trans", ADJ, -1) == count(po, "trans", ADJ, -1),
