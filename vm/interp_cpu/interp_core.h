@@ -643,17 +643,32 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
     } while (0);                                                                       \
     vmbreak
 /* A loop's back edge (INCLT): when some lanes stay, the same statements run whether or not
- * others leave (a select per lane, lv_ the leaving lanes). */
+ * others leave (a select per lane, lv_ the leaving lanes).
+ * DVM_WARP_ANY_ACTIVE(pred) (optional; a GPU's vote among the threads running this statement
+ * together): a thread whose lanes all leave while other threads of its warp stay **holds**:
+ * its leaving lanes wait after the loop as usual, and the thread goes around again with no
+ * running lane (m_ = 0: every node computes and writes nothing) until the others leave too.
+ * Then the warp runs the loop's exit together. Before, each thread ran the nodes after the
+ * loop on its own as it left, one after another: with data-dependent trip counts that cost the
+ * FMA loop a third of its time on an H200 (bench/RESULTS.md, v56). Not in a copy whose warp
+ * votes at every branch anyway (DVM_CONVERGE_). */
+#if defined(DVM_WARP_ANY_ACTIVE) && !defined(DVM_CONVERGE_)
+#define LOOP_STAY_(t) DVM_WARP_ANY_ACTIVE((t) != 0u)
+#else
+#define LOOP_STAY_(t) 0
+#endif
 #define CBRANCH_LOOP(lane_, tgt)                                                       \
     do {                                                                               \
         CBRANCH_HEAD_(lane_, tgt);                                                     \
-        if (tg_ < nx_ && t_ != 0u) {                                                   \
+        const int stay_ = LOOP_STAY_(t_); /* every thread at this node votes first */  \
+        if (tg_ < nx_ && (t_ != 0u || stay_)) {                                        \
             const uint32_t lv_ = m_ ^ t_;                                              \
             LANES_ALL(lp_[l_] = ((lv_ >> l_) & 1u) ? nx_ : lp_[l_]);                   \
             wnext_ = lv_ != 0u && nx_ < wnext_ ? nx_ : wnext_;                         \
             m_ = t_;                                                                   \
             JUMP(tg_);                                                                 \
         }                                                                              \
+        if (m_ == 0u) goto dvm_select_; /* it held: its lanes go on where they wait */  \
         CBRANCH_TAIL_                                                                  \
     } while (0);                                                                       \
     vmbreak
@@ -1078,6 +1093,7 @@ dvm_finish_:
 #undef CBRANCH_LOOP
 #undef CBRANCH_HEAD_
 #undef CBRANCH_TAIL_
+#undef LOOP_STAY_
 #undef JUMP_MEET_
 #undef LANES_ALL
 #undef LANES_ADD

@@ -89,6 +89,13 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
         DVM_UNROLL for (int q_ = 0; q_ < DVM_LANES / 4; q_++)                                     \
             ((uint4 *)(row))[q_] = make_uint4((w)[4 * q_], (w)[4 * q_ + 1], (w)[4 * q_ + 2], (w)[4 * q_ + 3]); \
     } while (0)
+/* A vote among the threads running the statement together (interp_core.h: the masked lanes
+   hold at a loop's back edge). */
+#if defined(__HIP__) || defined(__HIPCC__)
+#define DVM_WARP_ANY_ACTIVE(pred) __any(pred)
+#else
+#define DVM_WARP_ANY_ACTIVE(pred) __any_sync(__activemask(), (pred))
+#endif
 #include "../interp_cpu/interp_core.h" /* dvm_run, dvm_run_at: one iteration per call */
 /* dvm_run_conv: the same, with the threads of a warp that run an iteration together kept
    on the same node (interp_core.h, DVM_WARP_MIN; redux.sync: sm_80 and newer). A separate
