@@ -312,9 +312,9 @@ static int dce_pass(topt *t) {
 
 /* An INCLT that jumps back to itself (over deleted nodes only) is a loop with an empty body:
  * it only counts r[a] up to r[b], and it always ends (r[a] grows by x + 1 while x + 1 more fit
- * below r[b] <= INT32_MAX, so it cannot wrap). When r[a] is dead where the loop exits, the loop does nothing: delete it. (The
- * adjoint's forward sweep leaves such loops once its pushes are gone.) Needs fresh
- * liveness. */
+ * below r[b] <= INT32_MAX, so it cannot wrap). When r[a] is dead where the loop exits, the
+ * loop does nothing: delete it. (The adjoint's forward sweep leaves such loops once its pushes
+ * are gone.) Needs fresh liveness. */
 static int empty_loop_pass(topt *t) {
     int changed = 0;
     for (uint32_t i = 0; i + 1 < t->len; i++) {
