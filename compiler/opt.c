@@ -950,8 +950,11 @@ static int stack_operand(const dvm_node *n) {
 }
 
 /* Optimizes the variant's tasks; marks its dead stacks in stack_dead (program-wide ids). */
+/* What opt_variant runs: the passes to a fixed point (and the dead stacks), then the last steps. */
+enum { OPT_ROUNDS = 1, OPT_FINAL = 2 };
+
 static int opt_variant(dvm_program *p, const dvm_kernel_desc *kd, const dvm_variant_desc *vd, uint8_t *stack_dead,
-                       int final) {
+                       int what) {
     if ((uint64_t)vd->task_begin + vd->ntasks > p->ntasks || (uint64_t)vd->stack_begin + vd->nstacks > p->nstacks ||
         (uint64_t)vd->slot_begin + vd->nslots > p->nslots)
         return 0;
@@ -971,7 +974,7 @@ static int opt_variant(dvm_program *p, const dvm_kernel_desc *kd, const dvm_vari
         return -1;
     }
     int rc = 0;
-    for (int round = 0; round < MAX_ROUNDS; round++) {
+    for (int round = 0; round < MAX_ROUNDS && (what & OPT_ROUNDS); round++) {
         memset(live, 0, vd->nstacks ? vd->nstacks : 1);
         for (uint32_t t = 0; t < vd->ntasks && rc >= 0; t++) {
             int c = opt_task(p, &p->tasks[vd->task_begin + t], live);
@@ -993,7 +996,7 @@ static int opt_variant(dvm_program *p, const dvm_kernel_desc *kd, const dvm_vari
             }
         }
     }
-    for (uint32_t t = 0; t < vd->ntasks && rc >= 0 && final; t++) {
+    for (uint32_t t = 0; t < vd->ntasks && rc >= 0 && (what & OPT_FINAL); t++) {
         dvm_task_desc *td = &p->tasks[vd->task_begin + t];
         int h = hoist_task(p, td);
         if (h > 0 && opt_task(p, td, live) < 0) h = -1; /* the prologue's own CSE and DCE */
@@ -1105,26 +1108,26 @@ out:
     return rc;
 }
 
-/* Every variant's passes, then the compaction; final: also the prologue, the register
- * allocation and the last fusions. */
-static int optimize_all(dvm_program *p, int final) {
+/* Every variant's passes (OPT_ROUNDS) and last steps (OPT_FINAL: the prologue, the register
+ * allocation and the last fusions), then the compaction. */
+static int optimize_all(dvm_program *p, int what) {
     uint8_t *stack_dead = calloc(p->nstacks ? p->nstacks : 1, 1);
     int rc = stack_dead ? 0 : -1;
     for (uint32_t k = 0; k < p->nkernels && rc == 0; k++)
         for (int v = 0; v < DVM_V_COUNT && rc == 0; v++)
-            if (p->kernels[k].v[v].present && opt_variant(p, &p->kernels[k], &p->kernels[k].v[v], stack_dead, final) < 0) rc = -1;
+            if (p->kernels[k].v[v].present && opt_variant(p, &p->kernels[k], &p->kernels[k].v[v], stack_dead, what) < 0) rc = -1;
     if (rc == 0) rc = compact(p, stack_dead);
     free(stack_dead);
     return rc;
 }
 
-/* The passes run twice: the loops are unrolled (unroll.c) between the two runs, on code with
- * its dead loops gone, and the second run cleans up the copies (CSE across them, the counter's
- * ADDIKs into index offsets). */
+/* The loops are unrolled (unroll.c) once the passes have run, on code with its dead loops
+ * gone; when that changed a task, the passes run again over the copies (CSE across them, the
+ * counter's ADDIKs into index offsets). */
 int dvm_optimize(dvm_program *p, dvm_diags *d, unsigned unroll) {
-    int rc = optimize_all(p, 0);
-    if (rc == 0 && unroll > 1 && dvm_unroll_loops(p, unroll) < 0) rc = -1;
-    if (rc == 0) rc = optimize_all(p, 1);
+    int rc = optimize_all(p, OPT_ROUNDS), n = 0;
+    if (rc == 0 && unroll > 1 && (n = dvm_unroll_loops(p, unroll)) < 0) rc = -1;
+    if (rc == 0) rc = optimize_all(p, (n > 0 ? OPT_ROUNDS : 0) | OPT_FINAL);
     if (rc) dvm_diag(d, 0, 0, "out of memory while optimizing bytecode");
     return rc ? 1 : 0;
 }

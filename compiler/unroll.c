@@ -1,5 +1,6 @@
 /* unroll.c: dvm_unroll_loops, the optimizer's loop unrolling. dvm_optimize runs it once, on
- * compacted code between its two runs of the other passes (which then clean up the copies).
+ * compacted code after the other passes; when it changed a task, they run again over the
+ * copies.
  *
  * An innermost counted loop, as the emitter writes `for v in range(lo, hi)` once the
  * optimizer has run over it:
@@ -92,10 +93,12 @@ static int64_t unroll_task(dvm_program *p, uint32_t ti, unsigned factor) {
     dvm_task_desc *td = &p->tasks[ti];
     const uint32_t len = td->code_len, U = factor;
     const dvm_node *code = p->nodes + td->code_begin;
-    uint8_t *target = calloc(len ? len : 1, 1), *loop = calloc(len ? len : 1, 1);
-    if (!target || !loop) {
-        free(target);
-        free(loop);
+    /* at each chosen loop's first node: its INCLT's index + 1 (0: none), and whether its body
+       reads the counter */
+    uint32_t *close = calloc(len ? len : 1, sizeof *close);
+    uint8_t *target = calloc(len ? len : 1, 1), *uses = calloc(len ? len : 1, 1);
+    if (!close || !target || !uses) {
+        free(close), free(target), free(uses);
         return -1;
     }
     for (uint32_t i = 0; i < len; i++) {
@@ -104,7 +107,6 @@ static int64_t unroll_task(dvm_program *p, uint32_t ti, unsigned factor) {
             for (int j = 0; j < 4; j++)
                 if (f[j] == 'J' && field(&code[i], j) < len) target[field(&code[i], j)] = 1;
     }
-    /* loop[i] at each chosen INCLT: 1 + whether its body reads the counter */
     uint64_t newlen = len;
     int need_t = 0;
     for (uint32_t i = 0; i < len; i++) {
@@ -113,12 +115,12 @@ static int64_t unroll_task(dvm_program *p, uint32_t ti, unsigned factor) {
         const uint64_t add = (uint64_t)(i - code[i].c) * U + (uses_c ? U - 1 : 0) + 3;
         if (newlen + add > DVM_MAX_TASK_NODES || (uses_c && td->nregs >= DVM_MAX_REGS)) continue;
         newlen += add;
-        loop[i] = (uint8_t)(1 + uses_c);
+        close[code[i].c] = i + 1;
+        uses[code[i].c] = (uint8_t)uses_c;
         need_t |= uses_c;
     }
     if (newlen == len) {
-        free(target);
-        free(loop);
+        free(close), free(target), free(uses);
         return 0;
     }
     const uint32_t t = td->nregs; /* the copies' counter (one register for every loop) */
@@ -127,7 +129,7 @@ static int64_t unroll_task(dvm_program *p, uint32_t ti, unsigned factor) {
     uint16_t *nc = malloc(sizeof *nc * newlen);
     uint8_t *remap = malloc(newlen); /* 1: an old node whose jump targets are old positions */
     if (!nn || !nl || !nc || !newpos || !remap) {
-        free(nn), free(nl), free(nc), free(newpos), free(remap), free(target), free(loop);
+        free(nn), free(nl), free(nc), free(newpos), free(remap), free(close), free(target), free(uses);
         return -1;
     }
     const uint32_t *ol = p->lines + td->code_begin;
@@ -136,16 +138,14 @@ static int64_t unroll_task(dvm_program *p, uint32_t ti, unsigned factor) {
 #define PUT(node, from, rm) (nn[o] = (node), nl[o] = ol[from], nc[o] = oc[from], remap[o] = (rm), o++)
     for (uint32_t i = 0; i < len; i++) {
         newpos[i] = o;
-        /* a chosen loop starts here: find its INCLT (bodies have no branch, so the first one) */
-        uint32_t e = i;
-        while (e < len && e < i + UNROLL_MAX_BODY + 1 && !(loop[e] && code[e].c == i)) e++;
-        if (e >= len || !loop[e] || code[e].c != i) {
+        if (!close[i]) {
             PUT(code[i], i, 1);
             continue;
         }
+        const uint32_t e = close[i] - 1; /* a chosen loop starts here; its INCLT */
         const dvm_node inc = code[e];
         const uint32_t c = inc.a, hi = inc.b, blen = e - i;
-        const int uses_c = loop[e] == 2;
+        const int uses_c = uses[i];
         const uint32_t at = o, m = at + 1;
         const uint32_t mlen = blen * U + (uses_c ? U - 1 : 0);
         const uint32_t r = m + mlen + 2, end = r + blen + 1;
@@ -196,7 +196,7 @@ static int64_t unroll_task(dvm_program *p, uint32_t ti, unsigned factor) {
         if (need_t) td->nregs++;
         rc = grow;
     }
-    free(nn), free(nl), free(nc), free(newpos), free(remap), free(target), free(loop);
+    free(nn), free(nl), free(nc), free(newpos), free(remap), free(close), free(target), free(uses);
     return rc;
 }
 

@@ -653,8 +653,10 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
  * FMA loop a third of its time on an H200 (bench/RESULTS.md, v56). Not in a copy whose warp
  * votes at every branch anyway (DVM_CONVERGE_). */
 #if defined(DVM_WARP_ANY_ACTIVE) && !defined(DVM_CONVERGE_)
+#define LOOP_HOLDS_ 1
 #define LOOP_STAY_(t) DVM_WARP_ANY_ACTIVE((t) != 0u)
 #else
+#define LOOP_HOLDS_ 0 /* no vote: m_ is never 0 at a back edge */
 #define LOOP_STAY_(t) 0
 #endif
 #define CBRANCH_LOOP(lane_, tgt)                                                       \
@@ -668,7 +670,8 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
             m_ = t_;                                                                   \
             JUMP(tg_);                                                                 \
         }                                                                              \
-        if (m_ == 0u) goto dvm_select_; /* it held: its lanes go on where they wait */  \
+        /* a thread that held goes on where its lanes wait */                          \
+        if (LOOP_HOLDS_ && m_ == 0u) goto dvm_select_;                                \
         CBRANCH_TAIL_                                                                  \
     } while (0);                                                                       \
     vmbreak
@@ -1094,6 +1097,7 @@ dvm_finish_:
 #undef CBRANCH_HEAD_
 #undef CBRANCH_TAIL_
 #undef LOOP_STAY_
+#undef LOOP_HOLDS_
 #undef JUMP_MEET_
 #undef LANES_ALL
 #undef LANES_ADD
