@@ -295,6 +295,65 @@ case('unrolled_int_max', _EDGES, 'edges', {'y': I(17), 'lo': 2147483631, 'hi': 2
 case('unrolled_int_min', _EDGES, 'edges', {'y': I(17), 'lo': -2147483648, 'hi': -2147483637}, _edges)
 
 
+# runs of FMAF/FMAFK nodes into one register, which the CPU interpreter runs in one handler
+# (interp_core.h): v * v + K (the factor is the accumulator: the run stops), the three forms
+# of FMAF (factor b the accumulator, neither, factor c the accumulator), two accumulators
+# in turn (w, z: one run each), and a run that a branch jumps into the middle of (q)
+def _fma_runs(d):
+    for i in range(len(d['x'])):
+        t = d['x'][i]
+        p = d['c0']
+        for c in ('c1', 'c2', 'c3'):
+            p = p * t + d[c]
+        v = t * 0.5
+        for _ in range(d['k'][i]):
+            v = v * v + 0.125
+        a = 0.25
+        for _ in range(d['k'][i]):
+            a = a * t + a
+            a = t * t + a
+            a = t * a + a
+        w, z = 0.5, -0.5
+        for _ in range(d['k'][i]):
+            w = w * t + 0.5
+            z = z * t + 0.25
+        q = t
+        if t > 0.0:
+            q = q * t + 0.25
+        q = q * t + 0.125
+        q = q * t + 0.5
+        d['y'][i] = p + v + a + w + z + q
+case('fma_runs', '''
+kernel fc(x: f32[n], k: i32[n], y: f32[n], c0: f32, c1: f32, c2: f32, c3: f32):
+    for i in range(n):
+        t = x[i]
+        p = c0
+        p = p * t + c1
+        p = p * t + c2
+        p = p * t + c3
+        v = t * 0.5
+        for _ in range(k[i]):
+            v = v * v + 0.125
+        a = 0.25
+        for _ in range(k[i]):
+            a = a * t + a
+            a = t * t + a
+            a = t * a + a
+        w = 0.5
+        z = -0.5
+        for _ in range(k[i]):
+            w = w * t + 0.5
+            z = z * t + 0.25
+        q = t
+        if t > 0.0:
+            q = q * t + 0.25
+        q = q * t + 0.125
+        q = q * t + 0.5
+        y[i] = p + v + a + w + z + q
+''', 'fc', {'x': F(23, lo=-0.9, hi=0.6), 'k': I(23, lo=0, hi=7), 'y': F(23), 'c0': 0.5, 'c1': -0.25, 'c2': 0.75,
+             'c3': 0.125}, _fma_runs, grad=True)
+
+
 def _elif(d):
     for i in range(len(d['x'])):
         v = d['x'][i]

@@ -1037,8 +1037,38 @@ dvm_dispatch_:
     vmcase(MULFK) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, RF(N_B) * k_)); } vmbreak;
     vmcase(KSUBF) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, k_ - RF(N_B))); } vmbreak;
     vmcase(KDIVF) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, k_ / RF(N_B))); } vmbreak;
+#if DVM_LANES == 1 && !defined(DVM_USE_SWITCH)
+    /* The scalar C interpreter runs a run of FMAF/FMAFK nodes into one accumulator (an
+       unrolled loop's body, a polynomial by Horner's rule, a dot product) in one handler: the
+       accumulator stays in a machine register from node to node and is stored once. Each
+       node otherwise stored it and the next loaded it back, a store-to-load round trip (about
+       5 cycles on x86) on the chain of dependent multiply-adds. The run goes on while the next
+       node (there is one: a task ends with END or JMP) is an FMAF/FMAFK into the same register
+       that does not read it as a factor; a jump into the run's middle still runs that node by
+       itself. The same operations in the same order: the results are those of one node at a
+       time, bit for bit. */
+    vmcase(FMAF)
+    vmcase(FMAFK) {
+        const int l_ = 0; /* RF's lane */
+        const uint32_t acc_ = N_A;
+        float x_ = RF(acc_);
+        for (;;) {
+            x_ = N_OP == DVM_OP_FMAFK ? DVM_FMAF(x_, RF(N_B), KF(N_C)) : DVM_FMAF(RF(N_B), RF(N_C), x_);
+            const uint64_t nx_ = DVM_NODE_WORD(code + pc + 1);
+            const uint32_t op_ = (uint32_t)(nx_ & 0xFFu), b_ = (uint32_t)(nx_ >> 32) & 0xFFFFu;
+            if (((uint32_t)(nx_ >> 16) & 0xFFFFu) != acc_ || b_ == acc_ ||
+                !(op_ == DVM_OP_FMAFK || (op_ == DVM_OP_FMAF && (uint32_t)(nx_ >> 48) != acc_)))
+                break;
+            pc++;
+            nw_ = nx_;
+        }
+        SETF(acc_, x_);
+    }
+    vmbreak;
+#else
     vmcase(FMAF) LANES_ALL(SETF(N_A, DVM_FMAF(RF(N_B), RF(N_C), RF(N_A)))); vmbreak;
     vmcase(FMAFK) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, DVM_FMAF(RF(N_A), RF(N_B), k_))); } vmbreak;
+#endif
     vmcase(LDADDF) LOAD_ADD_NODE(ARR_IDX(N_B)); vmbreak;
     vmcase(LDADDFO) LOAD_ADD_NODE(ARR_IDX_E(RK16(N_B, N_C))); vmbreak;
     vmcase(LDADDF2O) LOAD_ADD_NODE(ARR2_IDX_E(RO(N_B), RO(N_C))); vmbreak;
