@@ -28,13 +28,11 @@ foreach(be vulkan cuda hip)
 endforeach()
 
 # The same corpus through the public C API alone (tests/api_runner.c takes the command's
-# arguments), so that both the API and the command are checked against the references. These
-# run the CPU interpreter's baseline copy (DVM_CPU_FMA=0), the command's suites the copy with
-# fused multiply-adds where the CPU has FMA3 (vm/interp_cpu/interp_cpu.c).
+# arguments), so that both the API and the command are checked against the references.
 add_executable(api_runner tests/api_runner.c)
 target_link_libraries(api_runner PRIVATE dvm)
 target_include_directories(api_runner PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 foreach(mode forward grad)
   add_test(NAME suite_${mode}_api_cpu COMMAND ${Python3_EXECUTABLE} ${DVM_SUITE} --dvm $<TARGET_FILE:api_runner> --backend cpu --mode ${mode})
-  set_tests_properties(suite_${mode}_api_cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT DVM_CPU_FMA=0)
+  set_tests_properties(suite_${mode}_api_cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 endforeach()

@@ -74,23 +74,6 @@ static inline void dvm_cpu_atomic_max_i64(int64_t *p, int64_t v)
 #define DVM_ATOMIC_MAX_I64(p, v) dvm_cpu_atomic_max_i64((p), (v))
 #define DVM_LOAD_ERR(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #include "interp_core.h"
-/* x86-64 with GCC: a second copy of the scalar interpreter, dvm_run_fma, compiled for CPUs
- * with FMA3 (every x86-64-v3 one: Intel since Haswell, AMD since Piledriver), where FMAF and
- * FMAFK are one fused multiply-add. The baseline copy computes them as a multiply and an add,
- * and a loop that carries its value through them (v = v * rate + c) waits for both: 8 cycles
- * a step instead of 4. The backend picks the copy when it opens (cpu_open: the CPU has FMA and
- * DVM_CPU_FMA is not 0). Results may differ in the last bit between the two, as between
- * backends (floats agree within rounding; the CUDA, HIP and Vulkan interpreters fuse too). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define DVM_CPU_HAVE_FMA_COPY 1
-#pragma GCC push_options
-#pragma GCC target("fma")
-#undef DVM_FMAF
-#define DVM_FMAF(a, b, c) __builtin_fmaf((a), (b), (c))
-#define DVM_RUN_NAME dvm_run_fma
-#include "interp_core.h"
-#pragma GCC pop_options
-#endif
 /* DVM_CPU_LANES=1: parallel tasks run CPU_LANES iterations per call through the lane
  * interpreters that the CUDA and HIP backends use (interp_core.h, DVM_LANES): plain lanes for
  * a task with no conditional branch, masked lanes (DVM_MASKED) for the rest, chosen by the
@@ -108,7 +91,6 @@ static inline void dvm_cpu_atomic_max_i64(int64_t *p, int64_t v)
 struct dvm_backend {
     int threads;
     int lanes; /* 1, or CPU_LANES (DVM_CPU_LANES=1) */
-    int fma;   /* run dvm_run_fma (DVM_CPU_HAVE_FMA_COPY, the CPU has FMA3, DVM_CPU_FMA is not 0) */
     char name[192];
 };
 struct dvm_buffer {
@@ -147,17 +129,6 @@ static void cpu_model(char *out, size_t n)
     fclose(f);
 }
 
-/* Whether launches run dvm_run_fma: this build has it, the CPU has FMA3, DVM_CPU_FMA is not 0. */
-static int cpu_use_fma(void)
-{
-#ifdef DVM_CPU_HAVE_FMA_COPY
-    const char *fv = getenv("DVM_CPU_FMA");
-    return __builtin_cpu_supports("fma") && !(fv && strcmp(fv, "0") == 0);
-#else
-    return 0;
-#endif
-}
-
 static dvm_backend *cpu_open(const dvm_backend_opts *opts, char *err, size_t errlen)
 {
     dvm_backend *be = calloc(1, sizeof *be);
@@ -169,23 +140,11 @@ static dvm_backend *cpu_open(const dvm_backend_opts *opts, char *err, size_t err
     if (be->threads < 1) be->threads = 1;
     const char *lv = getenv("DVM_CPU_LANES");
     be->lanes = lv && lv[0] && strcmp(lv, "0") != 0 ? CPU_LANES : 1;
-    be->fma = cpu_use_fma();
     char model[128];
     cpu_model(model, sizeof model);
-    snprintf(be->name, sizeof be->name, "cpu: %s, %d threads (OpenMP)%s%s", model, be->threads,
-             be->fma ? ", FMA" : "", be->lanes > 1 ? ", lanes (DVM_CPU_LANES)" : "");
+    snprintf(be->name, sizeof be->name, "cpu: %s, %d threads (OpenMP)%s", model, be->threads,
+             be->lanes > 1 ? ", lanes (DVM_CPU_LANES)" : "");
     return be;
-}
-
-/* One iteration (or a serial task) through the backend's copy of the scalar interpreter. */
-static inline int cpu_run(const dvm_backend *be, const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
-                          const int32_t *idx, int64_t slot, uint32_t *regs, uint32_t start)
-{
-#ifdef DVM_CPU_HAVE_FMA_COPY
-    if (be->fma) return dvm_run_fma(e, task_index, t, idx, slot, regs, start);
-#endif
-    (void)be;
-    return dvm_run(e, task_index, t, idx, slot, regs, start);
 }
 
 static void cpu_close(dvm_backend *be) { free(be); }
@@ -196,8 +155,7 @@ static int cpu_probe(char *out, size_t outlen)
     cpu_model(model, sizeof model);
     size_t used = out ? strlen(out) : 0;
     if (out && used < outlen)
-        snprintf(out + used, outlen - used, "cpu: %s, %d threads (OpenMP)%s\n", model, omp_get_max_threads(),
-                 cpu_use_fma() ? ", FMA" : "");
+        snprintf(out + used, outlen - used, "cpu: %s, %d threads (OpenMP)\n", model, omp_get_max_threads());
     return 1;
 }
 
@@ -386,7 +344,7 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
             uint32_t regs[DVM_MAX_REGS];
             memset(regs, 0, sizeof(uint32_t) * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));
             int32_t idx[3] = {0, 0, 0};
-            cpu_run(be, &env, task_index, t, idx, nts, regs, 0);
+            dvm_run(&env, task_index, t, idx, nts, regs, 0);
         } else {
             int64_t ext[DVM_MAX_PAR_DIMS] = {1, 1, 1}, lo = 0, total = 1;
             int nd = t->ndim < 1 ? 1 : (t->ndim > DVM_MAX_PAR_DIMS ? DVM_MAX_PAR_DIMS : t->ndim);
@@ -437,7 +395,7 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
                         idx[0] = (int32_t)(idx[0] + lo);
                         if (lanes == 1) {
                             for (int64_t it = b; it < e; it++) {
-                                if (cpu_run(be, &env, task_index, t, idx, tid, regs, primed ? t->body : 0)) break;
+                                if (dvm_run(&env, task_index, t, idx, tid, regs, primed ? t->body : 0)) break;
                                 primed = 1;
                                 cpu_next_idx(idx, nd, ext, lo);
                             }
