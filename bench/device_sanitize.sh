@@ -13,7 +13,7 @@ export PATH=$PATH:/usr/local/cuda/bin
 command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found" >&2; exit 1; }
 LOGS=/tmp/dvm_sanitize; rm -rf $LOGS; mkdir -p $LOGS
 W=/tmp/dvm_sanitize_bin; mkdir -p $W
-for b in dvm api_runner; do # the suites run these by name: wrap each in the tool of $SAN_TOOL
+for b in dvm api_runner test_gpu_backend; do # each run through the tool of $SAN_TOOL
   cat > $W/$b <<EOF
 #!/bin/bash
 exec compute-sanitizer --tool "\$SAN_TOOL" --error-exitcode 86 --print-limit 20 \\
@@ -33,7 +33,7 @@ step() { # tool, label, command...
   timeout 240 "$@" > $LOGS/$tag.out 2>&1; local rc=$?
   local n=0 bad=0
   for f in $LOGS/$tag.*.log; do [ -e "$f" ] || continue; n=$((n + 1)); clean "$f" || bad=$((bad + 1)); done
-  echo "$tool $label: exit $rc; $(grep -E '(passed|failed)' $LOGS/$tag.out | tail -1); $n processes, $bad reported" | tee -a $S
+  echo "$tool $label: exit $rc; $(grep -E '(passed|failed|OK)' $LOGS/$tag.out | tail -1); $n processes, $bad reported" | tee -a $S
 }
 SUITE="python3 tests/suite/run_suite.py --backend cuda -j 12"
 for m in forward grad errors big; do step memcheck "suite $m" $SUITE --dvm $W/dvm --mode $m; done
@@ -44,8 +44,6 @@ done
 for tool in racecheck synccheck initcheck; do
   for m in forward grad; do step $tool "suite $m" $SUITE --dvm $W/dvm --mode $m; done
 done
-export SAN_TOOL=memcheck SAN_STEP=test_gpu_backend
-timeout 240 compute-sanitizer --tool memcheck --error-exitcode 86 --log-file $LOGS/test_gpu_backend.log $D/test_gpu_backend cuda > $LOGS/test_gpu_backend.out 2>&1
-echo "memcheck test_gpu_backend cuda: exit $?; $(tail -1 $LOGS/test_gpu_backend.out); $(clean $LOGS/test_gpu_backend.log && echo clean || echo reported)" | tee -a $S
+step memcheck "test_gpu_backend cuda" $W/test_gpu_backend cuda
 n=0; for f in $LOGS/*.log; do clean "$f" && continue; n=$((n + 1)); [ $n -le 5 ] && { echo "== $f"; head -80 "$f"; }; done > $OUT/sanitize_logs.txt
 echo "processes in all: $(ls $LOGS/*.log | wc -l); reporting something: $n" | tee -a $S

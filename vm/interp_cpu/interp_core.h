@@ -421,11 +421,15 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #define vmdispatch() do { nw_ = DVM_NODE_WORD(code + pc); goto *dvm_disp_[N_OP]; } while (0)
 #endif
 /* The node being run, fetched as one 64-bit word (one load, not five): its fields. */
-#define N_OP ((uint32_t)(nw_ & 0xFFu))
+#define W_OP(w) ((uint32_t)((w) & 0xFFu)) /* the fields of a node word w */
+#define W_A(w) ((uint32_t)((w) >> 16) & 0xFFFFu)
+#define W_B(w) ((uint32_t)((w) >> 32) & 0xFFFFu)
+#define W_C(w) ((uint32_t)((w) >> 48))
+#define N_OP W_OP(nw_)
 #define N_X ((uint32_t)(nw_ >> 8) & 0xFFu)
-#define N_A ((uint32_t)(nw_ >> 16) & 0xFFFFu)
-#define N_B ((uint32_t)(nw_ >> 32) & 0xFFFFu)
-#define N_C ((uint32_t)(nw_ >> 48))
+#define N_A W_A(nw_)
+#define N_B W_B(nw_)
+#define N_C W_C(nw_)
 #define vmcase(name) L_##name:
 #if DVM_LANES > 1
 #define DVM_LANEMASK_ 1 /* m_: the lanes that run this node (all lanes with an iteration, unless masked lanes parted) */
@@ -1056,9 +1060,8 @@ dvm_dispatch_:
         for (;;) {
             x_ = N_OP == DVM_OP_FMAFK ? DVM_FMAF(x_, RF(N_B), KF(N_C)) : DVM_FMAF(RF(N_B), RF(N_C), x_);
             const uint64_t nx_ = DVM_NODE_WORD(code + pc + 1);
-            const uint32_t op_ = (uint32_t)(nx_ & 0xFFu), b_ = (uint32_t)(nx_ >> 32) & 0xFFFFu;
-            if (((uint32_t)(nx_ >> 16) & 0xFFFFu) != acc_ || b_ == acc_ ||
-                !(op_ == DVM_OP_FMAFK || (op_ == DVM_OP_FMAF && (uint32_t)(nx_ >> 48) != acc_)))
+            if (W_A(nx_) != acc_ || W_B(nx_) == acc_ ||
+                !(W_OP(nx_) == DVM_OP_FMAFK || (W_OP(nx_) == DVM_OP_FMAF && W_C(nx_) != acc_)))
                 break;
             pc++;
             nw_ = nx_;
@@ -1172,6 +1175,10 @@ dvm_finish_:
 #undef vmbreak
 #undef vmdispatch
 #undef N_OP
+#undef W_OP
+#undef W_A
+#undef W_B
+#undef W_C
 #undef N_X
 #undef N_A
 #undef N_B
