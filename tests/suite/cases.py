@@ -295,10 +295,14 @@ case('unrolled_int_max', _EDGES, 'edges', {'y': I(17), 'lo': 2147483631, 'hi': 2
 case('unrolled_int_min', _EDGES, 'edges', {'y': I(17), 'lo': -2147483648, 'hi': -2147483637}, _edges)
 
 
-# runs of FMAF/FMAFK nodes into one register, which the CPU interpreter runs in one handler
-# (interp_core.h): v * v + K (the factor is the accumulator: the run stops), the three forms
-# of FMAF (factor b the accumulator, neither, factor c the accumulator), two accumulators
-# in turn (w, z: one run each), and a run that a branch jumps into the middle of (q)
+# runs of FMAF/FMAFK nodes into one register, which the scalar C interpreter runs in one
+# handler, and repeats of one FMAFK or MULF node, which every interpreter runs in one
+# (interp_core.h): v * v + K (the factor is the accumulator: the run stops, and it is no
+# repeat), the three forms of FMAF (factor b the accumulator, neither, factor c the
+# accumulator), two accumulators in turn (w, z: one run each), a run that a branch jumps into
+# the middle of (q), repeats that a branch jumps into the middle of (u: FMAFK, g: MULF; masked
+# lanes that skipped the branch wait there), and one-node loops (s: FMAFK, h: MULF), their
+# unrolled copies repeats
 def _fma_runs(d):
     for i in range(len(d['x'])):
         t = d['x'][i]
@@ -322,9 +326,25 @@ def _fma_runs(d):
             q = q * t + 0.25
         q = q * t + 0.125
         q = q * t + 0.5
-        d['y'][i] = p + v + a + w + z + q
+        u = t
+        if t > 0.0:
+            u = u * t + 0.5
+        u = u * t + 0.5
+        u = u * t + 0.5
+        s = 0.5
+        for _ in range(d['m'][i]):
+            s = s * t + 0.25
+        h = 1.5
+        for _ in range(d['m'][i]):
+            h = h * t
+        g = t + 0.25
+        if t > 0.0:
+            g = g * t
+        g = g * t
+        g = g * t
+        d['y'][i] = p + v + a + w + z + q + u + s + h + g
 case('fma_runs', '''
-kernel fc(x: f32[n], k: i32[n], y: f32[n], c0: f32, c1: f32, c2: f32, c3: f32):
+kernel fc(x: f32[n], k: i32[n], m: i32[n], y: f32[n], c0: f32, c1: f32, c2: f32, c3: f32):
     for i in range(n):
         t = x[i]
         p = c0
@@ -349,8 +369,24 @@ kernel fc(x: f32[n], k: i32[n], y: f32[n], c0: f32, c1: f32, c2: f32, c3: f32):
             q = q * t + 0.25
         q = q * t + 0.125
         q = q * t + 0.5
-        y[i] = p + v + a + w + z + q
-''', 'fc', {'x': F(23, lo=-0.9, hi=0.6), 'k': I(23, lo=0, hi=7), 'y': F(23), 'c0': 0.5, 'c1': -0.25, 'c2': 0.75,
+        u = t
+        if t > 0.0:
+            u = u * t + 0.5
+        u = u * t + 0.5
+        u = u * t + 0.5
+        s = 0.5
+        for _ in range(m[i]):
+            s = s * t + 0.25
+        h = 1.5
+        for _ in range(m[i]):
+            h = h * t
+        g = t + 0.25
+        if t > 0.0:
+            g = g * t
+        g = g * t
+        g = g * t
+        y[i] = p + v + a + w + z + q + u + s + h + g
+''', 'fc', {'x': F(23, lo=-0.9, hi=0.6), 'k': I(23, lo=0, hi=7), 'm': I(23, lo=0, hi=24), 'y': F(23), 'c0': 0.5, 'c1': -0.25, 'c2': 0.75,
              'c3': 0.125}, _fma_runs, grad=True)
 
 
