@@ -113,6 +113,20 @@ static int count_x(const dvm_program *p, const char *kernel, int vk, int op) {
     return n;
 }
 
+/* the largest count x among the variant's nodes with opcode op */
+static int max_x(const dvm_program *p, const char *kernel, int vk, int op) {
+    const dvm_variant_desc *v = variant(p, kernel, vk);
+    int m = -1;
+    for (uint32_t t = 0; v && t < v->ntasks; t++) {
+        const dvm_task_desc *td = &p->tasks[v->task_begin + t];
+        for (uint32_t i = 0; i < td->code_len; i++) {
+            const dvm_node *n = &p->nodes[td->code_begin + i];
+            if (n->op == op && n->x > m) m = n->x;
+        }
+    }
+    return m;
+}
+
 /* The variant has `want` nodes with opcode op (with unrolled: only those with a count x > 0). */
 static void expect_op(const dvm_program *p, const char *kernel, int vk, int op, int unrolled, int want) {
     int got = unrolled ? count_x(p, kernel, vk, op) : count(p, kernel, vk, op);
@@ -276,14 +290,18 @@ int main(void) {
 
     /* unrolling (pu; the checks further down use po, without it): a loop whose body is straight
        line runs 4 copies per trip while 4 iterations are left (JGEI and INCLT with x = 3), then
-       the original loop for the rest */
+       the original loop for the rest; a body of one node that does not read the counter, 8
+       copies (x = 7) */
     expect_op(pu, "dynloop", DVM_V_FORWARD, DVM_OP_JGEI, 1, 1);
     expect_op(pu, "dynloop", DVM_V_FORWARD, DVM_OP_INCLT, 1, 1);
     expect_op(pu, "dynloop", DVM_V_FORWARD, DVM_OP_INCLT, 0, 2);
-    expect_op(pu, "dynloop", DVM_V_FORWARD, DVM_OP_FMAFK, 0, 5);
+    expect_op(pu, "dynloop", DVM_V_FORWARD, DVM_OP_FMAFK, 0, 9);
+    CHECK(max_x(pu, "dynloop", DVM_V_FORWARD, DVM_OP_INCLT) == 7, "dynloop: INCLT x = %d, expected 7",
+          max_x(pu, "dynloop", DVM_V_FORWARD, DVM_OP_INCLT));
     /* the adjoint's reverse loop too (MULF), and the pushes and pops of a loop with a stack */
-    expect_op(pu, "dynloop", ADJ, DVM_OP_MULF, 0, 5);
+    expect_op(pu, "dynloop", ADJ, DVM_OP_MULF, 0, 9);
     expect_op(pu, "dynloop", ADJ, DVM_OP_INCLT, 1, 1);
+    CHECK(max_x(pu, "sq", ADJ, DVM_OP_INCLT) == 3, "sq adjoint: INCLT x = %d, expected 3", max_x(pu, "sq", ADJ, DVM_OP_INCLT));
     expect_op(pu, "sq", ADJ, DVM_OP_PUSH, 0, 5);
     expect_op(pu, "sq", ADJ, DVM_OP_POP, 0, 5);
     expect_op(pu, "sq", ADJ, DVM_OP_INCLT, 1, 2);

@@ -295,6 +295,26 @@ case('unrolled_int_max', _EDGES, 'edges', {'y': I(17), 'lo': 2147483631, 'hi': 2
 case('unrolled_int_min', _EDGES, 'edges', {'y': I(17), 'lo': -2147483648, 'hi': -2147483637}, _edges)
 
 
+# a one-node body that does not read the counter (8 copies a trip, then the rest one at a time:
+# compiler/unroll.c) with every trip count from 24 down to 0, at the ends of the i32 range
+def _edges1(d):
+    for i in range(len(d['y'])):
+        v = 1.0
+        for _ in range(d['lo'] + i, d['hi']):
+            v = v * d['r'] + 1.0
+        d['y'][i] = v
+_EDGES1 = '''
+kernel edges1(y: f32[n], lo: i32, hi: i32, r: f32):
+    for i in range(n):
+        v = 1.0
+        for j in range(lo + i, hi):
+            v = v * r + 1.0
+        y[i] = v
+'''
+case('unrolled_one_node_int_max', _EDGES1, 'edges1', {'y': F(25), 'lo': 2147483647 - 24, 'hi': 2147483647, 'r': 0.75}, _edges1)
+case('unrolled_one_node_int_min', _EDGES1, 'edges1', {'y': F(25), 'lo': -2147483648, 'hi': -2147483648 + 24, 'r': 0.75}, _edges1)
+
+
 # runs of FMAF/FMAFK nodes into one register, which the scalar C interpreter runs in one
 # handler, and repeats of one FMAFK or MULF node, which every interpreter runs in one
 # (interp_core.h): v * v + K (the factor is the accumulator: the run stops, and it is no
