@@ -24,6 +24,13 @@ enum dvm_op {
     DVM_OP_LIMIT = 256
 };
 
+/* A node that updates its own register a from it and one other register: FMAFK a, b, K with
+ * b != a (r[a] = r[a] * r[b] + K) and MULF a, a, c with c != a (r[a] = r[a] * r[c]). A counted
+ * loop whose whole body is one such node runs its trips in one step of the interpreters
+ * (interp_core.h, INCLT), so the compiler does not unroll it (compiler/unroll.c). */
+#define DVM_SELF_UPDATE(op, a, b, c) \
+    (((op) == DVM_OP_FMAFK && (b) != (a)) || ((op) == DVM_OP_MULF && (b) == (a) && (c) != (a)))
+
 /* A node: 8 bytes, little-endian, no padding. */
 typedef struct dvm_node {
     uint8_t op;

@@ -7,7 +7,7 @@
  *       B:  body            straight line (no branch, no END, no library math), writes
  *                           neither c nor hi
  *       I:  INCLT c, hi, ->B
- * with no jump into the body past B, becomes (U: the copies, copies() below; x, the loop tests' count, U - 1):
+ * with no jump into the body past B, becomes (U: the factor; x, the loop tests' count, U - 1):
  *       JGEI  x, c, hi, ->R       fewer than U iterations left: only the original loop
  *   M:  body(c); ADDIK t, c, 1; body(t); ...; ADDIK t, c, U-1; body(t)
  *       INCLT x, c, hi, ->M       c += U; again while U more are left
@@ -27,7 +27,10 @@
  * their wait node). A body with library math (DVM_F_MATH) is left alone: its back edge is a
  * small part of an iteration, and on a GPU the threads of a warp that are in the main part and
  * those in the remainder run apart, each group's math in turn (the sin loop was 10% slower
- * unrolled). */
+ * unrolled). Nor is a body of one node that updates its own register (DVM_SELF_UPDATE, bc.h:
+ * `v = v * rate + k`, `g = g * rate`): the interpreters run all of such a loop's trips in its
+ * INCLT (interp_core.h), which copies would only delay (on an H200 the FMA loop took 0.099 ms
+ * rolled against 0.131 unrolled; bench/RESULTS.md v68). */
 #include "compile.h"
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +80,8 @@ static int unrollable(const dvm_node *code, const uint8_t *target, uint32_t i, u
     const dvm_node *inc = &code[i];
     const uint32_t b = inc->c;
     if (inc->op != DVM_OP_INCLT || inc->x || b >= i || i - b > UNROLL_MAX_BODY || b < body || inc->a == inc->b) return 0;
+    /* a body of one self-update runs all its trips in one step of the interpreters */
+    if (i - b == 1 && DVM_SELF_UPDATE(code[b].op, code[b].a, code[b].b, code[b].c)) return 0;
     *uses_c = 0;
     for (uint32_t k = b; k < i; k++) {
         const dvm_node *n = &code[k];
@@ -88,19 +93,10 @@ static int unrollable(const dvm_node *code, const uint8_t *target, uint32_t i, u
     return !target[i]; /* a jump to the INCLT itself is a `continue` from outside the body's straight line */
 }
 
-/* The copies per trip of a loop whose body is blen nodes: factor, twice that for a body of
- * one node that does not read the counter. Its copies are then one node repeated, which the
- * interpreters run in one handler where they can (an FMAFK repeat: interp_core.h), so further
- * copies cost little and the back edge most: on an H200 8 copies ran the FMA loop 9% faster
- * than 4, on the CPU 6% (bench/RESULTS.md v62). */
-static uint32_t copies(unsigned factor, uint32_t blen, int uses_c) {
-    return blen == 1 && !uses_c && factor <= 128 ? 2u * factor : factor;
-}
-
 /* Unrolls the task's loops; returns the nodes it adds (0: none), or -1 when out of memory. */
 static int64_t unroll_task(dvm_program *p, uint32_t ti, unsigned factor) {
     dvm_task_desc *td = &p->tasks[ti];
-    const uint32_t len = td->code_len;
+    const uint32_t len = td->code_len, U = factor;
     const dvm_node *code = p->nodes + td->code_begin;
     /* at each chosen loop's first node: its INCLT's index + 1 (0: none), and whether its body
        reads the counter */
@@ -121,7 +117,6 @@ static int64_t unroll_task(dvm_program *p, uint32_t ti, unsigned factor) {
     for (uint32_t i = 0; i < len; i++) {
         int uses_c;
         if (!unrollable(code, target, i, td->body, &uses_c)) continue;
-        const uint32_t U = copies(factor, i - code[i].c, uses_c);
         const uint64_t add = (uint64_t)(i - code[i].c) * U + (uses_c ? U - 1 : 0) + 3;
         if (newlen + add > DVM_MAX_TASK_NODES || (uses_c && td->nregs >= DVM_MAX_REGS)) continue;
         newlen += add;
@@ -156,7 +151,7 @@ static int64_t unroll_task(dvm_program *p, uint32_t ti, unsigned factor) {
         const dvm_node inc = code[e];
         const uint32_t c = inc.a, hi = inc.b, blen = e - i;
         const int uses_c = uses[i];
-        const uint32_t U = copies(factor, blen, uses_c), at = o, m = at + 1;
+        const uint32_t at = o, m = at + 1;
         const uint32_t mlen = blen * U + (uses_c ? U - 1 : 0);
         const uint32_t r = m + mlen + 2, end = r + blen + 1;
         PUT(((dvm_node){DVM_OP_JGEI, (uint8_t)(U - 1), (uint16_t)c, (uint16_t)hi, (uint16_t)r}), e, 0);

@@ -391,6 +391,85 @@ static void test_misc(void)
     CHECK(u2f(uni[2]) == 6.5f, "ATOMADDU: expected U[2] = 6.5, got %g", (double)u2f(uni[2]));
 }
 
+/* Loops whose body is one self-update (DVM_SELF_UPDATE), which the interpreter runs in the
+   INCLT (interp_core.h, ONE_NODE_LOOP_), and the cases it must leave to the plain back edge. */
+static void test_one_node_loops(void)
+{
+    reset();
+    const uint32_t B = f2u(1.0f), M = 1u << 23; /* halving a normal float takes M off its bits */
+    uint16_t k1 = K(f2u(1.0f)), k0 = K(f2u(0.0f));
+    dvm_task_desc *t = task(DVM_TASK_SERIAL, 0);
+    CI(9, 0); /* out index */
+#define OUT(r)                                                                            \
+    do {                                                                                  \
+        N(DVM_OP_ST, 0, 9, (r), 0);                                                       \
+        N(DVM_OP_ADDIK, 0, 9, 9, 1);                                                      \
+    } while (0)
+    /* 0, 1: v = v * 0.5 + 1 ten times from 1: 2 - 2^-10; the count ends at the bound */
+    CF(1, 1.0f);
+    CF(2, 0.5f);
+    CI(3, 0);
+    CI(4, 10);
+    uint16_t l1 = rel(t);
+    N(DVM_OP_FMAFK, 0, 1, 2, k1);
+    N(DVM_OP_INCLT, 0, 3, 4, l1);
+    OUT(1);
+    OUT(3);
+    /* 2: g = g * -0.0 three times from 1: -0.0, +0.0, -0.0 (the sign of every zero kept) */
+    CF(5, 1.0f);
+    CF(6, -0.0f);
+    CI(7, 0);
+    CI(8, 3);
+    uint16_t l2 = rel(t);
+    N(DVM_OP_MULF, 0, 5, 5, 6);
+    N(DVM_OP_INCLT, 0, 7, 8, l2);
+    OUT(5);
+    /* 3: the bound is the accumulator (the loop's bits of v halve each trip): three trips, to
+       0.125; trips counted from the bound at the first back edge would run 2^24 */
+    CF(10, 1.0f);
+    CF(11, 0.5f);
+    CI(12, B - 3u * M - 1u);
+    uint16_t l3 = rel(t);
+    N(DVM_OP_FMAFK, 0, 10, 11, k0);
+    N(DVM_OP_INCLT, 0, 12, 10, l3);
+    OUT(10);
+    /* 4: entered with the count past the bound: the body once, as a do-while */
+    CF(13, 2.0f);
+    CF(14, 0.5f);
+    CI(15, 5);
+    CI(16, 3);
+    uint16_t l4 = rel(t);
+    N(DVM_OP_FMAFK, 0, 13, 14, k0);
+    N(DVM_OP_INCLT, 0, 15, 16, l4);
+    OUT(13);
+    OUT(15);
+    /* 6: entered with the count at the bound: the body once too */
+    CF(17, 2.0f);
+    CI(18, 3);
+    CI(19, 3);
+    uint16_t l5 = rel(t);
+    N(DVM_OP_FMAFK, 0, 17, 14, k0);
+    N(DVM_OP_INCLT, 0, 18, 19, l5);
+    OUT(17);
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+#undef OUT
+    uint32_t out[8] = {0};
+    arrays A;
+    memset(&A, 0, sizeof A);
+    arr1(&A, 0, out, 8);
+    dvm_rt_error rt;
+    int rc = launch(&A, NULL, 0, NULL, &rt);
+    CHECK(rc == 0, "one-node loops: status %d code %d", rc, rt.code);
+    CHECK(u2f(out[0]) == 2.0f - 1.0f / 1024.0f, "FMAFK loop: expected %.10g, got %.10g", 2.0 - 1.0 / 1024.0, (double)u2f(out[0]));
+    CHECK(out[1] == 10, "FMAFK loop's count: expected 10, got %u", out[1]);
+    CHECK(out[2] == 0x80000000u, "MULF loop by -0.0: expected -0.0 (0x80000000), got 0x%08x", out[2]);
+    CHECK(u2f(out[3]) == 0.125f, "loop bounded by its accumulator: expected 0.125, got %g", (double)u2f(out[3]));
+    CHECK(u2f(out[4]) == 1.0f && out[5] == 6, "loop entered past its bound: expected 1 and count 6, got %g and %u",
+          (double)u2f(out[4]), out[5]);
+    CHECK(u2f(out[6]) == 1.0f, "loop entered at its bound: expected 1, got %g", (double)u2f(out[6]));
+}
+
 /* A serial task whose node `fail` fails; checks the record. */
 static void expect_rt(const char *what, int rc, const dvm_rt_error *rt, int code, uint32_t node, int64_t p0,
                       int64_t p1, int64_t p2, int64_t p3)
@@ -960,6 +1039,7 @@ int main(void)
     test_f32();
     test_i32();
     test_misc();
+    test_one_node_loops();
     test_bounds();
     test_assert_and_stacks();
     test_parallel();

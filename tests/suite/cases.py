@@ -295,8 +295,9 @@ case('unrolled_int_max', _EDGES, 'edges', {'y': I(17), 'lo': 2147483631, 'hi': 2
 case('unrolled_int_min', _EDGES, 'edges', {'y': I(17), 'lo': -2147483648, 'hi': -2147483637}, _edges)
 
 
-# a one-node body that does not read the counter (8 copies a trip, then the rest one at a time:
-# compiler/unroll.c) with every trip count from 24 down to 0, at the ends of the i32 range
+# a loop whose body is one self-update (v = v * r + 1: not unrolled, the interpreters run its
+# trips in its INCLT; interp_core.h) with every trip count from 24 down to 0, at the ends of
+# the i32 range
 def _edges1(d):
     for i in range(len(d['y'])):
         v = 1.0
@@ -316,13 +317,11 @@ case('unrolled_one_node_int_min', _EDGES1, 'edges1', {'y': F(25), 'lo': -2147483
 
 
 # runs of FMAF/FMAFK nodes into one register, which the scalar C interpreter runs in one
-# handler, and repeats of one FMAFK or MULF node, which every interpreter runs in one
-# (interp_core.h): v * v + K (the factor is the accumulator: the run stops, and it is no
-# repeat), the three forms of FMAF (factor b the accumulator, neither, factor c the
-# accumulator), two accumulators in turn (w, z: one run each), a run that a branch jumps into
-# the middle of (q), repeats that a branch jumps into the middle of (u: FMAFK, g: MULF; masked
-# lanes that skipped the branch wait there), and one-node loops (s: FMAFK, h: MULF), their
-# unrolled copies repeats
+# handler (interp_core.h): v * v + K (the factor is the accumulator: the run stops), the three
+# forms of FMAF (factor b the accumulator, neither, factor c the accumulator), two
+# accumulators in turn (w, z: one run each), runs that a branch jumps into the middle of (q,
+# u: FMAFK, g: MULF; masked lanes that skipped the branch wait there), and loops whose body is
+# one self-update (s: FMAFK, h: MULF), whose trips the interpreters run in their INCLT
 def _fma_runs(d):
     for i in range(len(d['x'])):
         t = d['x'][i]

@@ -198,6 +198,11 @@ DVM_FN uint64_t dvm_node_word_(const dvm_node *ip) { uint64_t w; DVM_MEMCPY_(&w,
 #ifndef DVM_U2F
 DVM_FN float dvm_u2f_(uint32_t u) { union { uint32_t u; float f; } v; v.u = u; return v.f; }
 DVM_FN uint32_t dvm_f2u_(float f) { union { uint32_t u; float f; } v; v.f = f; return v.u; }
+/* A one-node loop's steps (ONE_NODE_LOOP_ below): x = x * b + k, n times. */
+DVM_FN float dvm_fma_steps_(float x, float b, float k, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) x = DVM_FMAF(x, b, k);
+    return x;
+}
 #define DVM_U2F(u) dvm_u2f_(u)
 #define DVM_F2U(f) dvm_f2u_(f)
 #endif
@@ -706,43 +711,51 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
  * One copy a node instead of one per lane: the 8-lane masked CUDA kernel 241 -> 222 KB, the
  * stencil 5.5% faster on an H200 (bench/RESULTS.md, v51). */
 #define LANES_COLD_(body) do { DVM_NOUNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) if (RUNS(l_)) { body; } } while (0)
-/* Repeats. A node that updates one register in place from itself and other registers (an
- * FMAFK `v = v * r + k` whose factor is not v, a MULF `g = g * r`), followed by the same node
- * (the copies of an unrolled one-node loop body), runs in one handler: REPEAT_(step) runs
- * `step` (lane l_'s update of the accumulator values x_[] from operands loaded once) for the
- * node at pc, then again while the next node is the same node and no waiting lanes are there
- * (wnext_: they join there), and leaves pc at the last one run. There is a next node (a task
- * ends with END or JMP), and a jump into the middle runs the rest from there. The accumulator
- * stays in machine registers (on a GPU, not its shared-memory row), the operands and the
- * node are not fetched again, and one dispatch serves all: the same operations in the same
- * order, so the results are those of one node at a time, bit for bit. H200, with 8 copies of
- * a one-node loop body (compiler/unroll.c): the FMA loop 1.43x faster, its adjoint 1.56x; the
- * sin loop and its adjoint 3% slower, their FMAFK and MULF nodes paying the test
- * (bench/RESULTS.md v62..v65). */
+/* ONE_NODE_LOOP_(): at an INCLT (no count: x = 0) that closes a loop whose body is the one node
+ * before it, a self-update (DVM_SELF_UPDATE: `v = v * rate + k`, `g = g * rate`) that neither
+ * counts in nor is bounded by the loop's registers: when every running lane's count is below
+ * its bound, the loop's remaining trips run here, each lane's steps in a tight loop on its
+ * value (the body node has just written it), its count then the bound, as the INCLTs would
+ * have left it; all go on after the INCLT. The same operations in the same order per lane.
+ * Masked lanes all leave together (no parting); a thread that holds at the back edge (no
+ * running lane) does not fuse. The loop's trips poll no error word (they end: at most 2^32).
+ * The lanes one at a time in a loop that is not unrolled (unrolled, the 8-lane masked CUDA
+ * kernel spilled 16 bytes). H200: the FMA loop 0.249 -> 0.099 ms, its adjoint 0.580 -> 0.220,
+ * against the ninth session's build (bench/RESULTS.md, v69). */
 #ifdef DVM_MASKED_
-#define RUN_MEETS_(n) ((n) == wnext_)
+#define ANY_RUNS_ (m_ != 0u)
 #else
-#define RUN_MEETS_(n) 0
+#define ANY_RUNS_ 1
 #endif
-#define REPEAT_(step)                                                                  \
-    for (;;) {                                                                         \
-        LANES_ALL(step);                                                               \
-        if (DVM_NODE_WORD(code + pc + 1) != nw_ || RUN_MEETS_(pc + 1u)) break;          \
-        pc++;                                                                          \
-    }
-/* FMAFK_REPEAT_(x): the FMAFK at pc, and its repeats, on the accumulator values x[] (one whose
- * factor is the accumulator, `v = v * v + k`, runs once) */
-#define FMAFK_REPEAT_(x)                                                               \
-    do {                                                                               \
-        const float k_ = KF(N_C);                                                      \
-        float b_[DVM_LANES];                                                           \
-        LANES_ALL(b_[l_] = RF(N_B));                                                   \
-        if (N_A != N_B) {                                                              \
-            REPEAT_((x)[l_] = DVM_FMAF((x)[l_], b_[l_], k_));                          \
-        } else {                                                                       \
-            LANES_ALL((x)[l_] = DVM_FMAF((x)[l_], b_[l_], k_));                        \
+#ifdef DVM_LANEMASK_
+#define FUSE_LANES_(body) LANES_EACH_LOOP_(DVM_NOUNROLL, RUNS(l_), body)
+#else
+#define FUSE_LANES_(body) LANES(body)
+#endif
+#if DVM_LANES == 1 || defined(DVM_MASKED_)
+#define ONE_NODE_LOOP_()                                                               \
+    if (N_X == 0u && N_C + 1u == pc && ANY_RUNS_) {                                    \
+        const uint64_t bw_ = DVM_NODE_WORD(code + N_C);                                \
+        const uint32_t bop_ = W_OP(bw_), ba_ = W_A(bw_);                              \
+        const uint32_t bo_ = bop_ == DVM_OP_FMAFK ? W_B(bw_) : W_C(bw_); /* the other operand */ \
+        if (DVM_SELF_UPDATE(bop_, ba_, W_B(bw_), W_C(bw_)) && N_A != ba_ && N_B != ba_ && N_A != bo_) { \
+            int ok_ = 1;                                                               \
+            FUSE_LANES_(ok_ &= RI(N_A) < RI(N_B));                                     \
+            if (ok_) {                                                                 \
+                /* MULF's x * c is x * c + -0.0, bit for bit (one rounding; -0.0 is the \
+                   identity of + for every x * c, zeros of either sign included) */     \
+                const float k_ = bop_ == DVM_OP_FMAFK ? KF(W_C(bw_)) : -0.0f;          \
+                FUSE_LANES_(const uint32_t n_ = RU(N_B) - RU(N_A) - 1u;                \
+                            RREF(ba_) = DVM_F2U(dvm_fma_steps_(RF(ba_), RF(bo_), k_, n_)); \
+                            SETU(N_A, RU(N_B)));                                       \
+                CONV_MARK();                                                           \
+                vmbreak;                                                               \
+            }                                                                          \
         }                                                                              \
-    } while (0)
+    }
+#else
+#define ONE_NODE_LOOP_() /* plain lanes run no loops */
+#endif
 /* Flat bounds check of index v (i32) against len_ (the slot's element count, read once per
  * node): one unsigned compare. */
 #define CHECK_LEN(x_, v_, len_)                                                        \
@@ -923,17 +936,7 @@ dvm_dispatch_:
     /* ---- f32 ---- */
     vmcase(ADDF) LANES_ALL(SETF(N_A, RF(N_B) + RF(N_C))); vmbreak;
     vmcase(SUBF) LANES_ALL(SETF(N_A, RF(N_B) - RF(N_C))); vmbreak;
-    vmcase(MULF) {
-        if (N_A == N_B && N_C != N_A) { /* x = x * c, repeated (an unrolled `g = g * rate`) */
-            float x_[DVM_LANES], c_[DVM_LANES];
-            LANES_ALL(x_[l_] = RF(N_A); c_[l_] = RF(N_C));
-            REPEAT_(x_[l_] = x_[l_] * c_[l_]);
-            LANES_ALL(SETF(N_A, x_[l_]));
-        } else {
-            LANES_ALL(SETF(N_A, RF(N_B) * RF(N_C)));
-        }
-    }
-    vmbreak;
+    vmcase(MULF) LANES_ALL(SETF(N_A, RF(N_B) * RF(N_C))); vmbreak;
     vmcase(DIVF) LANES_ALL(SETF(N_A, RF(N_B) / RF(N_C))); vmbreak;
     vmcase(MINF) LANES_ALL(float x = RF(N_B); float y = RF(N_C); SETF(N_A, y < x ? y : x)); vmbreak;
     vmcase(MAXF) LANES_ALL(float x = RF(N_B); float y = RF(N_C); SETF(N_A, y > x ? y : x)); vmbreak;
@@ -1008,8 +1011,11 @@ dvm_dispatch_:
     vmcase(JGEI) CBRANCH(c_ = !((RI(N_A) < RI(N_B)) & (RU(N_B) - RU(N_A) > N_X)), N_C);
     vmcase(JOUTI) CBRANCH(c_ = (RI(N_X) >= RI(N_A)) | (RI(N_A) >= RI(N_B)), N_C);
     /* the bound is read before the count is written (they may be one register) */
-    vmcase(INCLT) CBRANCH_LOOP(const uint32_t v_ = RU(N_A) + N_X + 1u; c_ = ((int32_t)v_ < RI(N_B)) & (RU(N_B) - v_ > N_X);
-                               SETU(N_A, v_), N_C);
+    vmcase(INCLT) {
+        ONE_NODE_LOOP_();
+        CBRANCH_LOOP(const uint32_t v_ = RU(N_A) + N_X + 1u; c_ = ((int32_t)v_ < RI(N_B)) & (RU(N_B) - v_ > N_X);
+                     SETU(N_A, v_), N_C);
+    }
 #ifdef DVM_MASKED_
     vmcase(END) LANES(lp_[l_] = DONE_); goto dvm_select_;
 #else
@@ -1089,21 +1095,23 @@ dvm_dispatch_:
     vmcase(KSUBF) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, k_ - RF(N_B))); } vmbreak;
     vmcase(KDIVF) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, k_ / RF(N_B))); } vmbreak;
 #if DVM_LANES == 1 && !defined(DVM_USE_SWITCH)
-    /* The scalar C interpreter also runs a run of different FMAF/FMAFK nodes into one
-       accumulator (consecutive updates of one variable) in one handler: each node otherwise
-       stored it and the next loaded it back, a store-to-load round trip (about 5 cycles on
-       x86) on the chain of dependent multiply-adds. The run goes on while the next node is an
-       FMAF/FMAFK into the same register that does not read it as a factor (bench/RESULTS.md,
-       CPU: the FMA loop 1.4x faster on 1 thread). On the GPU lanes such runs made the
-       kernels that do not use them 3-9% slower (v60, v61): there only the repeat. */
+    /* The scalar C interpreter runs a run of FMAF/FMAFK nodes into one accumulator (the
+       unrolled body of `v = v * rate + c`, consecutive updates of one variable) in one
+       handler: the accumulator stays in a machine register from node to node and is stored
+       once. Each node otherwise stored it and the next loaded it back, a store-to-load round
+       trip (about 5 cycles on x86) on the chain of dependent multiply-adds. The run goes on
+       while the next node (there is one: a task ends with END or JMP) is an FMAF/FMAFK into
+       the same register that does not read it as a factor; a jump into the run's middle
+       still runs that node by itself. The same operations in the same order: the results
+       are those of one node at a time, bit for bit (bench/RESULTS.md, CPU: the FMA loop
+       1.4x faster on 1 thread). */
     vmcase(FMAF)
     vmcase(FMAFK) {
+        const int l_ = 0; /* RF's lane */
         const uint32_t acc_ = N_A;
-        float x_[1];
-        LANES_ALL(x_[0] = RF(acc_));
+        float x_ = RF(acc_);
         for (;;) {
-            if (N_OP == DVM_OP_FMAFK) FMAFK_REPEAT_(x_);
-            else LANES_ALL(x_[0] = DVM_FMAF(RF(N_B), RF(N_C), x_[0]));
+            x_ = N_OP == DVM_OP_FMAFK ? DVM_FMAF(x_, RF(N_B), KF(N_C)) : DVM_FMAF(RF(N_B), RF(N_C), x_);
             const uint64_t nx_ = DVM_NODE_WORD(code + pc + 1);
             if (W_A(nx_) != acc_ || W_B(nx_) == acc_ ||
                 !(W_OP(nx_) == DVM_OP_FMAFK || (W_OP(nx_) == DVM_OP_FMAF && W_C(nx_) != acc_)))
@@ -1111,18 +1119,12 @@ dvm_dispatch_:
             pc++;
             nw_ = nx_;
         }
-        LANES_ALL(SETF(acc_, x_[0]));
+        SETF(acc_, x_);
     }
     vmbreak;
 #else
     vmcase(FMAF) LANES_ALL(SETF(N_A, DVM_FMAF(RF(N_B), RF(N_C), RF(N_A)))); vmbreak;
-    vmcase(FMAFK) {
-        float x_[DVM_LANES];
-        LANES_ALL(x_[l_] = RF(N_A));
-        FMAFK_REPEAT_(x_);
-        LANES_ALL(SETF(N_A, x_[l_]));
-    }
-    vmbreak;
+    vmcase(FMAFK) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, DVM_FMAF(RF(N_A), RF(N_B), k_))); } vmbreak;
 #endif
     vmcase(LDADDF) LOAD_ADD_NODE(ARR_IDX(N_B)); vmbreak;
     vmcase(LDADDFO) LOAD_ADD_NODE(ARR_IDX_E(RK16(N_B, N_C))); vmbreak;
@@ -1210,9 +1212,9 @@ dvm_finish_:
 #undef DVM_CONVERGE_
 #undef CHECK_LEN
 #undef LANES_COLD_
-#undef RUN_MEETS_
-#undef REPEAT_
-#undef FMAFK_REPEAT_
+#undef ONE_NODE_LOOP_
+#undef FUSE_LANES_
+#undef ANY_RUNS_
 #undef ARR_NODE
 #undef ARR_RMW
 #undef ARR_ADD
