@@ -393,7 +393,34 @@ int run(uint cb, uint ip0, uint slot) {
         case OP_JGEI: if (!(iv(a) < iv(b) && R[b] - R[a] > x)) next = c; break; /* x: see ops.def */
         case OP_JOUTI: if (iv(x) >= iv(a) || iv(a) >= iv(b)) next = c; break;
         /* the bound is read before the count is written (they may be one register) */
-        case OP_INCLT: { uint hi = R[b]; R[a] += x + 1u; if (iv(a) < int(hi) && hi - R[a] > x) next = c; break; }
+        case OP_INCLT: {
+            uint hi = R[b];
+            /* a loop whose body is the one node before, a self-update (DVM_SELF_UPDATE in
+               bytecode/bc.h): its remaining trips here, as interp_core.h's ONE_NODE_LOOP_ (the
+               steps in loops of at most 65535 iterations, for llvmpipe) */
+            if (x == 0u && c + 1u == ip && iv(a) < int(hi)) {
+                uint bn = cb + c, v0 = ldw(pc.nodes, bn * 2u), v1 = ldw(pc.nodes, bn * 2u + 1u);
+                uint bop = v0 & 0xFFu, ba = v0 >> 16, bb = v1 & 0xFFFFu, bc = v1 >> 16;
+                bool fm = bop == OP_FMAFK && bb != ba, ml = bop == OP_MULF && bb == ba && bc != ba;
+                uint bo = fm ? bb : bc, steps = hi - R[a] - 1u;
+                if ((fm || ml) && a != ba && b != ba && a != bo && steps < 65535u * 65535u) {
+                    float v = f(ba), o = f(bo), k = fm ? K(bc) : 0.0;
+                    uint q = steps / 65535u, r = steps - q * 65535u;
+                    for (uint oi = 0u; oi <= q; oi++) {
+                        uint m = oi < q ? 65535u : r;
+                        for (uint i = 0u; i < m; i++) {
+                            if (fm) { v = fma(v, o, k); } else { precise float t = v * o; v = t; }
+                        }
+                    }
+                    setf(ba, v);
+                    R[a] = hi;
+                    break;
+                }
+            }
+            R[a] += x + 1u;
+            if (iv(a) < int(hi) && hi - R[a] > x) next = c;
+            break;
+        }
         case OP_END: return 0;
         case OP_ASSERT:
             if (R[a] == 0u) { rec_err(RT_ASSERT, n, uvec2(b, 0u), P0, P0, P0); return 1; }
