@@ -284,6 +284,13 @@ static void test_i32(void)
     CHECK(opu(DVM_OP_NOT, 0, 0) == 1 && opu(DVM_OP_NOT, 1, 0) == 0, "NOT");
 }
 
+/* In the serial tasks below: stores register r at array 0's element r9, then r9 += 1. */
+static void OUT(uint16_t r)
+{
+    N(DVM_OP_ST, 0, 9, r, 0);
+    N(DVM_OP_ADDIK, 0, 9, 9, 1);
+}
+
 /* Moves, constants, uniforms, SEL, superinstructions and control flow in one task. */
 static void test_misc(void)
 {
@@ -291,11 +298,6 @@ static void test_misc(void)
     uint16_t k5 = K(f2u(5.0f)), k2 = K(f2u(2.0f)), k01 = K(f2u(0.25f));
     dvm_task_desc *t = task(DVM_TASK_SERIAL, 0);
     CI(9, 0);                         /* out index */
-#define OUT(r)                                                                            \
-    do {                                                                                  \
-        N(DVM_OP_ST, 0, 9, (r), 0);                                                       \
-        N(DVM_OP_ADDIK, 0, 9, 9, 1);                                                      \
-    } while (0)
     N(DVM_OP_CONSTK, 0, 1, k5, 0);    /* r1 = 5.0 */
     OUT(1);                           /* 0: 5 */
     N(DVM_OP_MOV, 0, 2, 1, 0);
@@ -372,7 +374,6 @@ static void test_misc(void)
     N(DVM_OP_ASSERT, 0, 21, 1, 0);    /* passes */
     N(DVM_OP_END, 0, 0, 0, 0);
     end_task(t);
-#undef OUT
     uint32_t out[16] = {0};
     arrays A;
     memset(&A, 0, sizeof A);
@@ -391,6 +392,21 @@ static void test_misc(void)
     CHECK(u2f(uni[2]) == 6.5f, "ATOMADDU: expected U[2] = 6.5, got %g", (double)u2f(uni[2]));
 }
 
+/* A loop of one node: r[acc] = v0, r[o] = o0, the count r[cnt] = c0 and (unless it is acc) the
+   bound r[bnd] = hi; the body FMAFK acc, o, K[k] or MULF acc, acc, o; then INCLT cnt, bnd. */
+static void one_node_loop(dvm_task_desc *t, uint8_t op, uint16_t acc, float v0, uint16_t o, float o0, uint16_t k,
+                          uint16_t cnt, uint32_t c0, uint16_t bnd, uint32_t hi)
+{
+    CF(acc, v0);
+    CF(o, o0);
+    CI(cnt, c0);
+    if (bnd != acc) CI(bnd, hi);
+    uint16_t l = rel(t);
+    if (op == DVM_OP_MULF) N(op, 0, acc, acc, o);
+    else N(op, 0, acc, o, k);
+    N(DVM_OP_INCLT, 0, cnt, bnd, l);
+}
+
 /* Loops whose body is one self-update (DVM_SELF_UPDATE), which the interpreter runs in the
    INCLT (interp_core.h, ONE_NODE_LOOP_), and the cases it must leave to the plain back edge. */
 static void test_one_node_loops(void)
@@ -400,60 +416,26 @@ static void test_one_node_loops(void)
     uint16_t k1 = K(f2u(1.0f)), k0 = K(f2u(0.0f));
     dvm_task_desc *t = task(DVM_TASK_SERIAL, 0);
     CI(9, 0); /* out index */
-#define OUT(r)                                                                            \
-    do {                                                                                  \
-        N(DVM_OP_ST, 0, 9, (r), 0);                                                       \
-        N(DVM_OP_ADDIK, 0, 9, 9, 1);                                                      \
-    } while (0)
     /* 0, 1: v = v * 0.5 + 1 ten times from 1: 2 - 2^-10; the count ends at the bound */
-    CF(1, 1.0f);
-    CF(2, 0.5f);
-    CI(3, 0);
-    CI(4, 10);
-    uint16_t l1 = rel(t);
-    N(DVM_OP_FMAFK, 0, 1, 2, k1);
-    N(DVM_OP_INCLT, 0, 3, 4, l1);
+    one_node_loop(t, DVM_OP_FMAFK, 1, 1.0f, 2, 0.5f, k1, 3, 0, 4, 10);
     OUT(1);
     OUT(3);
     /* 2: g = g * -0.0 three times from 1: -0.0, +0.0, -0.0 (the sign of every zero kept) */
-    CF(5, 1.0f);
-    CF(6, -0.0f);
-    CI(7, 0);
-    CI(8, 3);
-    uint16_t l2 = rel(t);
-    N(DVM_OP_MULF, 0, 5, 5, 6);
-    N(DVM_OP_INCLT, 0, 7, 8, l2);
+    one_node_loop(t, DVM_OP_MULF, 5, 1.0f, 6, -0.0f, 0, 7, 0, 8, 3);
     OUT(5);
     /* 3: the bound is the accumulator (the loop's bits of v halve each trip): three trips, to
        0.125; trips counted from the bound at the first back edge would run 2^24 */
-    CF(10, 1.0f);
-    CF(11, 0.5f);
-    CI(12, B - 3u * M - 1u);
-    uint16_t l3 = rel(t);
-    N(DVM_OP_FMAFK, 0, 10, 11, k0);
-    N(DVM_OP_INCLT, 0, 12, 10, l3);
+    one_node_loop(t, DVM_OP_FMAFK, 10, 1.0f, 11, 0.5f, k0, 12, B - 3u * M - 1u, 10, 0);
     OUT(10);
     /* 4: entered with the count past the bound: the body once, as a do-while */
-    CF(13, 2.0f);
-    CF(14, 0.5f);
-    CI(15, 5);
-    CI(16, 3);
-    uint16_t l4 = rel(t);
-    N(DVM_OP_FMAFK, 0, 13, 14, k0);
-    N(DVM_OP_INCLT, 0, 15, 16, l4);
+    one_node_loop(t, DVM_OP_FMAFK, 13, 2.0f, 14, 0.5f, k0, 15, 5, 16, 3);
     OUT(13);
     OUT(15);
     /* 6: entered with the count at the bound: the body once too */
-    CF(17, 2.0f);
-    CI(18, 3);
-    CI(19, 3);
-    uint16_t l5 = rel(t);
-    N(DVM_OP_FMAFK, 0, 17, 14, k0);
-    N(DVM_OP_INCLT, 0, 18, 19, l5);
+    one_node_loop(t, DVM_OP_FMAFK, 17, 2.0f, 14, 0.5f, k0, 18, 3, 19, 3);
     OUT(17);
     N(DVM_OP_END, 0, 0, 0, 0);
     end_task(t);
-#undef OUT
     uint32_t out[8] = {0};
     arrays A;
     memset(&A, 0, sizeof A);
