@@ -198,14 +198,15 @@ DVM_FN uint64_t dvm_node_word_(const dvm_node *ip) { uint64_t w; DVM_MEMCPY_(&w,
 #ifndef DVM_U2F
 DVM_FN float dvm_u2f_(uint32_t u) { union { uint32_t u; float f; } v; v.u = u; return v.f; }
 DVM_FN uint32_t dvm_f2u_(float f) { union { uint32_t u; float f; } v; v.f = f; return v.u; }
+#define DVM_U2F(u) dvm_u2f_(u)
+#define DVM_F2U(f) dvm_f2u_(f)
+#endif
+
 /* A one-node loop's steps (ONE_NODE_LOOP_ below): x = x * b + k, n times. */
 DVM_FN float dvm_fma_steps_(float x, float b, float k, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) x = DVM_FMAF(x, b, k);
     return x;
 }
-#define DVM_U2F(u) dvm_u2f_(u)
-#define DVM_F2U(f) dvm_f2u_(f)
-#endif
 
 /* Records a runtime error unless one is already recorded (first error wins). Returns 1 so
  * that handlers can `return dvm_record_error(...)`. */
