@@ -1096,8 +1096,8 @@ dvm_dispatch_:
     vmcase(KSUBF) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, k_ - RF(N_B))); } vmbreak;
     vmcase(KDIVF) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, k_ / RF(N_B))); } vmbreak;
 #if DVM_LANES == 1 && !defined(DVM_USE_SWITCH)
-    /* The scalar C interpreter runs a run of FMAF/FMAFK nodes into one accumulator (the
-       unrolled body of `v = v * rate + c`, consecutive updates of one variable) in one
+    /* The scalar C interpreter runs a run of FMAF/FMAFK nodes into one accumulator
+       (consecutive updates of one variable: Horner's rule, an unrolled loop body) in one
        handler: the accumulator stays in a machine register from node to node and is stored
        once. Each node otherwise stored it and the next loaded it back, a store-to-load round
        trip (about 5 cycles on x86) on the chain of dependent multiply-adds. The run goes on
