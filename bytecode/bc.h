@@ -24,12 +24,27 @@ enum dvm_op {
     DVM_OP_LIMIT = 256
 };
 
-/* A node that updates its own register a from it and one other register: FMAFK a, b, K with
- * b != a (r[a] = r[a] * r[b] + K) and MULF a, a, c with c != a (r[a] = r[a] * r[c]). A counted
- * loop whose whole body is one such node runs its trips in one step of the interpreters
- * (interp_core.h, INCLT), so the compiler does not unroll it (compiler/unroll.c). */
-#define DVM_SELF_UPDATE(op, a, b, c) \
-    (((op) == DVM_OP_FMAFK && (b) != (a)) || ((op) == DVM_OP_MULF && (b) == (a) && (c) != (a)))
+/* A self-update: a node whose new r[a] is exactly r[a] * m + k in one rounding, for m and k
+ * that do not depend on r[a] (o: the node's other register, DVM_SELF_OTHER):
+ *     FMAFK a, b, K   b != a      m = r[b]  k = K
+ *     MULF  a, a, o / a, o, a     m = r[o]  k = -0.0
+ *     MULFK a, a, K               m = K     k = -0.0
+ *     ADDF  a, a, o / a, o, a     m = 1     k = r[o]
+ *     ADDFK a, a, K               m = 1     k = K
+ *     SUBF  a, a, o               m = 1     k = -r[o]
+ * (x * m + -0.0 is x * m, and x * 1 + k is x + k: either way one of the two steps is exact, so
+ * fused or not the result is the node's, the sign of every zero included.) A counted loop whose
+ * whole body is one self-update runs its trips in one step of the interpreters (interp_core.h
+ * and interp.comp, INCLT), so the compiler does not unroll it (compiler/unroll.c). */
+#define DVM_SELF_UPDATE(op, a, b, c)                                                    \
+    ((op) == DVM_OP_FMAFK                                 ? (b) != (a)                    \
+     : ((op) == DVM_OP_MULF || (op) == DVM_OP_ADDF)       ? (((b) == (a)) != ((c) == (a))) \
+     : ((op) == DVM_OP_MULFK || (op) == DVM_OP_ADDFK)     ? (b) == (a)                    \
+     : (op) == DVM_OP_SUBF                                ? (b) == (a) && (c) != (a)      \
+                                                          : 0)
+/* a self-update's other register (a when it has none: MULFK, ADDFK) */
+#define DVM_SELF_OTHER(op, a, b, c) \
+    ((op) == DVM_OP_FMAFK ? (b) : ((op) == DVM_OP_MULFK || (op) == DVM_OP_ADDFK) ? (a) : (b) == (a) ? (c) : (b))
 
 /* A node: 8 bytes, little-endian, no padding. */
 typedef struct dvm_node {

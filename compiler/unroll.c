@@ -28,9 +28,9 @@
  * small part of an iteration, and on a GPU the threads of a warp that are in the main part and
  * those in the remainder run apart, each group's math in turn (the sin loop was 10% slower
  * unrolled). Nor is a body of one node that updates its own register (DVM_SELF_UPDATE, bc.h:
- * `v = v * rate + k`, `g = g * rate`): the interpreters run all of such a loop's trips in its
- * INCLT (interp_core.h), which copies would only delay (on an H200 the FMA loop took 0.099 ms
- * rolled against 0.131 unrolled; bench/RESULTS.md v68). */
+ * `v = v * rate + k`, `g = g * rate`, `s = s + x`): the interpreters run all of such a loop's
+ * trips in its INCLT (interp_core.h), which copies would only delay (on an H200 the FMA loop
+ * took 0.099 ms rolled against 0.131 unrolled; bench/RESULTS.md v68). */
 #include "compile.h"
 #include <stdlib.h>
 #include <string.h>

@@ -31,6 +31,12 @@ static const char *SRC =
     "        for _ in range(steps[i]):\n"
     "            v = v * v + 0.125\n"
     "        y[i] = v\n"
+    "kernel addk(x: f32[n], steps: i32[n], y: f32[n]):\n"
+    "    for i in range(n):\n"
+    "        v = x[i]\n"
+    "        for _ in range(steps[i]):\n"
+    "            v = v + 0.25\n"
+    "        y[i] = v\n"
     "kernel keep(x: f32[n], steps: i32[n], y: f32[n], rate: f32):\n"
     "    for i in range(n):\n"
     "        v = x[i]\n"
@@ -293,6 +299,8 @@ int main(void) {
     expect_op(pu, "dynloop", DVM_V_FORWARD, DVM_OP_INCLT, 1, 0);
     expect_op(pu, "dynloop", ADJ, DVM_OP_MULF, 0, 1);
     expect_op(pu, "dynloop", ADJ, DVM_OP_INCLT, 1, 0);
+    expect_op(pu, "addk", DVM_V_FORWARD, DVM_OP_ADDFK, 0, 1); /* v = v + 0.25 too */
+    expect_op(pu, "addk", DVM_V_FORWARD, DVM_OP_INCLT, 1, 0);
     /* the pushes and pops of a loop with a stack */
     expect_op(pu, "sq", ADJ, DVM_OP_PUSH, 0, 5);
     expect_op(pu, "sq", ADJ, DVM_OP_POP, 0, 5);

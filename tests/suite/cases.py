@@ -316,6 +316,43 @@ case('unrolled_one_node_int_max', _EDGES1, 'edges1', {'y': F(25), 'lo': 21474836
 case('unrolled_one_node_int_min', _EDGES1, 'edges1', {'y': F(25), 'lo': -2147483648, 'hi': -2147483648 + 24, 'r': 0.75}, _edges1)
 
 
+# loops whose body is one self-update of each kind (bytecode/bc.h: the node as v * m + k),
+# whose trips the interpreters run in their INCLT: MULFK, ADDF, ADDFK, SUBF, and MULF with the
+# factor first
+def _self_updates(d):
+    for i in range(len(d['x'])):
+        t, c, k = d['x'][i], d['c'], d['m'][i]
+        v, s, q, e, g = t, t, t, t, t + 1.0
+        for _ in range(k):
+            v = v * 0.5
+            s = s + c
+            q = q + 0.25
+            e = e - c
+            g = c * g
+        d['y'][i] = v + s + q + e + g
+case('self_update_loops', '''
+kernel su(x: f32[n], m: i32[n], y: f32[n], c: f32):
+    for i in range(n):
+        t = x[i]
+        v = t
+        for _ in range(m[i]):
+            v = v * 0.5
+        s = t
+        for _ in range(m[i]):
+            s = s + c
+        q = t
+        for _ in range(m[i]):
+            q = q + 0.25
+        e = t
+        for _ in range(m[i]):
+            e = e - c
+        g = t + 1.0
+        for _ in range(m[i]):
+            g = c * g
+        y[i] = v + s + q + e + g
+''', 'su', {'x': F(23, lo=-0.9, hi=0.9), 'm': I(23, lo=0, hi=24), 'y': F(23), 'c': 0.75}, _self_updates, grad=True)
+
+
 # runs of FMAF/FMAFK nodes into one register, which the scalar C interpreter runs in one
 # handler (interp_core.h): v * v + K (the factor is the accumulator: the run stops), the three
 # forms of FMAF (factor b the accumulator, neither, factor c the accumulator), two

@@ -202,9 +202,9 @@ DVM_FN uint32_t dvm_f2u_(float f) { union { uint32_t u; float f; } v; v.f = f; r
 #define DVM_F2U(f) dvm_f2u_(f)
 #endif
 
-/* A one-node loop's steps (ONE_NODE_LOOP_ below): x = x * b + k, n times. */
-DVM_FN float dvm_fma_steps_(float x, float b, float k, uint32_t n) {
-    for (uint32_t i = 0; i < n; i++) x = DVM_FMAF(x, b, k);
+/* A one-node loop's steps (ONE_NODE_LOOP_ below): x = x * m + k, n times. */
+DVM_FN float dvm_fma_steps_(float x, float m, float k, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) x = DVM_FMAF(x, m, k);
     return x;
 }
 
@@ -713,7 +713,8 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
  * stencil 5.5% faster on an H200 (bench/RESULTS.md, v51). */
 #define LANES_COLD_(body) do { DVM_NOUNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) if (RUNS(l_)) { body; } } while (0)
 /* ONE_NODE_LOOP_(): at an INCLT (no count: x = 0) that closes a loop whose body is the one node
- * before it, a self-update (DVM_SELF_UPDATE: `v = v * rate + k`, `g = g * rate`) that neither
+ * before it, a self-update (DVM_SELF_UPDATE: `v = v * rate + k`, `g = g * rate`, `s = s + x`,
+ * `v = v * 0.5`: the node as r[a] * m + k, bc.h) that neither
  * counts in nor is bounded by the loop's registers: when every running lane's count is below
  * its bound, the loop's remaining trips run here, each lane's steps in a tight loop on its
  * value (the body node has just written it), its count then the bound, as the INCLTs would
@@ -738,16 +739,22 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
     if (N_X == 0u && N_C + 1u == pc && ANY_RUNS_) {                                    \
         const uint64_t bw_ = DVM_NODE_WORD(code + N_C);                                \
         const uint32_t bop_ = W_OP(bw_), ba_ = W_A(bw_);                              \
-        const uint32_t bo_ = bop_ == DVM_OP_FMAFK ? W_B(bw_) : W_C(bw_); /* the other operand */ \
+        const uint32_t bo_ = DVM_SELF_OTHER(bop_, ba_, W_B(bw_), W_C(bw_));            \
         if (DVM_SELF_UPDATE(bop_, ba_, W_B(bw_), W_C(bw_)) && N_A != ba_ && N_B != ba_ && N_A != bo_) { \
             int ok_ = 1;                                                               \
             FUSE_LANES_(ok_ &= RI(N_A) < RI(N_B));                                     \
             if (ok_) {                                                                 \
-                /* MULF's x * c is x * c + -0.0, bit for bit (one rounding; -0.0 is the \
-                   identity of + for every x * c, zeros of either sign included) */     \
-                const float k_ = bop_ == DVM_OP_FMAFK ? KF(W_C(bw_)) : -0.0f;          \
+                /* the node as r[a] * m + k (bc.h): m and k per lane */                 \
+                const int kc_ = bop_ == DVM_OP_FMAFK || bop_ == DVM_OP_MULFK || bop_ == DVM_OP_ADDFK; \
+                const float kk_ = kc_ ? KF(W_C(bw_)) : 0.0f;                           \
+                const int mo_ = bop_ == DVM_OP_FMAFK || bop_ == DVM_OP_MULF;           \
+                const int ko_ = bop_ == DVM_OP_ADDF || bop_ == DVM_OP_SUBF;            \
                 FUSE_LANES_(const uint32_t n_ = RU(N_B) - RU(N_A) - 1u;                \
-                            RREF(ba_) = DVM_F2U(dvm_fma_steps_(RF(ba_), RF(bo_), k_, n_)); \
+                            const float o_ = RF(bo_);                                  \
+                            const float m_f_ = mo_ ? o_ : bop_ == DVM_OP_MULFK ? kk_ : 1.0f; \
+                            const float k_f_ = ko_ ? (bop_ == DVM_OP_SUBF ? -o_ : o_)  \
+                                                   : (bop_ == DVM_OP_MULF || bop_ == DVM_OP_MULFK) ? -0.0f : kk_; \
+                            RREF(ba_) = DVM_F2U(dvm_fma_steps_(RF(ba_), m_f_, k_f_, n_)); \
                             SETU(N_A, RU(N_B)));                                       \
                 CONV_MARK();                                                           \
                 vmbreak;                                                               \
