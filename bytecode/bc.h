@@ -205,10 +205,13 @@ typedef struct dvm_program {
 void dvm_program_free(dvm_program *p);
 
 /* A task's control flow, for a backend's choice of interpreter: its conditional branches
- * (JZ, JNZ, JGEI, INCLT) and its loops (INCLT, or any jump to the same or an earlier node). */
+ * (JZ, JNZ, JGEI, INCLT) and its loops (INCLT, or any jump to the same or an earlier node);
+ * fixed_idx: a parallel task whose index registers are registers 0..ndim-1 and that no node
+ * writes (they hold the iteration's indices throughout: the GPU lanes' row path). */
 typedef struct dvm_task_flow {
     uint32_t cond;
     uint32_t loops;
+    uint32_t fixed_idx;
 } dvm_task_flow;
 dvm_task_flow dvm_task_flow_of(const dvm_node *nodes, const dvm_task_desc *t);
 

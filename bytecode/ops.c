@@ -42,11 +42,17 @@ uint64_t dvm_ops_hash(void) {
 }
 
 dvm_task_flow dvm_task_flow_of(const dvm_node *nodes, const dvm_task_desc *t) {
-    dvm_task_flow f = {0, 0};
+    dvm_task_flow f = {0, 0, t->kind == DVM_TASK_PARALLEL};
+    for (uint32_t d = 0; d < t->ndim && d < DVM_MAX_PAR_DIMS; d++) f.fixed_idx &= t->idx_reg[d] == d;
     for (uint32_t i = 0; i < t->code_len; i++) {
         const dvm_node *n = &nodes[t->code_begin + i];
         const dvm_op_info *o = &dvm_op_table[n->op];
-        if (!o->name || !(o->flags & DVM_F_BRANCH)) continue;
+        if (!o->name) continue;
+        /* a register written (format w or m, fields x a b c) below ndim */
+        const uint32_t fld[4] = {n->x, n->a, n->b, n->c};
+        for (int k = 0; k < 4; k++)
+            if ((o->fmt[k] == 'w' || o->fmt[k] == 'm') && fld[k] < t->ndim) f.fixed_idx = 0;
+        if (!(o->flags & DVM_F_BRANCH)) continue;
         /* the target is the operand the format marks 'J' (fields x a b c) */
         const char *j = strchr(o->fmt, 'J');
         const uint32_t tgt = !j ? UINT32_MAX : j - o->fmt == 1 ? n->a : j - o->fmt == 2 ? n->b : n->c;

@@ -60,7 +60,12 @@ static const char *SRC =
     "        if i > 0 and i < n - 1 and j > 0 and j < m - 1:\n"
     "            v[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]) - u[i, j]\n"
     "        else:\n"
-    "            v[i, j] = u[i, j]\n";
+    "            v[i, j] = u[i, j]\n"
+    "kernel recycle(x: f32[n], h: f32[4]):\n"
+    "    for i in range(n):\n"
+    "        v = x[i] * 2.0\n"
+    "        w = v * v + 1.0\n"
+    "        h[1] += w\n";
 
 /* opt: 0 no optimizer (DVM_NO_OPT), 1 the optimizer without loop unrolling (DVM_UNROLL=0),
  * 2 the optimizer as it runs by default (loops unrolled 4 times) */
@@ -275,7 +280,7 @@ static int run_stencil(dvm_context *ctx, int opt, float out[3 * SC]) {
  * conditional branches and loops of the variant's only task */
 static dvm_task_flow flow(const dvm_program *p, const char *kernel, int vk) {
     const dvm_variant_desc *v = variant(p, kernel, vk);
-    dvm_task_flow none = {UINT32_MAX, UINT32_MAX};
+    dvm_task_flow none = {UINT32_MAX, UINT32_MAX, 0};
     if (!v || v->ntasks != 1) return none;
     return dvm_task_flow_of(p->nodes, &p->tasks[v->task_begin]);
 }
@@ -336,6 +341,15 @@ int main(void) {
     CHECK(f.cond == 4 && f.loops == 2, "keep adjoint: %u conditional branches, %u loops; expected 4, 2", f.cond, f.loops);
     f = flow(po, "stencil", DVM_V_FORWARD);
     CHECK(f.cond == 2 && f.loops == 0, "stencil: %u conditional branches, %u loops; expected 2 (JOUTI), 0", f.cond, f.loops);
+    /* fixed_idx (the GPU lanes' row path): the index registers 0..ndim-1 hold the indices
+       throughout, unless the register allocator gave a dead index's register to a temporary */
+    CHECK(f.fixed_idx == 1, "stencil: fixed_idx %u, expected 1", f.fixed_idx);
+    f = flow(po, "stencil", ADJ);
+    CHECK(f.fixed_idx == 1, "stencil adjoint: fixed_idx %u, expected 1", f.fixed_idx);
+    f = flow(po, "trans", DVM_V_FORWARD);
+    CHECK(f.fixed_idx == 1, "trans: fixed_idx %u, expected 1", f.fixed_idx);
+    f = flow(po, "recycle", DVM_V_FORWARD);
+    CHECK(f.fixed_idx == 0, "recycle: fixed_idx %u, expected 0 (x[i] is its index's last use)", f.fixed_idx);
 
     /* trans: each transcendental of v once in the adjoint */
     CHECK(count(po, "trans", ADJ, DVM_OP_SIN) == 1, "trans adjoint: %d SIN, expected 1", count(po, "trans", ADJ, DVM_OP_SIN));

@@ -446,6 +446,54 @@ kernel fc(x: f32[n], k: i32[n], m: i32[n], y: f32[n], c0: f32, c1: f32, c2: f32,
              'c3': 0.125}, _fma_runs, grad=True)
 
 
+# Arrays indexed by the iteration's own indices plus constants, over rows long enough for the
+# GPU lanes' row path (interp_core.h, ROW1_/ROW2_: a thread's 8 lanes 32 iterations apart in
+# one row, their bounds checked at the ends). 256 columns: every warp's lanes in one row, the
+# first lane of a row parted by the branch; 300: rows whose ends fall inside a warp's lanes
+# (those lanes take the usual path). Loads with offsets on both axes, a store, an atomic add
+# per column (h[j]), and in the adjoint their atomic adds.
+def _row_lanes(d):
+    n, m = d['u'].shape
+    for i in range(n):
+        for j in range(m):
+            if 0 < j < m - 1:
+                d['v'][i, j] = d['u'][i, j - 1] * 0.5 + d['u'][i, j + 1] * d['w'][j] - d['u'][i, j]
+            else:
+                d['v'][i, j] = d['u'][i, j] + d['w'][j]
+            if i > 0:
+                d['v'][i, j] = d['v'][i, j] + d['u'][i - 1, j]
+            d['h'][j] = d['h'][j] + d['u'][i, j] * 0.25
+ROW_LANES = '''
+kernel rows(u: f32[n, m], w: f32[m], v: f32[n, m], h: f32[m]):
+    for i, j in ndrange(n, m):
+        t = u[i, j] + w[j]
+        if j > 0 and j < m - 1:
+            t = u[i, j - 1] * 0.5 + u[i, j + 1] * w[j] - u[i, j]
+        if i > 0:
+            t = t + u[i - 1, j]
+        v[i, j] = t
+        h[j] += u[i, j] * 0.25
+'''
+case('row_lanes', ROW_LANES, 'rows', {'u': F(2, 256), 'w': F(256), 'v': F(2, 256), 'h': F(256)}, _row_lanes,
+     grad=True, exclude_grad=('v', 'h'))  # (written, and added to: their gradients pass through)
+case('row_lanes_ends', ROW_LANES, 'rows', {'u': F(3, 300), 'w': F(300), 'v': F(3, 300), 'h': F(300)}, _row_lanes)
+
+
+# 1-D: a range with a start, neighbours on both sides (row path: lanes' index registers + k)
+def _row_lanes_1d(d):
+    x = d['x']
+    for i in range(1, len(x.data) - 1):
+        d['y'][i] = x[i - 1] + x[i + 1] * 2.0 - x[i]
+        d['g'][i % 4] = d['g'][i % 4] + x[i]
+case('row_lanes_1d', '''
+kernel rows1(x: f32[n], y: f32[n], g: f32[4]):
+    for i in range(1, n - 1):
+        y[i] = x[i - 1] + x[i + 1] * 2.0 - x[i]
+        g[i % 4] += x[i]
+''', 'rows1', {'x': F(600), 'y': F(600), 'g': F(4)}, _row_lanes_1d, grad=True,
+     exclude_grad=('y', 'g'))
+
+
 def _elif(d):
     for i in range(len(d['x'])):
         v = d['x'][i]

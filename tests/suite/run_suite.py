@@ -43,6 +43,15 @@ def error_checks(r):
          '        v[i, j] = u[i, j + 1]\n',  # one LD2O: the index j + 1 is checked as the sum
          {'u': Arr('f4', (2, 3), [0] * 6), 'v': Arr('f4', (2, 3), [0] * 6)},
          ['3:', "'u'", 'axis 1', 'index 3', 'out of bounds'], []),
+        # the last lane's element past the end, with every lane's first in bounds (the GPU
+        # lanes' row path: 256 iterations, a warp's lanes end at the array's end)
+        ('oob_read_row_end', 'kernel k(x: f32[n], y: f32[n]):\n    for i in range(n):\n        y[i] = x[i + 1]\n',
+         {'x': Arr('f4', (256,), [0] * 256), 'y': Arr('f4', (256,), [0] * 256)},
+         ['3:', "'x'", 'index 256', 'out of bounds'], []),
+        ('oob_read_2d_row_end', 'kernel k(u: f32[n, m], v: f32[n, m]):\n    for i, j in ndrange(n, m):\n'
+         '        v[i, j] = u[i, j + 1]\n',
+         {'u': Arr('f4', (2, 256), [0] * 512), 'v': Arr('f4', (2, 256), [0] * 512)},
+         ['3:', "'u'", 'axis 1', 'index 256', 'out of bounds'], []),
         ('assert_fail', 'kernel k(x: f32[n]):\n    for i in range(n):\n        assert x[i] < 2.5, "x too big"\n',
          {'x': Arr('f4', (4,), [1, 2, 3, 4])}, ['3:', 'x too big'], []),
         ('div_zero', 'kernel k(a: i32[n], y: i32[n]):\n    for i in range(n):\n        y[i] = 10 // a[i]\n',
@@ -57,24 +66,24 @@ def error_checks(r):
     for name, src, d, want, extra_args in checks:
         mode = 'grad' if name == 'adstack_overflow' else 'run'
         c = Case(name, src, 'k', d, lambda _: None)
-        work = tempfile.mkdtemp(prefix='dvmt_err_')
-        src_path = os.path.join(work, 'k.dvk')
-        with open(src_path, 'w') as f:
-            f.write(src)
-        args = [mode, src_path, 'k']
-        for n, v in d.items():
-            p = os.path.join(work, n + '.npy')
-            npyio.write(p, v.dtype, v.shape, v.data)
-            args.append(f'{n}={p}')
-        out = os.path.join(work, 'out')
-        rc, so, se = r.call(args + ['--out', out, '--backend', r.backend] + extra_args, work)
-        msg = se + so
-        if rc != 1:
-            fails.append(f'{name}: exit {rc}, expected 1: {msg.strip()}')
-        elif not all(w in msg for w in want):
-            fails.append(f'{name}: message {msg.strip()!r} lacks one of {want}')
-        elif os.path.isdir(out) and os.listdir(out):
-            fails.append(f'{name}: a failed launch wrote {os.listdir(out)}')
+        with tempfile.TemporaryDirectory(prefix='dvmt_err_') as work:  # removed with what it holds
+            src_path = os.path.join(work, 'k.dvk')
+            with open(src_path, 'w') as f:
+                f.write(src)
+            args = [mode, src_path, 'k']
+            for n, v in d.items():
+                p = os.path.join(work, n + '.npy')
+                npyio.write(p, v.dtype, v.shape, v.data)
+                args.append(f'{n}={p}')
+            out = os.path.join(work, 'out')
+            rc, so, se = r.call(args + ['--out', out, '--backend', r.backend] + extra_args, work)
+            msg = se + so
+            if rc != 1:
+                fails.append(f'{name}: exit {rc}, expected 1: {msg.strip()}')
+            elif not all(w in msg for w in want):
+                fails.append(f'{name}: message {msg.strip()!r} lacks one of {want}')
+            elif os.path.isdir(out) and os.listdir(out):
+                fails.append(f'{name}: a failed launch wrote {os.listdir(out)}')
         del c
     return fails
 
@@ -107,23 +116,27 @@ def capacity_checks(r):
 
 
 def run_forced(r, c, n):
-    work = tempfile.mkdtemp(prefix='dvmt_cap_')
-    src_path = os.path.join(work, 'k.dvk')
-    with open(src_path, 'w') as f:
-        f.write(c.src)
-    args = ['grad', src_path, c.kernel]
-    for name, v in c.make_inputs().items():
-        p = os.path.join(work, name + '.npy')
-        npyio.write(p, v.dtype, v.shape, v.data)
-        args.append(f'{name}={p}')
-    return r.call(args + ['--backend', r.backend, '--ad-stack-size', str(n)], work)[0]
+    with tempfile.TemporaryDirectory(prefix='dvmt_cap_') as work:
+        src_path = os.path.join(work, 'k.dvk')
+        with open(src_path, 'w') as f:
+            f.write(c.src)
+        args = ['grad', src_path, c.kernel]
+        for name, v in c.make_inputs().items():
+            p = os.path.join(work, name + '.npy')
+            npyio.write(p, v.dtype, v.shape, v.data)
+            args.append(f'{name}={p}')
+        return r.call(args + ['--backend', r.backend, '--ad-stack-size', str(n)], work)[0]
 
 
 def big_check(r):
     """A max-over-range over more than 2^24 elements goes through the max-reducer: one element
     near the end needs 37 pushes; a wrong reduction overflows (exit 1) or misses it."""
+    with tempfile.TemporaryDirectory(prefix='dvmt_big_') as work:  # 580 MB of inputs and outputs
+        return big_check_in(r, work)
+
+
+def big_check_in(r, work):
     n = (1 << 24) + 5
-    work = tempfile.mkdtemp(prefix='dvmt_big_')
     src = ('kernel k(x: f32[n], s: i32[n], y: f32[n]):\n    for i in range(n):\n        v = x[i]\n'
            '        for _ in range(s[i]):\n            v = v * 0.5 + v * v * 0.01\n        y[i] = v\n')
     with open(os.path.join(work, 'k.dvk'), 'w') as f:

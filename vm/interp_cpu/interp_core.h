@@ -190,6 +190,8 @@ DVM_FN uint64_t dvm_node_word_(const dvm_node *ip) { uint64_t w; DVM_MEMCPY_(&w,
 #ifndef DVM_STG
 #define DVM_STG(p, v) (*(p) = (v))
 #endif
+/* A lane run's `have` bit: the row path (below, ROW1_ and ROW2_) may be taken. */
+#define DVM_ROW_FLAG 0x80000000u
 
 #ifndef DVM_LOAD_ERR
 #define DVM_LOAD_ERR(p) (*(volatile int32_t *)(p))
@@ -388,7 +390,8 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
  *                regs[r * DVM_LANES + l], its indices idx[3*l .. 3*l+2], its heap slot
  *                slot * DVM_LANES + l. The function then takes one more argument, `have`:
  *                the mask of the lanes that have an iteration (bit l: lane l; lane 0 always
- *                has one). The caller gives a lane without one lane 0's indices; it then has
+ *                has one), and DVM_ROW_FLAG where the row path may be taken (DVM_ROW_STEP,
+ *                below). The caller gives a lane without one lane 0's indices; it then has
  *                no effect of its own (see LANES below; its registers are scratch). Without
  *                DVM_MASKED such a run is for branch-free tasks only: a conditional branch
  *                records DVM_RT_BAD_OP (p1 = 1), an internal error (the backends send every
@@ -398,6 +401,8 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
  *                for the lanes at it (the others wait). A lane that leaves a loop waits at its
  *                exit for the lanes still in it; after an if/else the two groups meet where
  *                the ways join.
+ *   DVM_ROW_STEP (with DVM_LANES > 1) the row path of array nodes (ROW1_, ROW2_): the
+ *                lanes' distance in iterations when the caller sets DVM_ROW_FLAG.
  *   DVM_RUN_NAME the function's name (default dvm_run).
  * This part is compiled at every inclusion of the header: an includer that wants several
  * configurations includes it once per configuration, each with its own name. */
@@ -790,19 +795,68 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #define RO(f) (RU(DVM_OFS_REG(f)) + (uint32_t)DVM_OFS_OFF(f))
 /* A register plus a 16-bit immediate, lane l_ (an index plus a constant: wraps, like ADDIK). */
 #define RK16(n, k) (RU(n) + (uint32_t)(int32_t)(int16_t)(k))
-/* A load node: the index statement (ARR_IDX_E or ARR2_IDX_E, the variadic part: it may hold
- * commas) sets every lane's flat index ix_[]; all lanes' loads first, then the register writes
- * (the loads are in flight together). LOAD_NODE writes the element to r[a]; LOAD_ADD_NODE
- * adds it (f32). */
-#define LOAD_NODE_(add_, ...)                                                          \
+/* ---- the row path (the GPU lanes; the includer's DVM_ROW_STEP) ----
+ * A lane run whose `have` carries DVM_ROW_FLAG has an iteration in every lane, lane l's
+ * lane 0's + l * DVM_ROW_STEP, all in one row (2-D: the same row index), and its task's index
+ * registers are registers 0..ndim-1, never written (dvm_task_flow.fixed_idx); rows_ is then the
+ * task's ndim, else 0. An array node whose index is the innermost index register plus a
+ * constant (x[j + k]: ROW1_), or whose two indices are the two index registers plus constants
+ * (u[i + a, j + b]: ROW2_), with every lane running, then has lane l's element at lane 0's
+ * + l * DVM_ROW_STEP: lane 0's and the last lane's element, both in bounds, check every lane,
+ * and each lane's address is the row pointer rp_ plus a constant (no index or check per lane).
+ * Otherwise rp_ is null and the node takes its usual path, which also reports an out-of-bounds
+ * lane. ROW_OR_(row_, rowstmt_, usual) runs one or the other. */
+#if defined(DVM_ROW_STEP) && defined(DVM_LANEMASK_)
+#define ROW_STEP_ ((uint32_t)DVM_ROW_STEP)
+#define ROW_SPAN_ (ROW_STEP_ * (uint32_t)(DVM_LANES - 1))
+#define ROW_ALL_ (m_ == (1u << DVM_LANES) - 1u)
+#define ROW1_(reg, off)                                                                \
+    DVM_GLOBAL uint32_t *rp_ = 0;                                                      \
+    if (rows_ != 0u && (uint32_t)(reg) + 1u == rows_ && ROW_ALL_) {                    \
+        const uint32_t rl_ = (uint32_t)e->arr_len[N_X]; /* < 2^31 */                   \
+        const uint32_t r0_ = ROW_AT_(reg)[0] + (uint32_t)(off);                        \
+        if (r0_ < rl_ && r0_ + ROW_SPAN_ < rl_) rp_ = arr[N_X] + r0_;                  \
+    }
+#define ROW2_(ri, io, rj, jo)                                                          \
+    DVM_GLOBAL uint32_t *rp_ = 0;                                                      \
+    if (rows_ == 2u && (uint32_t)(ri) == 0u && (uint32_t)(rj) == 1u && ROW_ALL_) {     \
+        const uint32_t re0_ = (uint32_t)e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK];    \
+        const uint32_t re1_ = (uint32_t)e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK + 1]; \
+        const uint32_t i0_ = ROW_AT_(0)[0] + (uint32_t)(io); /* no comma: row_ is passed on */ \
+        const uint32_t j0_ = ROW_AT_(1)[0] + (uint32_t)(jo);                           \
+        if (i0_ < re0_ && j0_ < re1_ && j0_ + ROW_SPAN_ < re1_) rp_ = arr[N_X] + (i0_ * re1_ + j0_); \
+    }
+#else
+#define ROW_STEP_ 1u
+#define ROW1_(reg, off) DVM_GLOBAL uint32_t *const rp_ = 0
+#define ROW2_(ri, io, rj, jo) DVM_GLOBAL uint32_t *const rp_ = 0
+#endif
+#define RP_(l) (rp_ + ROW_STEP_ * (uint32_t)(l)) /* lane l's element on the row path */
+#define ROW_OR_(row_, rowstmt_, ...)                                                   \
     do {                                                                               \
-        __VA_ARGS__;                                                                   \
+        row_;                                                                          \
+        if (rp_) {                                                                     \
+            rowstmt_;                                                                  \
+        } else {                                                                       \
+            __VA_ARGS__;                                                               \
+        }                                                                              \
+    } while (0)
+/* The row tests of the indexed nodes: a register plus a 16-bit immediate (LDO), an 'o' operand. */
+#define ROW1K_(reg, k) ROW1_(reg, (int32_t)(int16_t)(k))
+#define ROW2O_(fb, fc) ROW2_(DVM_OFS_REG(fb), DVM_OFS_OFF(fb), DVM_OFS_REG(fc), DVM_OFS_OFF(fc))
+/* A load node: row_ its row test (ROW1_, ROW2_), and the index statement (ARR_IDX_E or
+ * ARR2_IDX_E, the variadic part: it may hold commas) sets every lane's flat index ix_[]; all
+ * lanes' loads first, then the register writes (the loads are in flight together). LOAD_NODE
+ * writes the element to r[a]; LOAD_ADD_NODE adds it (f32). */
+#define LOAD_NODE_(add_, row_, ...)                                                    \
+    do {                                                                               \
         uint32_t ld_[DVM_LANES];                                                       \
-        LANES_ALL(ld_[l_] = RUNS(l_) ? DVM_LDG(&ab_[ix_[l_]]) : 0u);                   \
+        ROW_OR_(row_, LANES_ALL(ld_[l_] = DVM_LDG(RP_(l_))),                           \
+                __VA_ARGS__; LANES_ALL(ld_[l_] = RUNS(l_) ? DVM_LDG(&ab_[ix_[l_]]) : 0u)); \
         LANES_ALL(if (add_) SETF(N_A, RF(N_A) + DVM_U2F(ld_[l_])); else SETU(N_A, ld_[l_])); \
     } while (0)
-#define LOAD_NODE(...) LOAD_NODE_(0, __VA_ARGS__)
-#define LOAD_ADD_NODE(...) LOAD_NODE_(1, __VA_ARGS__)
+#define LOAD_NODE(row_, ...) LOAD_NODE_(0, row_, __VA_ARGS__)
+#define LOAD_ADD_NODE(row_, ...) LOAD_NODE_(1, row_, __VA_ARGS__)
 /* read-modify-write of element RI(ia) of the node's array, per lane (v: the index);
  * ARR_ADD the same for an add */
 #define ARR_RMW(ia, stmt)                                                              \
@@ -886,6 +940,9 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
     uint32_t polls_ = 0; /* backward jumps taken (see DVM_POLL_EVERY) */
     (void)polls_;
     DVM_GLOBAL uint32_t *const *const arr = e->arr;
+#if defined(DVM_ROW_STEP) && defined(DVM_LANEMASK_)
+    const uint32_t rows_ = (have & DVM_ROW_FLAG) ? (uint32_t)t->ndim : 0u; /* the row path (ROW1_) */
+#endif
     if (DVM_LOAD_ERR(&e->err->code)) RET(1);
 #ifdef DVM_LANEMASK_
     if (m_ == 0u) RET(0);
@@ -896,7 +953,15 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
         DVM_UNROLL for (uint32_t d = 0; d < DVM_MAX_PAR_DIMS; d++)
             if (d < nd) {
                 const uint32_t r = t->idx_reg[d];
+#ifdef DVM_LANEMASK_
+                /* every lane's, as one row: a lane without an iteration has lane 0's indices
+                   (the caller's), in registers no running lane reads */
+                uint32_t w_[DVM_LANES];
+                DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) w_[l_] = (uint32_t)idx[3 * l_ + d];
+                ROW_PUT_(ROW_AT_(r), w_);
+#else
                 LANES(RREF(r) = (uint32_t)idx[3 * l_ + d]);
+#endif
             }
     }
 #ifdef DVM_USE_SWITCH
@@ -1044,31 +1109,24 @@ dvm_dispatch_:
               if (v < 0 || v >= ext) FAIL(DVM_RT_OOB, N_X, N_C, v, ext);
               SETU(N_A, RU(N_A) * (uint32_t)ext + (uint32_t)v));
     } vmbreak;
-    vmcase(LD) LOAD_NODE(ARR_IDX(N_B)); vmbreak;
-    vmcase(ST) ARR_RMW(N_A, DVM_STG(&ab_[v], RU(N_B))); vmbreak;
+    vmcase(LD) LOAD_NODE(ROW1_(N_B, 0), ARR_IDX(N_B)); vmbreak;
+    vmcase(ST) ROW_OR_(ROW1_(N_A, 0), LANES_ALL(DVM_STG(RP_(l_), RU(N_B))), ARR_RMW(N_A, DVM_STG(&ab_[v], RU(N_B)))); vmbreak;
     /* rank-2 access, both indices in registers: IDX + IDXM + LD/ST in one node. The verifier
        allows it only on rank-2 slots, so the flat index i * e1 + j < arr_len. */
-    vmcase(LD2) LOAD_NODE(ARR2_IDX(N_B, N_C)); vmbreak;
-    vmcase(ST2) {
-        ARR2_IDX(N_A, N_B);
-        LANES(DVM_STG(&ab_[ix_[l_]], RU(N_C)));
-    } vmbreak;
-    vmcase(ATOMADDF) ARR_ADD(N_A, DVM_ATOMIC_ADD_F32(&ab_[v], RF(N_B))); vmbreak;
-    vmcase(ATOMADDF2) {
-        ARR2_IDX(N_A, N_B);
-        LANES_ADD(DVM_ATOMIC_ADD_F32(&ab_[ix_[l_]], RF(N_C)));
-    } vmbreak;
+    vmcase(LD2) LOAD_NODE(ROW2_(N_B, 0, N_C, 0), ARR2_IDX(N_B, N_C)); vmbreak;
+    vmcase(ST2) ROW_OR_(ROW2_(N_A, 0, N_B, 0), LANES_ALL(DVM_STG(RP_(l_), RU(N_C))),
+                        ARR2_IDX(N_A, N_B); LANES(DVM_STG(&ab_[ix_[l_]], RU(N_C)))); vmbreak;
+    vmcase(ATOMADDF) ROW_OR_(ROW1_(N_A, 0), LANES_ALL(DVM_ATOMIC_ADD_F32(RP_(l_), RF(N_B))),
+                             ARR_ADD(N_A, DVM_ATOMIC_ADD_F32(&ab_[v], RF(N_B)))); vmbreak;
+    vmcase(ATOMADDF2) ROW_OR_(ROW2_(N_A, 0, N_B, 0), LANES_ALL(DVM_ATOMIC_ADD_F32(RP_(l_), RF(N_C))),
+                              ARR2_IDX(N_A, N_B); LANES_ADD(DVM_ATOMIC_ADD_F32(&ab_[ix_[l_]], RF(N_C)))); vmbreak;
     /* an index plus a constant: ADDIK fused into the access (the sum checked as the index) */
-    vmcase(LDO) LOAD_NODE(ARR_IDX_E(RK16(N_B, N_C))); vmbreak;
-    vmcase(ATOMADDFO) {
-        ARR_IDX_E(RK16(N_A, N_C));
-        LANES_ADD(DVM_ATOMIC_ADD_F32(&ab_[ix_[l_]], RF(N_B)));
-    } vmbreak;
-    vmcase(LD2O) LOAD_NODE(ARR2_IDX_E(RO(N_B), RO(N_C))); vmbreak;
-    vmcase(ATOMADDF2O) {
-        ARR2_IDX_E(RO(N_A), RO(N_B));
-        LANES_ADD(DVM_ATOMIC_ADD_F32(&ab_[ix_[l_]], RF(N_C)));
-    } vmbreak;
+    vmcase(LDO) LOAD_NODE(ROW1K_(N_B, N_C), ARR_IDX_E(RK16(N_B, N_C))); vmbreak;
+    vmcase(ATOMADDFO) ROW_OR_(ROW1K_(N_A, N_C), LANES_ALL(DVM_ATOMIC_ADD_F32(RP_(l_), RF(N_B))),
+                              ARR_IDX_E(RK16(N_A, N_C)); LANES_ADD(DVM_ATOMIC_ADD_F32(&ab_[ix_[l_]], RF(N_B)))); vmbreak;
+    vmcase(LD2O) LOAD_NODE(ROW2O_(N_B, N_C), ARR2_IDX_E(RO(N_B), RO(N_C))); vmbreak;
+    vmcase(ATOMADDF2O) ROW_OR_(ROW2O_(N_A, N_B), LANES_ALL(DVM_ATOMIC_ADD_F32(RP_(l_), RF(N_C))),
+                               ARR2_IDX_E(RO(N_A), RO(N_B)); LANES_ADD(DVM_ATOMIC_ADD_F32(&ab_[ix_[l_]], RF(N_C)))); vmbreak;
     vmcase(ATOMADDI) ARR_ADD(N_A, DVM_ATOMIC_ADD_I32(&ab_[v], RU(N_B))); vmbreak;
     vmcase(ATOMMAXF) ARR_RMW(N_A, DVM_ATOMIC_MAX_F32(&ab_[v], RF(N_B))); vmbreak;
     vmcase(ATOMMINF) ARR_RMW(N_A, DVM_ATOMIC_MIN_F32(&ab_[v], RF(N_B))); vmbreak;
@@ -1134,9 +1192,9 @@ dvm_dispatch_:
     vmcase(FMAF) LANES_ALL(SETF(N_A, DVM_FMAF(RF(N_B), RF(N_C), RF(N_A)))); vmbreak;
     vmcase(FMAFK) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, DVM_FMAF(RF(N_A), RF(N_B), k_))); } vmbreak;
 #endif
-    vmcase(LDADDF) LOAD_ADD_NODE(ARR_IDX(N_B)); vmbreak;
-    vmcase(LDADDFO) LOAD_ADD_NODE(ARR_IDX_E(RK16(N_B, N_C))); vmbreak;
-    vmcase(LDADDF2O) LOAD_ADD_NODE(ARR2_IDX_E(RO(N_B), RO(N_C))); vmbreak;
+    vmcase(LDADDF) LOAD_ADD_NODE(ROW1_(N_B, 0), ARR_IDX(N_B)); vmbreak;
+    vmcase(LDADDFO) LOAD_ADD_NODE(ROW1K_(N_B, N_C), ARR_IDX_E(RK16(N_B, N_C))); vmbreak;
+    vmcase(LDADDF2O) LOAD_ADD_NODE(ROW2O_(N_B, N_C), ARR2_IDX_E(RO(N_B), RO(N_C))); vmbreak;
 
     /* ---- size opcodes never appear in kernel code (the verifier rejects them) ---- */
     vmcase(SZ_CONST)
@@ -1234,6 +1292,15 @@ dvm_finish_:
 #undef LOAD_NODE_
 #undef LOAD_NODE
 #undef LOAD_ADD_NODE
+#undef ROW_STEP_
+#undef ROW_SPAN_
+#undef ROW_ALL_
+#undef ROW1_
+#undef ROW2_
+#undef ROW1K_
+#undef ROW2O_
+#undef RP_
+#undef ROW_OR_
 #undef RK16
 #undef vmcase
 #undef vmbreak

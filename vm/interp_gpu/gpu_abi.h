@@ -15,6 +15,10 @@
    lane has its own heap slot). */
 #define DVM_GPU_LANES 4
 #define DVM_GPU_LANES_WIDE 8
+/* A lane kernel's lanes are DVM_GPU_LANE_STEP iterations apart (a warp's lane l covers
+   DVM_GPU_LANE_STEP consecutive iterations, its L lanes L times as many) when the grid's
+   thread count is a multiple of it; otherwise the grid's thread count apart. */
+#define DVM_GPU_LANE_STEP 32
 
 /* The task's nodes in the fast shape's shared memory: code_len 8-byte words, rounded up to
    an even count so that the register files after them start 16-byte aligned. */
@@ -34,6 +38,8 @@
 #define DVM_GPU_F_STACKS 8u      /* the variant has stacks: call dvm_thread_begin */
 #define DVM_GPU_F_NO_WARP_SYNC 16u /* dvm_k_parallel: no warp-wide start of each round (measuring) */
 #define DVM_GPU_F_CONVERGE 32u     /* dvm_k_parallel: a round's threads keep together (DVM_WARP_MIN) */
+#define DVM_GPU_F_ROWS 64u         /* lane kernels: the task's index registers are registers 0..ndim-1 and
+                                      never written (dvm_task_flow.fixed_idx): the row path */
 
 typedef struct dvm_gpu_exec_args {
     uint64_t nodes, consts;        /* program */

@@ -83,6 +83,9 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
    per-lane accesses (library math, adstack pushes and pops) then hit 32 different banks, and
    with rows the sin loop's adjoint was 14% slower. */
 #define DVM_ROW_LANES DVM_GPU_LANES_WIDE
+/* The row path of array nodes (interp_core.h, ROW_STEP): a call whose `have` carries
+   DVM_ROW_FLAG has every lane, lane l at iteration lane 0's + l * DVM_ROW_STEP in one row. */
+#define DVM_ROW_STEP DVM_GPU_LANE_STEP
 #define DVM_ROW_AT(R, n) ((uint32_t *)((uint4 *)(R) + (uint32_t)(n) * (DVM_LANES / 4)))
 #define DVM_ROW_PUT(row, w)                                                                        \
     do {                                                                                          \
@@ -441,14 +444,21 @@ extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel(dvm_gpu_exec_args a) {
 }
 
 /* A lane kernel's thread: the fast shape staged, its iteration space, and (lanes_begin) its
-   L heap slots and its zeroed register file. */
+   L heap slots and its zeroed register file. Lane l of a round takes iteration
+   base + l * q: q = DVM_GPU_LANE_STEP when the grid's thread count is a multiple of it (a warp's
+   32 threads then take 32 consecutive iterations in each lane, q * L in all, and the lanes of
+   a thread are in one row of a 2-D space except near the row's end: the row path of
+   interp_core.h),
+   otherwise q = the thread count (a test shape, DVM_GPU_MAX_THREADS). */
 struct dvm_gpu_lane_thread {
     dvm_env e;
     uint32_t *regs;
     dvm_gpu_space sp;
     uint64_t gtid;
     int64_t nthreads;
-    int live; /* this thread has an iteration */
+    int64_t q;     /* the lanes' distance in iterations */
+    int64_t first; /* lane 0's iteration in the first round */
+    int live;      /* this thread has an iteration */
 };
 template <int L> __device__ static __forceinline__ void dvm_gpu_lanes_open(const dvm_gpu_exec_args &a, dvm_gpu_lane_thread &th) {
     dvm_gpu_env(a, &th.e, (const dvm_node *)a.nodes);
@@ -461,7 +471,10 @@ template <int L> __device__ static __forceinline__ void dvm_gpu_lanes_open(const
     th.gtid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     th.nthreads = (int64_t)gridDim.x * blockDim.x;
     if (a.max_threads && a.max_threads < th.nthreads) th.nthreads = a.max_threads;
-    th.live = (int64_t)th.gtid < th.sp.total && (int64_t)th.gtid < th.nthreads;
+    const int64_t s = DVM_GPU_LANE_STEP;
+    th.q = th.nthreads % s == 0 ? s : th.nthreads;
+    th.first = th.q == s ? (int64_t)(th.gtid / s) * s * L + (int64_t)(th.gtid % s) : (int64_t)th.gtid;
+    th.live = th.first < th.sp.total && (int64_t)th.gtid < th.nthreads;
 }
 template <int L> __device__ static __forceinline__ void dvm_gpu_lanes_begin(const dvm_gpu_exec_args &a, dvm_gpu_lane_thread &th) {
     if (a.flags & DVM_GPU_F_STACKS)
@@ -469,8 +482,8 @@ template <int L> __device__ static __forceinline__ void dvm_gpu_lanes_begin(cons
     for (uint32_t r = 0; r < a.nregs_pad; r++) th.regs[r] = 0;
 }
 
-/* L iterations per thread and call: lane l of a thread takes iteration
-   base + l * nthreads (each lane's accesses stay coalesced across the warp). The launch
+/* L iterations per thread and call: lane l of a thread takes iteration base + l * q
+   (dvm_gpu_lane_thread; each lane's accesses stay coalesced across the warp). The launch
    needs the task's nodes and the register files in shared memory (the host checks) and
    L heap slots per thread. Register r of lane l: regs[r * L + l]; a thread's file is
    a.nregs_pad words (odd: no bank conflicts between threads). A partial last round passes
@@ -493,8 +506,16 @@ template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lan
     const int64_t nthreads = th.nthreads;
     const dvm_task_desc td = *(const dvm_task_desc *)a.task;
     const int sync = MASKED && !(a.flags & DVM_GPU_F_NO_WARP_SYNC); /* plain lanes never part: no need (and the ballot cost lanes8 84 bytes of spills) */
+    const int64_t q = th.q;
+    /* Masked lanes, several dimensions: lane l + 1's indices are lane l's stepped by q's digits
+       (one division a round, not one a lane). In the plain lanes this stepping spilled (the
+       8-lane kernel 80 bytes of loads instead of 52), so they divide per lane. */
+    int32_t qstep[3];
+    if (MASKED && a.ndim > 1) dvm_gpu_decompose(sp, a.ndim, q < sp.total ? q : 0, qstep);
+    /* the row path (interp_core.h): the task's flag, lanes one step apart */
+    const int rowable = (a.flags & DVM_GPU_F_ROWS) && q == DVM_GPU_LANE_STEP && a.ndim <= 2;
     int stop = 0;
-    for (int64_t base = (int64_t)gtid;; base += nthreads * L) {
+    for (int64_t base = th.first;; base += nthreads * L) {
         const int mine = base < sp.total && !stop;
         if (!dvm_gpu_round(sync, wmask, mine)) break;
 #ifdef DVM_GPU_CONVERGE_RUN
@@ -505,19 +526,13 @@ template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lan
         int32_t idx[3 * L];
         uint32_t have = 0;
         if (MASKED && a.ndim > 1) {
-            /* Masked lanes, several dimensions: lane l + 1's iteration is lane l's + nthreads,
-               one division per round (the digits of nthreads) instead of one per lane. In the
-               plain lanes this stepping spilled (the 8-lane kernel 80 bytes of loads instead of
-               52), so they divide per lane. */
-            int32_t step[3];
-            dvm_gpu_decompose(sp, a.ndim, nthreads < sp.total ? nthreads : 0, step);
             dvm_gpu_decompose(sp, a.ndim, base, idx);
             have = 1;
 #pragma unroll
             for (int l = 1; l < L; l++) {
-                if (base + l * nthreads < sp.total) {
+                if (base + l * q < sp.total) {
                     have |= 1u << l;
-                    dvm_gpu_step(sp, a.ndim, idx + 3 * (l - 1), step, idx + 3 * l);
+                    dvm_gpu_step(sp, a.ndim, idx + 3 * (l - 1), qstep, idx + 3 * l);
                 } else {
                     idx[3 * l] = idx[0], idx[3 * l + 1] = idx[1], idx[3 * l + 2] = idx[2];
                 }
@@ -525,15 +540,18 @@ template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lan
         } else {
 #pragma unroll
             for (int l = 0; l < L; l++) {
-                const int64_t lin = base + l * nthreads;
+                const int64_t lin = base + l * q;
                 if (lin < sp.total) have |= 1u << l;
                 dvm_gpu_decompose(sp, a.ndim, lin < sp.total ? lin : base, idx + 3 * l);
             }
         }
+        /* every lane has an iteration, all in one row (2-D: no carry into the row index) */
+        if (rowable && have == (1u << L) - 1u && (a.ndim == 1 || (uint32_t)idx[1] + (uint32_t)(DVM_GPU_LANE_STEP * (L - 1)) < sp.ext1))
+            have |= DVM_ROW_FLAG;
         /* The first round runs the prologue; the later ones start at td.body. A lane without an
            iteration in the first round has none later (iterations only grow), so every lane
            that runs has run the prologue (no register for it: one more spilled in lanes8). */
-        const uint32_t start = base == (int64_t)gtid ? 0u : td.body;
+        const uint32_t start = base == th.first ? 0u : td.body;
 #ifdef DVM_GPU_CONVERGE_RUN
         if constexpr (MASKED && L == DVM_GPU_LANES) {
             if (conv) {
