@@ -32,8 +32,9 @@ for m in forward grad errors; do
 done
 # the other launch shapes: every task one iteration per call (the scalar kernel and its
 # warp vote, still used when lanes do not fit), lanes 4 wide only, masked lanes for the
-# branch-free tasks too, and the warp kept together (the vote) for every task
+# branch-free tasks too, the warp kept together (the vote) for every task, and no row path
 for m in forward grad; do
+  step "suite $m cuda (DVM_GPU_ROWS=0)" env DVM_GPU_ROWS=0 python3 tests/suite/run_suite.py --dvm $D/dvm --backend cuda --mode $m -j 4
   step "suite $m cuda (DVM_GPU_LANES=0)" env DVM_GPU_LANES=0 python3 tests/suite/run_suite.py --dvm $D/dvm --backend cuda --mode $m -j 4
   step "suite $m cuda (DVM_GPU_WIDE=0)" env DVM_GPU_WIDE=0 python3 tests/suite/run_suite.py --dvm $D/dvm --backend cuda --mode $m -j 4
   step "suite $m cuda (DVM_GPU_MASKED=2)" env DVM_GPU_MASKED=2 python3 tests/suite/run_suite.py --dvm $D/dvm --backend cuda --mode $m -j 4
