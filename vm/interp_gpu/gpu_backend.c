@@ -432,11 +432,14 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
         const dvm_task_flow fl = dvm_task_flow_of(nodes, t);
         /* Several iterations per thread (dispatch paid once for all, their loads in flight
            together) when nodes and the wider register files fit in shared memory with at least
-           two blocks per multiprocessor. Of the two widths, the one with more iterations in
-           flight per multiprocessor (lanes x resident blocks; a tie keeps 4, the higher
-           occupancy): on an H200, 8 lanes took saxpy (4 registers) from 0.44x to 0.52x of
-           native and the transcendental kernel (13 registers, 4 resident blocks at 8 lanes)
-           from 0.27x to 0.24x (bench/RESULTS.md, v13). */
+           two blocks per multiprocessor: the wider of the two widths that fits so. On an H200
+           (bench/RESULTS.md, v76) 8 lanes were as fast or faster than 4 at every register
+           count tried, even with fewer iterations in flight per multiprocessor: 1.3x for a
+           stencil of 8 registers (6 blocks against 12), 1.27x and 1.08x for kernels of 9 (5
+           blocks against 11) with and without a branch, the same at 15 and 23 registers (2-3
+           blocks against 4-7). The rule before (the most lanes x resident blocks, a tie
+           keeping 4) was measured in the second session (v13), before the lanes' rows and
+           their row path. */
         /* Lanes, and which ones. A task with no conditional branch runs the plain lanes, whose
            lanes never part. A task with one runs masked lanes, whose lanes part at a branch and
            meet again (interp_core.h, DVM_MASKED): a loop with a data-dependent trip count
@@ -451,7 +454,7 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
         if (be->use_lanes && (c.flags & DVM_GPU_F_SMEM_CODE) && (plain || masked)) {
             static const uint32_t widths[2] = {DVM_GPU_LANES, DVM_GPU_LANES_WIDE};
             void *const fns[2] = {masked ? be->k_mlanes : be->k_lanes, masked ? be->k_mlanes8 : be->k_lanes8};
-            uint32_t best = 0;
+            int fits = 0;
             /* a task that keeps its warp together runs 4 masked lanes: 8 ran the dynsin adjoint
                at 9.9 ms against 4 lanes' 7.1 (H200, bench/RESULTS.md v20) */
             for (int w = 0; w < (masked && conv ? 1 : 1 + be->use_wide); w++) {
@@ -459,18 +462,16 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
                 int nbw = 0;
                 if (smem > (uint32_t)be->smem_max || be->drv->occupancy(&nbw, fns[w], DVM_GPU_BLOCK, smem) != 0 || nbw < 2)
                     continue;
-                if ((uint32_t)nbw * widths[w] > best) {
-                    best = (uint32_t)nbw * widths[w];
-                    nb = nbw;
-                    c.lanes = widths[w];
-                    c.fn = fns[w];
-                    c.nregs_pad = pad;
-                    c.smem = smem;
-                }
+                fits = 1; /* the wider one replaces the narrower */
+                nb = nbw;
+                c.lanes = widths[w];
+                c.fn = fns[w];
+                c.nregs_pad = pad;
+                c.smem = smem;
             }
-            if (best) c.flags |= DVM_GPU_F_SMEM_REGS;
+            if (fits) c.flags |= DVM_GPU_F_SMEM_REGS;
             /* the row path of array nodes (interp_core.h, ROWS_) */
-            if (best && fl.fixed_idx && t->ndim <= 2 && be->use_rows) c.flags |= DVM_GPU_F_ROWS;
+            if (fits && fl.fixed_idx && t->ndim <= 2 && be->use_rows) c.flags |= DVM_GPU_F_ROWS;
         }
         if (c.lanes == 1) {
             c.fn = be->k_parallel;
