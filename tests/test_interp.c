@@ -169,6 +169,49 @@ static int32_t opi(uint8_t op, int32_t b, int32_t c) { return (int32_t)opu(op, (
         CHECK(r_ == 0, #op ": a failing op must stop before the store, got %u", r_);        \
     } while (0)
 
+/* A two-sided bounds test (JOUTI lo, v, hi) in a serial task: 1 if it jumps (v outside the
+ * open interval (lo, hi)), 0 if it falls through. */
+static int jout_jumps(int32_t lo, int32_t v, int32_t hi)
+{
+    reset();
+    dvm_task_desc *t = task(DVM_TASK_SERIAL, 0);
+    CI(1, (uint32_t)v);                                       /* 0 */
+    CI(2, (uint32_t)hi);                                      /* 1 */
+    CI(4, (uint32_t)lo);                                      /* 2 */
+    CI(0, 1);                                                 /* 3 */
+    N(DVM_OP_JOUTI, 4, 1, 2, 6);                              /* 4: out of bounds -> 6 */
+    CI(0, 0);                                                 /* 5 */
+    CI(3, 0);                                                 /* 6 */
+    N(DVM_OP_ST, 0, 3, 0, 0);
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+    uint32_t out[1] = {7};
+    arrays A;
+    memset(&A, 0, sizeof A);
+    arr1(&A, 0, out, 1);
+    dvm_rt_error rt;
+    memset(&rt, 0, sizeof rt);
+    if (launch(&A, NULL, 0, NULL, &rt) != 0) {
+        fails++;
+        printf("FAIL JOUTI(%d, %d, %d): launch failed\n", lo, v, hi);
+    }
+    return (int)out[0];
+}
+
+/* JOUTI: signed, both bounds open, at both ends of the i32 range */
+static void test_jout(void)
+{
+    const int32_t MIN = INT32_MIN, MAX = INT32_MAX;
+    const int32_t c[][4] = {{0, 0, 5, 1},       {0, -5, 5, 1},      {0, MIN, 5, 1},     {0, 1, 5, 0},
+                            {0, 4, 5, 0},       {0, 5, 5, 1},       {0, 6, 5, 1},       {0, 1, 0, 1},
+                            {0, 1, MIN, 1},     {0, MAX, MAX, 1},   {0, MAX - 1, MAX, 0}, {-3, -2, 0, 0},
+                            {-3, -3, 0, 1},     {MIN, MIN + 1, MAX, 0}, {MIN, MIN, MAX, 1}};
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+        int j = jout_jumps(c[k][0], c[k][1], c[k][2]);
+        CHECK(j == c[k][3], "JOUTI(%d, %d, %d): jumped %d, expected %d", c[k][0], c[k][1], c[k][2], j, c[k][3]);
+    }
+}
+
 static void test_f32(void)
 {
     float nan = NAN, inf = INFINITY;
@@ -1021,6 +1064,7 @@ int main(void)
     test_f32();
     test_i32();
     test_misc();
+    test_jout();
     test_one_node_loops();
     test_bounds();
     test_assert_and_stacks();
