@@ -446,12 +446,11 @@ extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel(dvm_gpu_exec_args a) {
 }
 
 /* A lane kernel's thread: the fast shape staged, its iteration space, and (lanes_begin) its
-   L heap slots and its zeroed register file. Lane l of a round takes iteration
-   base + l * q: q = DVM_GPU_LANE_STEP when the grid's thread count is a multiple of it (a warp's
-   32 threads then take 32 consecutive iterations in each lane, q * L in all, and the lanes of
-   a thread are in one row of a 2-D space except near the row's end: the row path of
-   interp_core.h),
-   otherwise q = the thread count (a test shape, DVM_GPU_MAX_THREADS). */
+   L heap slots and its zeroed register file. Lane l of a round takes iteration base + l * q:
+   q = DVM_GPU_LANE_STEP when the grid's thread count is a multiple of it (a warp's 32 threads
+   then take 32 consecutive iterations in each lane, q * L in all, and a thread's lanes are in
+   one row of a 2-D space unless the row ends among them: the row path of interp_core.h),
+   otherwise q = the thread count (only the test shape DVM_GPU_MAX_THREADS). */
 struct dvm_gpu_lane_thread {
     dvm_env e;
     uint32_t *regs;
