@@ -111,6 +111,24 @@ static void arr1(arrays *A, uint32_t slot, uint32_t *data, int64_t n)
     A->shape[slot * DVM_MAX_RANK] = (int32_t)n;
 }
 
+/* Ends the serial task t, whose code stores register 0 to out[0] (r3 = 0, ST, END), and runs it
+ * with a one-element array; *res: out[0] afterwards (it starts as init). */
+static int run_out0(dvm_task_desc *t, uint32_t init, uint32_t *res, dvm_rt_error *rt)
+{
+    CI(3, 0);
+    N(DVM_OP_ST, 0, 3, 0, 0);
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+    uint32_t out[1] = {init};
+    arrays A;
+    memset(&A, 0, sizeof A);
+    arr1(&A, 0, out, 1);
+    memset(rt, 0, sizeof *rt);
+    int rc = launch(&A, NULL, 0, NULL, rt);
+    *res = out[0];
+    return rc;
+}
+
 /* One op on constant operands in a serial task; the result is stored to out[0]. */
 static int op3(uint8_t op, uint32_t b, uint32_t c, uint32_t *res, dvm_rt_error *rt)
 {
@@ -120,18 +138,7 @@ static int op3(uint8_t op, uint32_t b, uint32_t c, uint32_t *res, dvm_rt_error *
     CI(2, c);
     CI(0, 0x5A5A5A5Au);
     N(op, 0, 0, 1, 2);
-    CI(3, 0);
-    N(DVM_OP_ST, 0, 3, 0, 0);
-    N(DVM_OP_END, 0, 0, 0, 0);
-    end_task(t);
-    uint32_t out[1] = {0};
-    arrays A;
-    memset(&A, 0, sizeof A);
-    arr1(&A, 0, out, 1);
-    memset(rt, 0, sizeof *rt);
-    int rc = launch(&A, NULL, 0, NULL, rt);
-    *res = out[0];
-    return rc;
+    return run_out0(t, 0, res, rt);
 }
 static uint32_t opu(uint8_t op, uint32_t b, uint32_t c)
 {
@@ -175,27 +182,19 @@ static int jout_jumps(int32_t lo, int32_t v, int32_t hi)
 {
     reset();
     dvm_task_desc *t = task(DVM_TASK_SERIAL, 0);
-    CI(1, (uint32_t)v);                                       /* 0 */
-    CI(2, (uint32_t)hi);                                      /* 1 */
-    CI(4, (uint32_t)lo);                                      /* 2 */
-    CI(0, 1);                                                 /* 3 */
-    N(DVM_OP_JOUTI, 4, 1, 2, 6);                              /* 4: out of bounds -> 6 */
-    CI(0, 0);                                                 /* 5 */
-    CI(3, 0);                                                 /* 6 */
-    N(DVM_OP_ST, 0, 3, 0, 0);
-    N(DVM_OP_END, 0, 0, 0, 0);
-    end_task(t);
-    uint32_t out[1] = {7};
-    arrays A;
-    memset(&A, 0, sizeof A);
-    arr1(&A, 0, out, 1);
+    CI(1, (uint32_t)v);          /* 0 */
+    CI(2, (uint32_t)hi);         /* 1 */
+    CI(4, (uint32_t)lo);         /* 2 */
+    CI(0, 1);                    /* 3 */
+    N(DVM_OP_JOUTI, 4, 1, 2, 6); /* 4: out of bounds -> 6 */
+    CI(0, 0);                    /* 5; 6: run_out0's store of r0 */
+    uint32_t res = 7;
     dvm_rt_error rt;
-    memset(&rt, 0, sizeof rt);
-    if (launch(&A, NULL, 0, NULL, &rt) != 0) {
+    if (run_out0(t, 7, &res, &rt) != 0) {
         fails++;
         printf("FAIL JOUTI(%d, %d, %d): launch failed\n", lo, v, hi);
     }
-    return (int)out[0];
+    return (int)res;
 }
 
 /* JOUTI: signed, both bounds open, at both ends of the i32 range */
