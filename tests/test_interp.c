@@ -111,20 +111,27 @@ static void arr1(arrays *A, uint32_t slot, uint32_t *data, int64_t n)
     A->shape[slot * DVM_MAX_RANK] = (int32_t)n;
 }
 
-/* Ends the serial task t, whose code stores register 0 to out[0] (r3 = 0, ST, END), and runs it
- * with a one-element array; *res: out[0] afterwards (it starts as init). */
+/* Ends task t (an END, then end_task) and runs it with out[0..n) as array 0 and the uniforms
+ * uni[0..nuni); the launch's status. */
+static int end_and_run(dvm_task_desc *t, uint32_t *out, int64_t n, uint32_t *uni, uint32_t nuni, dvm_rt_error *rt)
+{
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+    arrays A;
+    memset(&A, 0, sizeof A);
+    arr1(&A, 0, out, n);
+    memset(rt, 0, sizeof *rt);
+    return launch(&A, uni, nuni, NULL, rt);
+}
+
+/* Ends the serial task t with a store of register 0 to out[0] (r3 = 0, ST) and runs it with a
+ * one-element array; *res: out[0] afterwards (it starts as init). */
 static int run_out0(dvm_task_desc *t, uint32_t init, uint32_t *res, dvm_rt_error *rt)
 {
     CI(3, 0);
     N(DVM_OP_ST, 0, 3, 0, 0);
-    N(DVM_OP_END, 0, 0, 0, 0);
-    end_task(t);
     uint32_t out[1] = {init};
-    arrays A;
-    memset(&A, 0, sizeof A);
-    arr1(&A, 0, out, 1);
-    memset(rt, 0, sizeof *rt);
-    int rc = launch(&A, NULL, 0, NULL, rt);
+    int rc = end_and_run(t, out, 1, NULL, 0, rt);
     *res = out[0];
     return rc;
 }
@@ -414,15 +421,10 @@ static void test_misc(void)
     N(DVM_OP_NOP, 0, 0, 0, 0);
     CI(21, 1);
     N(DVM_OP_ASSERT, 0, 21, 1, 0);    /* passes */
-    N(DVM_OP_END, 0, 0, 0, 0);
-    end_task(t);
     uint32_t out[16] = {0};
-    arrays A;
-    memset(&A, 0, sizeof A);
-    arr1(&A, 0, out, 16);
     uint32_t uni[3] = {40, 0, f2u(1.5f)};
     dvm_rt_error rt;
-    int rc = launch(&A, uni, 3, NULL, &rt);
+    int rc = end_and_run(t, out, 16, uni, 3, &rt);
     CHECK(rc == 0, "misc task: status %d code %d", rc, rt.code);
     float wf[] = {5, 5, 7, 10, -3, 0.4f, 13, 39.25f};
     for (int i = 0; i < 8; i++) CHECK(u2f(out[i]) == wf[i], "misc out[%d]: expected %g, got %g", i, (double)wf[i], (double)u2f(out[i]));
@@ -476,14 +478,9 @@ static void test_one_node_loops(void)
     /* 6: entered with the count at the bound: the body once too */
     one_node_loop(t, DVM_OP_FMAFK, 17, 2.0f, 14, 0.5f, k0, 18, 3, 19, 3);
     OUT(17);
-    N(DVM_OP_END, 0, 0, 0, 0);
-    end_task(t);
     uint32_t out[8] = {0};
-    arrays A;
-    memset(&A, 0, sizeof A);
-    arr1(&A, 0, out, 8);
     dvm_rt_error rt;
-    int rc = launch(&A, NULL, 0, NULL, &rt);
+    int rc = end_and_run(t, out, 8, NULL, 0, &rt);
     CHECK(rc == 0, "one-node loops: status %d code %d", rc, rt.code);
     CHECK(u2f(out[0]) == 2.0f - 1.0f / 1024.0f, "FMAFK loop: expected %.10g, got %.10g", 2.0 - 1.0 / 1024.0, (double)u2f(out[0]));
     CHECK(out[1] == 10, "FMAFK loop's count: expected 10, got %u", out[1]);

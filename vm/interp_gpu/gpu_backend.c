@@ -470,7 +470,7 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
                 c.smem = smem;
             }
             if (fits) c.flags |= DVM_GPU_F_SMEM_REGS;
-            /* the row path of array nodes (interp_core.h, ROWS_) */
+            /* the row path of array nodes (interp_core.h, ROW1_ and ROW2_) */
             if (fits && fl.fixed_idx && t->ndim <= 2 && be->use_rows) c.flags |= DVM_GPU_F_ROWS;
         }
         if (c.lanes == 1) {
