@@ -3,7 +3,8 @@
 # for one launch of each named benchmark kernel, summarized by bench/ncu_summary.py (stall
 # reasons, and the hottest SASS regions with their instruction counts and stalls).
 # usage (on the GPU machine, from the repository root): bash bench/device_profile.sh DIR [KERNEL...]
-# DIR holds bench_cuda built here; build it with -DDVM_CUDA_FLAGS=-lineinfo for source lines.
+# DIR holds bench_cuda built here; build it with -DDVM_CUDA_FLAGS=-lineinfo
+# -DDVM_PTXAS_FLAGS=-lineinfo for source lines.
 # KERNEL: a bench_cuda row's kernel name (default: dynloop stencil). Writes under $OUT:
 # det_K.txt (ncu's details page), sass_K.csv.gz (per SASS instruction) and summary_K.txt.
 D=${1:-.dev-final}; shift

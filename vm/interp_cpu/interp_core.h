@@ -980,7 +980,7 @@ dvm_dispatch_:
 #endif
     nw_ = DVM_NODE_WORD(code + pc);
 #ifdef DVM_HOT_OPS
-    /* nvcc compiles the switch to a tree of compares (no jump table): the includer's
+    /* nvcc compiles the switch to a tree of compares (no jump table; ptx_brx makes it one): the includer's
        hottest opcodes are tested first, in its order (DVM_HOT_OPS: DVM_HOT(NAME) ...). */
     {
         const uint32_t op_ = N_OP;
@@ -989,13 +989,24 @@ dvm_dispatch_:
 #undef DVM_HOT
     }
 #endif
-    switch (N_OP) {
-#define DVM_OP(name, num, fmt, flags, doc) case num: goto L_##name;
+    /* DVM_SWITCH_MARK(op), DVM_CASE_MARK(num) (optional, the includer's: both or neither):
+       markers around the switch, from which a build step makes the compare tree a jump table
+       (CUDA: comments in the PTX for ptx_brx). SWITCH_MARK may only pass op through. */
+#ifndef DVM_SWITCH_MARK
+#define DVM_SWITCH_MARK(op) ((void)0)
+#define DVM_CASE_MARK(num) ((void)0)
+#endif
+    {
+    uint32_t op_ = N_OP;
+    DVM_SWITCH_MARK(op_);
+    switch (op_) {
+#define DVM_OP(name, num, fmt, flags, doc) case num: DVM_CASE_MARK(num); goto L_##name;
 #define DVM_DOP DVM_OP
 #include "../../bytecode/ops.def"
 #undef DVM_OP
 #undef DVM_DOP
-    default: goto L__BAD;
+    default: DVM_CASE_MARK(default); goto L__BAD;
+    }
     }
 #else
     vmdispatch();

@@ -1,7 +1,8 @@
-# cuda.cmake: the CUDA backend. nvcc compiles THE interpreter (interp_core.h, through
-# interp_cuda.cu) into one fatbin at build time: SASS for every architecture in
-# DVM_CUDA_ARCHS plus PTX for the newest, so newer GPUs JIT it once. The fatbin is embedded
-# in the library as a byte array; libcuda.so.1 is opened at run time (nothing links to it).
+# cuda.cmake: the CUDA backend. At build time nvcc compiles THE interpreter (interp_core.h,
+# through interp_cuda.cu) to PTX, ptx_brx turns its dispatch into jump tables, ptxas makes
+# SASS for every architecture in DVM_CUDA_ARCHS and fatbinary bundles them with the newest
+# PTX (newer GPUs JIT it once). The fatbin is embedded in the library as a byte array;
+# libcuda.so.1 is opened at run time (nothing links to it).
 if(DVM_CUDA STREQUAL "OFF")
   return()
 endif()
@@ -19,11 +20,9 @@ set(DVM_CUDA_ARCHS "75;80;86;89;90" CACHE STRING "SASS architectures of the embe
 list(GET DVM_CUDA_ARCHS -1 _dvm_ptx)
 # Each SASS target is compiled from the PTX of the oldest architecture that shares its code:
 # interp_cuda.cu differs only at __CUDA_ARCH__ 800 (the warp vote, launch bounds) and 900
-# (launch bounds), so every sm_8x takes compute_80's PTX. nvcc runs its front end once per
-# PTX architecture (about 22 s each here) and ptxas once per SASS target: 3 front-end runs
-# instead of 5 for the default list (the fatbin: 118 -> 101 s of CPU here). The last target
-# also gets its own PTX, for newer GPUs. `--threads 0`: the groups compile side by side when
-# cores are free (the end of a build, once the HIP targets are done).
+# (launch bounds), so every sm_8x takes compute_80's PTX: 3 front-end runs (about 22 s each
+# here) instead of 5 for the default list. The newest architecture's PTX is embedded too,
+# for newer GPUs.
 set(_dvm_virts)
 foreach(a ${DVM_CUDA_ARCHS})
   set(v ${a})
@@ -31,37 +30,82 @@ foreach(a ${DVM_CUDA_ARCHS})
     set(v 80)
   endif()
   list(APPEND _dvm_virts ${v})
-  set(_dvm_sass_${v} "${_dvm_sass_${v}}${_dvm_sep_${v}}sm_${a}")
-  set(_dvm_sep_${v} ",")
+  set(_dvm_virt_of_${a} ${v})
 endforeach()
 list(REMOVE_DUPLICATES _dvm_virts)
-set(_dvm_gencode)
 set(_dvm_targets)
-foreach(v ${_dvm_virts})
-  set(codes "${_dvm_sass_${v}}")
-  if(v EQUAL _dvm_ptx)
-    set(codes "${codes},compute_${v}")
-  endif()
-  list(APPEND _dvm_gencode "-gencode=arch=compute_${v},code=[${codes}]")
-endforeach()
 foreach(a ${DVM_CUDA_ARCHS})
   string(APPEND _dvm_targets "sm_${a} ")
 endforeach()
 string(APPEND _dvm_targets "compute_${_dvm_ptx} (PTX)")
 set(DVM_CUDA_TARGETS "${_dvm_targets}" CACHE INTERNAL "")
-# Extra nvcc flags for the interpreter (measuring variants, e.g. -DDVM_POLL_EVERY=1).
-set(DVM_CUDA_FLAGS "" CACHE STRING "extra nvcc flags for the embedded CUDA interpreter")
+# Extra flags for the interpreter (measuring variants, e.g. -DDVM_POLL_EVERY=1, -lineinfo).
+set(DVM_CUDA_FLAGS "" CACHE STRING "extra nvcc flags for the embedded CUDA interpreter (its PTX)")
+set(DVM_PTXAS_FLAGS "" CACHE STRING "extra ptxas flags for the embedded CUDA interpreter (e.g. -lineinfo)")
 separate_arguments(DVM_CUDA_FLAGS)
+separate_arguments(DVM_PTXAS_FLAGS)
+# The dispatch as a jump table: nvcc lowers the interpreter's switch to a tree of compares
+# (no jump tables, ever); ptx_brx replaces each marked tree in the PTX by one brx.idx
+# (ptx_brx.c; H200: the stencil 11% faster, bench/RESULTS.md v78). OFF compiles the plain
+# switch (for measuring).
+option(DVM_CUDA_BRX "CUDA interpreter: dispatch through a PTX jump table (ptx_brx)" ON)
+get_filename_component(_dvm_cuda_bin ${DVM_NVCC} DIRECTORY)
+find_program(DVM_PTXAS ptxas HINTS ${_dvm_cuda_bin} NO_DEFAULT_PATH)
+find_program(DVM_FATBINARY fatbinary HINTS ${_dvm_cuda_bin} NO_DEFAULT_PATH)
+if(NOT DVM_PTXAS OR NOT DVM_FATBINARY)
+  message(FATAL_ERROR "dvm: ptxas or fatbinary not found beside ${DVM_NVCC}")
+endif()
+if(NOT TARGET dvm_ptx_brx)
+  add_executable(dvm_ptx_brx ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_gpu/ptx_brx.c)
+endif()
 
 set(_dvm_gpu ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_gpu)
+set(_dvm_deps ${_dvm_gpu}/interp_cuda.cu ${_dvm_gpu}/gpu_abi.h ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_cpu/interp_core.h
+              ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/bc.h ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/ops.def)
+set(_dvm_images)
+set(_dvm_brx_reports)
+foreach(v ${_dvm_virts})
+  set(raw ${CMAKE_CURRENT_BINARY_DIR}/dvm_interp_compute_${v}.raw.ptx)
+  set(ptx ${CMAKE_CURRENT_BINARY_DIR}/dvm_interp_compute_${v}.ptx)
+  set(rep ${CMAKE_CURRENT_BINARY_DIR}/dvm_interp_compute_${v}.brx.txt)
+  if(DVM_CUDA_BRX)
+    add_custom_command(OUTPUT ${ptx} ${rep}
+      COMMAND ${DVM_NVCC} -ptx -O3 -std=c++17 -arch=compute_${v} -DDVM_GPU_BRX ${DVM_CUDA_FLAGS}
+              -I${CMAKE_CURRENT_SOURCE_DIR} -o ${raw} ${_dvm_gpu}/interp_cuda.cu
+      COMMAND dvm_ptx_brx ${raw} ${ptx} --report ${rep}
+      DEPENDS ${_dvm_deps} dvm_ptx_brx
+      COMMENT "nvcc: the CUDA interpreter's PTX for compute_${v}, its dispatch as jump tables"
+      VERBATIM)
+    list(APPEND _dvm_brx_reports ${rep})
+  else()
+    add_custom_command(OUTPUT ${ptx}
+      COMMAND ${DVM_NVCC} -ptx -O3 -std=c++17 -arch=compute_${v} ${DVM_CUDA_FLAGS}
+              -I${CMAKE_CURRENT_SOURCE_DIR} -o ${ptx} ${_dvm_gpu}/interp_cuda.cu
+      DEPENDS ${_dvm_deps}
+      COMMENT "nvcc: the CUDA interpreter's PTX for compute_${v}"
+      VERBATIM)
+  endif()
+  set(_dvm_ptx_${v} ${ptx})
+endforeach()
+foreach(a ${DVM_CUDA_ARCHS})
+  set(ptx ${_dvm_ptx_${_dvm_virt_of_${a}}})
+  set(cubin ${CMAKE_CURRENT_BINARY_DIR}/dvm_interp_sm_${a}.cubin)
+  add_custom_command(OUTPUT ${cubin}
+    COMMAND ${DVM_PTXAS} -O3 -arch=sm_${a} -warn-spills ${DVM_PTXAS_FLAGS} -o ${cubin} ${ptx}
+    DEPENDS ${ptx}
+    COMMENT "ptxas: the CUDA interpreter for sm_${a}"
+    VERBATIM)
+  list(APPEND _dvm_images ${cubin})
+  list(APPEND _dvm_image_args "--image3=kind=elf,sm=${a},file=${cubin}")
+endforeach()
+list(APPEND _dvm_image_args "--image3=kind=ptx,sm=${_dvm_ptx},file=${_dvm_ptx_${_dvm_ptx}}")
 set(_dvm_fatbin ${CMAKE_CURRENT_BINARY_DIR}/dvm_interp_cuda.fatbin)
 add_custom_command(OUTPUT ${_dvm_fatbin}
-  COMMAND ${DVM_NVCC} -fatbin -O3 -std=c++17 ${_dvm_gencode} --threads 0 -Xptxas -warn-spills ${DVM_CUDA_FLAGS}
-          -I${CMAKE_CURRENT_SOURCE_DIR} -o ${_dvm_fatbin} ${_dvm_gpu}/interp_cuda.cu
-  DEPENDS ${_dvm_gpu}/interp_cuda.cu ${_dvm_gpu}/gpu_abi.h ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_cpu/interp_core.h
-          ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/bc.h ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/ops.def
-  COMMENT "nvcc: the CUDA interpreter for ${_dvm_targets}"
+  COMMAND ${DVM_FATBINARY} -64 --create=${_dvm_fatbin} ${_dvm_image_args}
+  DEPENDS ${_dvm_images} ${_dvm_ptx_${_dvm_ptx}}
+  COMMENT "fatbinary: the CUDA interpreter for ${_dvm_targets}"
   VERBATIM)
+set(DVM_CUDA_BRX_REPORTS "${_dvm_brx_reports}" CACHE INTERNAL "")
 include(${CMAKE_CURRENT_LIST_DIR}/gpu_image.cmake)
 dvm_gpu_image(CUDA dvm_cuda ${_dvm_fatbin} "${_dvm_targets}" cuda_backend.c)
 set(DVM_CUDA_FATBIN ${_dvm_fatbin} CACHE INTERNAL "")

@@ -54,9 +54,10 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
    so the threads of a warp pushing in step write consecutive words (one or two cache lines
    per push, not 32). */
 #define DVM_HEAP_WORD(e, slot, word) ((e)->heap + (int64_t)(word) * (e)->nslots + (int64_t)(slot))
-/* Opcodes tested before the switch's compare tree (DVM_HOT_OPS, interp_core.h), a switch
-   for measuring: DVM_GPU_HOT_SET 1 (6 ops) made saxpy 10% faster and the stencil 18% slower,
-   2 (13 ops) was slower everywhere (bench/RESULTS.md "CUDA", v7), so the default is none. */
+/* Opcodes tested before the switch (DVM_HOT_OPS, interp_core.h), a switch for measuring from
+   when the switch was a compare tree (before ptx_brx): DVM_GPU_HOT_SET 1 (6 ops) made saxpy 10%
+   faster and the stencil 18% slower, 2 (13 ops) was slower everywhere (bench/RESULTS.md "CUDA",
+   v7), so the default is none. */
 #ifndef DVM_GPU_HOT_SET
 #define DVM_GPU_HOT_SET 0
 #endif
@@ -98,6 +99,16 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #define DVM_WARP_ANY_ACTIVE(pred) __any(pred)
 #else
 #define DVM_WARP_ANY_ACTIVE(pred) __any_sync(__activemask(), (pred))
+#endif
+/* The dispatch switch's markers for ptx_brx (the build's -DDVM_GPU_BRX; vm/interp_gpu/ptx_brx.c):
+   PTX comments naming the opcode's register before the switch and each case's number at its
+   head. The asm "changes" the opcode, so the compare tree nvcc makes compares exactly that
+   register (and ptx_brx can run the tree on each value to find its case). */
+#ifdef DVM_GPU_BRX
+#define DVM_STR_(x) #x
+#define DVM_XSTR_(x) DVM_STR_(x)
+#define DVM_SWITCH_MARK(op) asm volatile("// dvm-switch " DVM_XSTR_(DVM_RUN_NAME) " %0;" : "+r"(op))
+#define DVM_CASE_MARK(num) asm volatile("// dvm-case " DVM_XSTR_(DVM_RUN_NAME) " " #num ";")
 #endif
 /* The masked lane runs' caller (dvm_gpu_lanes) reads the error word between runs. */
 #define DVM_CALLER_POLLS 1

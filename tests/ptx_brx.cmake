@@ -1,0 +1,10 @@
+# ptx_brx (vm/interp_gpu/ptx_brx.c): the host tool that turns the CUDA interpreter's PTX
+# compare trees into jump tables. Plain C, so it and its test build with or without CUDA;
+# vm/interp_gpu/cuda.cmake defines the same target when the CUDA backend is on.
+if(NOT TARGET dvm_ptx_brx)
+  add_executable(dvm_ptx_brx vm/interp_gpu/ptx_brx.c)
+endif()
+# Synthetic PTX inputs (written by the test into a temporary folder): every value's jump
+# target, trampolines, the switches it must leave alone, usage and file errors.
+add_executable(test_ptx_brx tests/test_ptx_brx.c)
+add_test(NAME test_ptx_brx COMMAND test_ptx_brx $<TARGET_FILE:dvm_ptx_brx>)
