@@ -479,6 +479,39 @@ case('row_lanes', ROW_LANES, 'rows', {'u': F(2, 256), 'w': F(256), 'v': F(2, 256
 case('row_lanes_ends', ROW_LANES, 'rows', {'u': F(3, 300), 'w': F(300), 'v': F(3, 300), 'h': F(300)}, _row_lanes)
 
 
+# Bounds tests (JOUTI) in the GPU lanes' row rounds: the outer index against bounds the prologue
+# computes, the inner one against a parameter that puts all of a thread's lanes out of the
+# interval in some rounds (lo = 230: its last lane is at j0 + 224), and against a bound the
+# body computes (a different one per lane).
+def _row_jout(d):
+    n, m = d['u'].shape
+    lo = int(d['lo'])
+    for i in range(n):
+        for j in range(m):
+            t = d['u'][i, j]
+            if 0 < i < n - 1:
+                t = t + 1.0
+            if lo < j < m - 1:
+                t = t * 2.0
+            if 3 < j < i * 100:
+                t = t - 0.5
+            d['v'][i, j] = t
+ROW_JOUT = '''
+kernel rowj(u: f32[n, m], v: f32[n, m], lo: i32):
+    for i, j in ndrange(n, m):
+        t = u[i, j]
+        if i > 0 and i < n - 1:
+            t = t + 1.0
+        if j > lo and j < m - 1:
+            t = t * 2.0
+        if j > 3 and j < i * 100:
+            t = t - 0.5
+        v[i, j] = t
+'''
+case('row_jout', ROW_JOUT, 'rowj', {'u': F(4, 512), 'v': F(4, 512), 'lo': 230}, _row_jout)
+case('row_jout_ends', ROW_JOUT, 'rowj', {'u': F(5, 300), 'v': F(5, 300), 'lo': -7}, _row_jout)
+
+
 # 1-D: a range with a start, neighbours on both sides (row path: lanes' index registers + k)
 def _row_lanes_1d(d):
     x = d['x']
