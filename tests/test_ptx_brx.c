@@ -545,7 +545,28 @@ static void test_phi(void) {
     result_free(&r);
 }
 
-/* A tree setp whose predicate the code outside the tree reads too: the trampolines repeat it. */
+/* A switch of cases 3 and 4 (values above 10 straight to the default): rewritten, each value's
+   entry checked; the values up to 10 pass the tree blocks that hold `low` (the lines their
+   trampolines repeat), the others none. */
+static void check_3_4(const char *what, const char *body, const char *low) {
+    char *in = file_of("run", "", body);
+    result r;
+    char *out = rewrite(what, in, 1, 1, "$dvm_", &r);
+    if (out) {
+        expect_t w[NV];
+        for (int v = 0; v < NV; v++) {
+            snprintf(w[v].target, 64, "%s", v == 3 ? "$C3" : v == 4 ? "$C4" : "$DEF");
+            w[v].body = v <= 10 ? low : NULL;
+        }
+        check_table(what, out, 0, w, "$dvm_");
+    }
+    free(out);
+    free(in);
+    result_free(&r);
+}
+
+/* A tree setp whose predicate the code outside the tree reads too: the trampolines repeat it
+   (%p3's setp, which only the tree reads, they do not). */
 static void test_setp_read_outside(void) {
     sbuf body = {0};
     add(&body, "\tsetp.gt.s32 \t%%p1, %%r9, 10;\n\t@%%p1 bra \t$DEF;\n\n"
@@ -555,22 +576,8 @@ static void test_setp_read_outside(void) {
                "\tselp.b32 \t%%r20, 1, 2, %%p2;\n\tst.global.u32 \t[%%rd1+8], %%r20;\n\tbra.uni \t$END;\n\n");
     case_block(&body, "$C3", "run", 3);
     case_block(&body, "$DEF", "run", -1);
-    char *in = file_of("run", "", body.p);
-    result r;
-    char *out = rewrite("setp read outside", in, 1, 1, "$dvm_", &r);
-    if (out) {
-        const char *setp = "\tsetp.eq.s32 \t%p2, %r9, 3;\n";
-        expect_t w[NV];
-        for (int v = 0; v < NV; v++) {
-            snprintf(w[v].target, 64, "%s", v == 3 ? "$C3" : v == 4 ? "$C4" : "$DEF");
-            w[v].body = v <= 10 ? setp : NULL; /* %p3's setp: only the tree reads it */
-        }
-        check_table("setp read outside", out, 0, w, "$dvm_");
-    }
-    free(out);
-    free(in);
+    check_3_4("setp read outside", body.p, "\tsetp.eq.s32 \t%p2, %r9, 3;\n");
     free(body.p);
-    result_free(&r);
 }
 
 /* A tree block that code outside the tree jumps to (case 3 goes back to $Y) stays reachable,
@@ -585,22 +592,8 @@ static void test_tree_entered_from_outside(void) {
                "\tst.global.u32 \t[%%rd1+8], 3;\n\tbra.uni \t$Y;\n\n");
     case_block(&body, "$C4", "run", 4);
     case_block(&body, "$DEF", "run", -1);
-    char *in = file_of("run", "", body.p);
-    result r;
-    char *out = rewrite("tree entered from outside", in, 1, 1, "$dvm_", &r);
-    if (out) {
-        const char *s23 = "\tsetp.eq.s32 \t%p2, %r9, 3;\n\tsetp.eq.s32 \t%p3, %r9, 4;\n";
-        expect_t w[NV];
-        for (int v = 0; v < NV; v++) {
-            snprintf(w[v].target, 64, "%s", v == 3 ? "$C3" : v == 4 ? "$C4" : "$DEF");
-            w[v].body = v <= 10 ? s23 : NULL;
-        }
-        check_table("tree entered from outside", out, 0, w, "$dvm_");
-    }
-    free(out);
-    free(in);
+    check_3_4("tree entered from outside", body.p, "\tsetp.eq.s32 \t%p2, %r9, 3;\n\tsetp.eq.s32 \t%p3, %r9, 4;\n");
     free(body.p);
-    result_free(&r);
 }
 
 /* -lineinfo's .loc lines in the tree; range checks through a subtraction (an instruction the
