@@ -980,8 +980,9 @@ dvm_dispatch_:
 #endif
     nw_ = DVM_NODE_WORD(code + pc);
 #ifdef DVM_HOT_OPS
-    /* nvcc compiles the switch to a tree of compares (no jump table; ptx_brx makes it one): the includer's
-       hottest opcodes are tested first, in its order (DVM_HOT_OPS: DVM_HOT(NAME) ...). */
+    /* nvcc compiles the switch to a tree of compares (no jump table; ptx_brx makes it one):
+       the includer's hottest opcodes are tested first, in its order (DVM_HOT_OPS:
+       DVM_HOT(NAME) ...). */
     {
         const uint32_t op_ = N_OP;
 #define DVM_HOT(name) if (op_ == (uint32_t)DVM_OP_##name) goto L_##name;
