@@ -80,6 +80,7 @@ typedef struct dvm_env {
                                      interleaved DVM_HEAP_WORD (GPU) */
     uint32_t wmask;               /* DVM_WARP_MIN (GPU): the warp's threads running this call
                                      together, or 0 (each thread on its own) */
+    const dvm_node *code;         /* GPU lanes: the task's nodes (DVM_CODE_AT) */
 } dvm_env;
 
 enum { DVM_SZ_PASS_RANGES = 0, DVM_SZ_PASS_FINAL = 1, DVM_SZ_PASS_BODY = 2 };
@@ -927,7 +928,11 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
 #endif
 #endif
     uint32_t *const R = regs;
+#ifdef DVM_CODE_AT
+    const dvm_node *const code = DVM_CODE_AT; /* the includer's: where it knows the task's nodes are */
+#else
     const dvm_node *const code = e->nodes + t->code_begin;
+#endif
     uint32_t pc = start; /* the node being run, relative to code (32-bit: cheaper than a pointer on a GPU) */
 #ifdef DVM_LANEMASK_
     uint32_t m_ = have & ((1u << DVM_LANES) - 1u);
@@ -1332,3 +1337,4 @@ dvm_finish_:
 #undef N_C
 #undef DVM_LANES
 #undef DVM_RUN_NAME
+#undef DVM_CODE_AT

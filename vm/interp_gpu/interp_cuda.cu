@@ -133,23 +133,28 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
    one-loop kernels 6% slower on an H200; 8 such lanes ran the dynsin adjoint at 9.9 ms against
    4 lanes' 7.1 ms, so the host picks 4 for those tasks and there is no 8-lane voting copy). */
 #define DVM_LANES DVM_GPU_LANES
+#define DVM_CODE_AT (e->code)
 #define DVM_RUN_NAME dvm_run_lanes
 #include "../interp_cpu/interp_core.h"
 #define DVM_LANES DVM_GPU_LANES_WIDE
+#define DVM_CODE_AT (e->code)
 #define DVM_RUN_NAME dvm_run_lanes_w
 #include "../interp_cpu/interp_core.h"
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_MASKED 1
+#define DVM_CODE_AT (e->code)
 #define DVM_RUN_NAME dvm_run_mlanes
 #include "../interp_cpu/interp_core.h"
 #define DVM_LANES DVM_GPU_LANES_WIDE
 #define DVM_MASKED 1
+#define DVM_CODE_AT (e->code)
 #define DVM_RUN_NAME dvm_run_mlanes_w
 #include "../interp_cpu/interp_core.h"
 #ifdef DVM_GPU_CONVERGE_RUN
 #define DVM_WARP_MIN(mask, v) __reduce_min_sync((mask), (v))
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_MASKED 1
+#define DVM_CODE_AT (e->code)
 #define DVM_RUN_NAME dvm_run_mlanes_conv
 #include "../interp_cpu/interp_core.h"
 #undef DVM_WARP_MIN
@@ -389,6 +394,7 @@ __device__ static inline uint32_t *dvm_gpu_stage_all(const dvm_gpu_exec_args &a,
     e->arr_shape = shape;
     /* absolute node n lives at code[n - code_begin]; the core reads only this task's nodes */
     e->nodes = (const dvm_node *)code - a.code_begin;
+    e->code = (const dvm_node *)code;
     return (uint32_t *)(code + DVM_GPU_CODE_WORDS(a.code_len)); /* 16-byte aligned */
 }
 
