@@ -406,7 +406,10 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
  *                lanes' distance in iterations when the caller sets DVM_ROW_FLAG.
  *   DVM_CALLER_POLLS (masked lane runs) the caller reads the error word between runs (another
  *                thread's failure), so a run does not read it at its start.
+ *   DVM_CODE_AT  the task's first node, where the includer knows it (default
+ *                e->nodes + t->code_begin; the CUDA lanes: e->code, the staged copy).
  *   DVM_RUN_NAME the function's name (default dvm_run).
+ * (And DVM_SWITCH_MARK / DVM_CASE_MARK, the dispatch switch's markers: see the switch.)
  * This part is compiled at every inclusion of the header: an includer that wants several
  * configurations includes it once per configuration, each with its own name. */
 #ifndef DVM_LANES
