@@ -407,7 +407,8 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
  *   DVM_CALLER_POLLS (masked lane runs) the caller reads the error word between runs (another
  *                thread's failure), so a run does not read it at its start.
  *   DVM_CODE_AT  the task's first node, where the includer knows it (default
- *                e->nodes + t->code_begin; the CUDA lanes: e->code, the staged copy).
+ *                e->nodes + t->code_begin; the CUDA lanes: e->code, the staged copy). Not
+ *                undefined here: the includer sets it for the inclusions that want it.
  *   DVM_RUN_NAME the function's name (default dvm_run).
  * (And DVM_SWITCH_MARK / DVM_CASE_MARK, the dispatch switch's markers: see the switch.)
  * This part is compiled at every inclusion of the header: an includer that wants several
@@ -1340,4 +1341,3 @@ dvm_finish_:
 #undef N_C
 #undef DVM_LANES
 #undef DVM_RUN_NAME
-#undef DVM_CODE_AT

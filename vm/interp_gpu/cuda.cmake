@@ -63,28 +63,30 @@ set(_dvm_gpu ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_gpu)
 set(_dvm_deps ${_dvm_gpu}/interp_cuda.cu ${_dvm_gpu}/gpu_abi.h ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_cpu/interp_core.h
               ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/bc.h ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/ops.def)
 set(_dvm_images)
+set(_dvm_image_args)
 set(_dvm_brx_reports)
 foreach(v ${_dvm_virts})
-  set(raw ${CMAKE_CURRENT_BINARY_DIR}/dvm_interp_compute_${v}.raw.ptx)
   set(ptx ${CMAKE_CURRENT_BINARY_DIR}/dvm_interp_compute_${v}.ptx)
-  set(rep ${CMAKE_CURRENT_BINARY_DIR}/dvm_interp_compute_${v}.brx.txt)
+  # with the rewrite: nvcc writes the marked PTX beside, ptx_brx the PTX the fatbin gets
+  set(nvcc_out ${ptx})
+  set(brx_def)
+  set(brx_step)
+  set(brx_out)
   if(DVM_CUDA_BRX)
-    add_custom_command(OUTPUT ${ptx} ${rep}
-      COMMAND ${DVM_NVCC} -ptx -O3 -std=c++17 -arch=compute_${v} -DDVM_GPU_BRX ${DVM_CUDA_FLAGS}
-              -I${CMAKE_CURRENT_SOURCE_DIR} -o ${raw} ${_dvm_gpu}/interp_cuda.cu
-      COMMAND dvm_ptx_brx ${raw} ${ptx} --report ${rep}
-      DEPENDS ${_dvm_deps} dvm_ptx_brx
-      COMMENT "nvcc: the CUDA interpreter's PTX for compute_${v}, its dispatch as jump tables"
-      VERBATIM)
+    set(nvcc_out ${CMAKE_CURRENT_BINARY_DIR}/dvm_interp_compute_${v}.raw.ptx)
+    set(rep ${CMAKE_CURRENT_BINARY_DIR}/dvm_interp_compute_${v}.brx.txt)
+    set(brx_def -DDVM_GPU_BRX)
+    set(brx_step COMMAND dvm_ptx_brx ${nvcc_out} ${ptx} --report ${rep})
+    set(brx_out ${rep})
     list(APPEND _dvm_brx_reports ${rep})
-  else()
-    add_custom_command(OUTPUT ${ptx}
-      COMMAND ${DVM_NVCC} -ptx -O3 -std=c++17 -arch=compute_${v} ${DVM_CUDA_FLAGS}
-              -I${CMAKE_CURRENT_SOURCE_DIR} -o ${ptx} ${_dvm_gpu}/interp_cuda.cu
-      DEPENDS ${_dvm_deps}
-      COMMENT "nvcc: the CUDA interpreter's PTX for compute_${v}"
-      VERBATIM)
   endif()
+  add_custom_command(OUTPUT ${ptx} ${brx_out}
+    COMMAND ${DVM_NVCC} -ptx -O3 -std=c++17 -arch=compute_${v} ${brx_def} ${DVM_CUDA_FLAGS}
+            -I${CMAKE_CURRENT_SOURCE_DIR} -o ${nvcc_out} ${_dvm_gpu}/interp_cuda.cu
+    ${brx_step}
+    DEPENDS ${_dvm_deps} $<$<BOOL:${DVM_CUDA_BRX}>:dvm_ptx_brx>
+    COMMENT "nvcc: the CUDA interpreter's PTX for compute_${v}"
+    VERBATIM)
   set(_dvm_ptx_${v} ${ptx})
 endforeach()
 foreach(a ${DVM_CUDA_ARCHS})

@@ -132,33 +132,31 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
    for dvm_run_conv: a separate copy, since the votes' bookkeeping in the one copy made the
    one-loop kernels 6% slower on an H200; 8 such lanes ran the dynsin adjoint at 9.9 ms against
    4 lanes' 7.1 ms, so the host picks 4 for those tasks and there is no 8-lane voting copy). */
-#define DVM_LANES DVM_GPU_LANES
+/* the lane runs read the nodes where dvm_gpu_stage_all staged them (always: the host checks) */
 #define DVM_CODE_AT (e->code)
+#define DVM_LANES DVM_GPU_LANES
 #define DVM_RUN_NAME dvm_run_lanes
 #include "../interp_cpu/interp_core.h"
 #define DVM_LANES DVM_GPU_LANES_WIDE
-#define DVM_CODE_AT (e->code)
 #define DVM_RUN_NAME dvm_run_lanes_w
 #include "../interp_cpu/interp_core.h"
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_MASKED 1
-#define DVM_CODE_AT (e->code)
 #define DVM_RUN_NAME dvm_run_mlanes
 #include "../interp_cpu/interp_core.h"
 #define DVM_LANES DVM_GPU_LANES_WIDE
 #define DVM_MASKED 1
-#define DVM_CODE_AT (e->code)
 #define DVM_RUN_NAME dvm_run_mlanes_w
 #include "../interp_cpu/interp_core.h"
 #ifdef DVM_GPU_CONVERGE_RUN
 #define DVM_WARP_MIN(mask, v) __reduce_min_sync((mask), (v))
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_MASKED 1
-#define DVM_CODE_AT (e->code)
 #define DVM_RUN_NAME dvm_run_mlanes_conv
 #include "../interp_cpu/interp_core.h"
 #undef DVM_WARP_MIN
 #endif
+#undef DVM_CODE_AT
 /* The runner for L lanes, plain (MASKED false) or masked. */
 template <int L, bool MASKED>
 __device__ static __forceinline__ int dvm_gpu_run_lanes(const dvm_env *e, uint32_t ti, const dvm_task_desc *t,
