@@ -404,8 +404,9 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
  *                the ways join.
  *   DVM_ROW_STEP (with DVM_LANES > 1) the row path of array nodes (ROW1_, ROW2_): the
  *                lanes' distance in iterations when the caller sets DVM_ROW_FLAG.
- *   DVM_CALLER_POLLS (masked lane runs) the caller reads the error word between runs (another
- *                thread's failure), so a run does not read it at its start.
+ *   DVM_CALLER_POLLS the caller reads the error word between runs (another thread's failure),
+ *                so a run does not read it at its start. Not undefined here: the includer
+ *                sets it for the inclusions whose caller polls.
  *   DVM_CODE_AT  the task's first node, where the includer knows it (default
  *                e->nodes + t->code_begin; the CUDA lanes: e->code, the staged copy). Not
  *                undefined here: the includer sets it for the inclusions that want it.
@@ -954,7 +955,7 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
 #if defined(DVM_ROW_STEP) && defined(DVM_LANEMASK_)
     const uint32_t rows_ = (have & DVM_ROW_FLAG) ? (uint32_t)t->ndim : 0u; /* the row path (ROW1_) */
 #endif
-#if !(defined(DVM_CALLER_POLLS) && defined(DVM_MASKED_))
+#ifndef DVM_CALLER_POLLS
     if (DVM_LOAD_ERR(&e->err->code)) RET(1); /* another thread failed: stop early */
 #endif
 #ifdef DVM_LANEMASK_

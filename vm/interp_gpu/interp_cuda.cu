@@ -110,8 +110,6 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #define DVM_SWITCH_MARK(op) asm volatile("// dvm-switch " DVM_XSTR_(DVM_RUN_NAME) " %0;" : "+r"(op))
 #define DVM_CASE_MARK(num) asm volatile("// dvm-case " DVM_XSTR_(DVM_RUN_NAME) " " #num ";")
 #endif
-/* The masked lane runs' caller (dvm_gpu_lanes) reads the error word between runs. */
-#define DVM_CALLER_POLLS 1
 #include "../interp_cpu/interp_core.h" /* dvm_run, dvm_run_at: one iteration per call */
 /* dvm_run_conv: the same, with the threads of a warp that run an iteration together kept
    on the same node (interp_core.h, DVM_WARP_MIN; redux.sync: sm_80 and newer). A separate
@@ -137,6 +135,9 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_RUN_NAME dvm_run_lanes
 #include "../interp_cpu/interp_core.h"
+/* the runs below: their caller (dvm_gpu_lanes: AHEAD) reads the error word
+   between runs */
+#define DVM_CALLER_POLLS 1
 #define DVM_LANES DVM_GPU_LANES_WIDE
 #define DVM_RUN_NAME dvm_run_lanes_w
 #include "../interp_cpu/interp_core.h"
@@ -156,6 +157,7 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #include "../interp_cpu/interp_core.h"
 #undef DVM_WARP_MIN
 #endif
+#undef DVM_CALLER_POLLS
 #undef DVM_CODE_AT
 /* The runner for L lanes, plain (MASKED false) or masked. */
 template <int L, bool MASKED>
@@ -523,17 +525,21 @@ template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lan
     const dvm_task_desc td = *(const dvm_task_desc *)a.task;
     const int sync = MASKED && !(a.flags & DVM_GPU_F_NO_WARP_SYNC); /* plain lanes never part: no need (and the ballot cost lanes8 84 bytes of spills) */
     const int64_t q = th.q;
-    /* Masked lanes, several dimensions: lane l + 1's indices are lane l's stepped by q's digits
-       (one division a round, not one a lane). In the plain lanes this stepping spilled (the
-       8-lane kernel 80 bytes of loads instead of 52), so they divide per lane. */
+    /* AHEAD: the round's setup below for the kernels with room for it (the masked ones and
+       the 8 plain lanes, whose launch bounds give 64 registers). In the 4 plain lanes (40
+       registers on sm_90) each of its steps spilled, so they divide per lane and read the
+       error word at each run's start. */
+    constexpr bool AHEAD = MASKED || L == DVM_GPU_LANES_WIDE;
+    /* Several dimensions: lane l + 1's indices are lane l's stepped by q's digits (one
+       division a round, not one a lane). */
     int32_t qstep[3];
-    if (MASKED && a.ndim > 1) dvm_gpu_decompose(sp, a.ndim, q < sp.total ? q : 0, qstep);
+    if (AHEAD && a.ndim > 1) dvm_gpu_decompose(sp, a.ndim, q < sp.total ? q : 0, qstep);
     /* the row path (interp_core.h): the task's flag, lanes one step apart */
     const int rowable = (a.flags & DVM_GPU_F_ROWS) && q == DVM_GPU_LANE_STEP && a.ndim <= 2;
     int stop = 0;
-    /* another thread's failure stops the thread early: the masked lane runs do not read the
+    /* another thread's failure stops the thread early: the AHEAD lane runs do not read the
        error word (DVM_CALLER_POLLS), each round reads it for the next one (no wait for the read:
-       the stencil 2% faster on an H200); the plain lane runs read it at their start */
+       the stencil 2% faster on an H200); the 4 plain lanes' runs read it at their start */
     int err_seen = DVM_LOAD_ERR(&e.err->code) != 0;
     for (int64_t base = th.first;; base += nthreads * L) {
         const int mine = base < sp.total && !stop && !err_seen;
@@ -544,19 +550,18 @@ template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lan
 #endif
         if (!mine) continue;
         /* the error word for the next round's test, its read in flight during this round */
-        if (MASKED) err_seen = DVM_LOAD_ERR(&e.err->code) != 0; /* (plain lanes: 170 bytes more spills) */
+        if (AHEAD) err_seen = DVM_LOAD_ERR(&e.err->code) != 0;
         int32_t idx[3 * L];
         uint32_t have = 0;
-        if (MASKED && a.ndim > 1) dvm_gpu_decompose(sp, a.ndim, base, idx);
-        /* 2-D, every lane has an iteration and all are in lane 0's row: no stepping (masked
-           lanes; in the plain ones it spilled 400 bytes) */
-        const int row = MASKED && a.ndim == 2 && base + q * (L - 1) < sp.total &&
+        if (AHEAD && a.ndim > 1) dvm_gpu_decompose(sp, a.ndim, base, idx);
+        /* 2-D, every lane has an iteration and all are in lane 0's row: no stepping */
+        const int row = AHEAD && a.ndim == 2 && base + q * (L - 1) < sp.total &&
                         (int64_t)idx[1] + q * (L - 1) < (int64_t)sp.ext1;
         if (row) {
             have = (1u << L) - 1u;
 #pragma unroll
             for (int l = 1; l < L; l++) idx[3 * l] = idx[0], idx[3 * l + 1] = idx[1] + (int32_t)(q * l), idx[3 * l + 2] = 0;
-        } else if (MASKED && a.ndim > 1) {
+        } else if (AHEAD && a.ndim > 1) {
             have = 1;
 #pragma unroll
             for (int l = 1; l < L; l++) {
@@ -598,7 +603,9 @@ template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lan
 extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_lanes(dvm_gpu_exec_args a) { dvm_gpu_lanes<DVM_GPU_LANES, false>(a); }
 extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_mlanes(dvm_gpu_exec_args a) { dvm_gpu_lanes<DVM_GPU_LANES, true>(a); }
 /* 8 masked lanes hold 8 node indices: at sm_90's floor of 12 blocks ptxas spilled 240 bytes
-   (sm_80-89 at 10: 56 bytes), at 8 (64 registers) none. */
+   (sm_80-89 at 10: 56 bytes), at 8 (64 registers) none. The 8 plain lanes spilled 64 bytes
+   at 12 (40 registers) and none at 8, with the AHEAD round setup: saxpy 0.53x -> 0.57x on an
+   H200 (bench/RESULTS.md, v89). */
 #if !defined(__HIP__) && !defined(__HIPCC__)
 #ifndef DVM_GPU_MIN_BLOCKS_W
 #define DVM_GPU_MIN_BLOCKS_W 8
@@ -608,7 +615,7 @@ extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_mlanes(dvm_gpu_exec_arg
 #define DVM_GPU_BOUNDS_W DVM_GPU_BOUNDS
 #endif
 extern "C" __global__ void DVM_GPU_BOUNDS_W dvm_k_parallel_mlanes8(dvm_gpu_exec_args a) { dvm_gpu_lanes<DVM_GPU_LANES_WIDE, true>(a); }
-extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_lanes8(dvm_gpu_exec_args a) { dvm_gpu_lanes<DVM_GPU_LANES_WIDE, false>(a); }
+extern "C" __global__ void DVM_GPU_BOUNDS_W dvm_k_parallel_lanes8(dvm_gpu_exec_args a) { dvm_gpu_lanes<DVM_GPU_LANES_WIDE, false>(a); }
 
 /* ---- sizer ---- */
 __device__ static inline void dvm_gpu_size_env(const dvm_gpu_size_args &a, dvm_size_env *s) {
