@@ -148,15 +148,16 @@ typedef struct dvm_task_desc {
     uint16_t nregs;
     uint32_t code_begin, code_len; /* node range; execution starts at code_begin */
     uint16_t ext_u[DVM_MAX_PAR_DIMS]; /* uniform slots holding each dimension's i32 stop */
-    uint16_t start_u;  /* 1-D only: uniform slot of the i32 start, or DVM_NO_SLOT */
+    uint16_t start_u[DVM_MAX_PAR_DIMS]; /* uniform slots holding each dimension's i32 start, or
+                                          DVM_NO_SLOT (0) */
     uint16_t idx_reg[DVM_MAX_PAR_DIMS]; /* registers that receive the indices */
     uint16_t body; /* parallel: where every iteration after a thread's first starts (node
                       offset); nodes [0, body) are the prologue, run once per thread (0: none) */
     uint32_t line;
 } dvm_task_desc;
-/* Parallel iteration space: dimension d runs over [0, U[ext_u[d]]) (negative: empty);
- * 1-D with start_u: over [U[start_u], U[ext_u[0]]). Linear index t maps to indices
- * row-major (last dimension fastest). */
+/* Parallel iteration space: dimension d runs over [U[start_u[d]], U[ext_u[d]]) (start 0 where
+ * start_u[d] is DVM_NO_SLOT; a stop at or below the start: empty). Linear index t maps to
+ * indices row-major (last dimension fastest). */
 
 typedef struct dvm_stack_desc {
     uint8_t type;   /* DVM_T_F32, DVM_T_I32 or DVM_T_BOOL */

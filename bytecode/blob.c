@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Sections in file order, with the size of one record in bytes (format version 1). */
+/* Sections in file order, with the size of one record in bytes (format version 2). */
 enum { SEC_KERNELS, SEC_PARAMS, SEC_SYMS, SEC_SLOTS, SEC_TASKS, SEC_STACKS, SEC_NODES,
        SEC_LINES, SEC_COLS, SEC_CONSTS, SEC_STRINGS, SEC_COUNT };
 static const char *const sec_name[SEC_COUNT] = {"kernels", "params", "syms", "slots", "tasks", "stacks",
@@ -20,7 +20,8 @@ static const uint32_t sec_rsize[SEC_COUNT] = {
     12 + 4 * DVM_MAX_RANK, /* param: name, is_array, type, rank, 0, uslot, 0, dim[4] */
     8,                     /* sym: name, uslot, 0 */
     4,                     /* slot: param, role, writes */
-    32,                    /* task */
+    36,                    /* task: u8 kind, ndim, u16 nregs, u32 code_begin, code_len, u16 ext_u[3],
+                              start_u[3], idx_reg[3], body, u32 line */
     24,                    /* stack */
     DVM_BLOB_NODE_SIZE, 4, 2, 4, 1};
 
@@ -132,7 +133,7 @@ int dvm_blob_write(const dvm_program *p, void **out, size_t *len, char *err, siz
         w8(&w, t->kind); w8(&w, t->ndim); w16(&w, t->nregs);
         w32(&w, t->code_begin); w32(&w, t->code_len);
         for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) w16(&w, t->ext_u[d]);
-        w16(&w, t->start_u);
+        for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) w16(&w, t->start_u[d]);
         for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) w16(&w, t->idx_reg[d]);
         w16(&w, t->body);
         w32(&w, t->line);
@@ -287,7 +288,7 @@ int dvm_blob_read(const void *data, size_t len, dvm_program **out, char *err, si
         t->kind = (uint8_t)r8(&r); t->ndim = (uint8_t)r8(&r); t->nregs = (uint16_t)r16(&r);
         t->code_begin = r32(&r); t->code_len = r32(&r);
         for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) t->ext_u[d] = (uint16_t)r16(&r);
-        t->start_u = (uint16_t)r16(&r);
+        for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) t->start_u[d] = (uint16_t)r16(&r);
         for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) t->idx_reg[d] = (uint16_t)r16(&r);
         t->body = (uint16_t)r16(&r);
         t->line = r32(&r);

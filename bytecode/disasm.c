@@ -206,9 +206,9 @@ static void list_variant(dctx *d, const dvm_kernel_desc *k, int vi) {
             add(&l, "parallel over (");
             for (uint32_t dd = 0; dd < t->ndim && dd < DVM_MAX_PAR_DIMS; dd++) {
                 if (dd) add(&l, ", ");
-                if (dd == 0 && t->start_u != DVM_NO_SLOT) {
+                if (t->start_u[dd] != DVM_NO_SLOT) {
                     add(&l, "[");
-                    add_uniform(&l, p, k, t->start_u);
+                    add_uniform(&l, p, k, t->start_u[dd]);
                     add(&l, ", ");
                 } else {
                     add(&l, "[0, ");

@@ -229,11 +229,17 @@ static int check_task(vctx *c, const dvm_kernel_desc *k, const dvm_variant_desc 
             if (t->idx_reg[d] >= t->nregs)
                 return vfail(c, "idx_reg[%u] = %u is not < nregs %u", d, t->idx_reg[d], t->nregs);
         }
-        if (t->start_u != DVM_NO_SLOT) {
-            if (t->ndim != 1) return vfail(c, "start_u is set on a %u-D task (1-D only)", t->ndim);
-            if (t->start_u >= v->nuniforms)
-                return vfail(c, "start_u = %u is not < the variant's %u uniforms", t->start_u, v->nuniforms);
-        }
+    }
+    /* a start is optional on each dimension of a parallel task, and absent elsewhere */
+    for (uint32_t d = 0; d < DVM_MAX_PAR_DIMS; d++) {
+        if (t->start_u[d] == DVM_NO_SLOT) continue;
+        if (t->kind != DVM_TASK_PARALLEL)
+            return vfail(c, "start_u[%u] = %u is set on a serial task (0xFFFF expected)", d, t->start_u[d]);
+        if (d >= t->ndim)
+            return vfail(c, "start_u[%u] = %u is set on a %u-D task (dimension %u does not exist)", d, t->start_u[d],
+                         t->ndim, d);
+        if (t->start_u[d] >= v->nuniforms)
+            return vfail(c, "start_u[%u] = %u is not < the variant's %u uniforms", d, t->start_u[d], v->nuniforms);
     }
     if (t->code_len < 1 || t->code_len > DVM_MAX_TASK_NODES)
         return vfail(c, "code_len %u is not in 1..%d", t->code_len, DVM_MAX_TASK_NODES);

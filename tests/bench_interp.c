@@ -48,7 +48,7 @@ static double run_interp(int which, uint32_t **data, int64_t *len, int32_t *shap
     t.ndim = 1;
     t.nregs = 16;
     t.ext_u[0] = 0;
-    t.start_u = DVM_NO_SLOT;
+    t.start_u[0] = t.start_u[1] = t.start_u[2] = DVM_NO_SLOT;
     t.idx_reg[0] = 0;
     if (which == 0) {
         /* r1 = x[i]; r2 = steps[i]; r3 = 0; if r3 >= r2 goto done; loop: fmafk r1 r4 K0; inclt r3 r2 loop */

@@ -39,7 +39,7 @@ static inline dvm_task_desc *task(int kind, int ndim)
     t->ndim = (uint8_t)ndim;
     t->nregs = 64;
     t->code_begin = nn;
-    t->start_u = DVM_NO_SLOT;
+    for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) t->start_u[d] = DVM_NO_SLOT;
     return t;
 }
 static inline void end_task(dvm_task_desc *t) { t->code_len = nn - t->code_begin; }

@@ -51,6 +51,7 @@ void dvm_program_free(dvm_program *p) {
 
 /* ---- hand-built programs ---- */
 #define N(op_, x_, a_, b_, c_) {DVM_OP_##op_, x_, a_, b_, c_}
+#define NS DVM_NO_SLOT /* no start on a dimension (start_u) */
 
 static void *dup_mem(const void *src, size_t n) {
     if (!n) return NULL;
@@ -129,11 +130,12 @@ static dvm_program *sample_program(void) {
     };
     static dvm_task_desc tasks[] = {
         /* the forward task has a prologue: node 0 (the LDU below) runs once per thread */
-        {DVM_TASK_PARALLEL, 1, 4, FWD_T0, FWD_T0_LEN, {1, 0, 0}, DVM_NO_SLOT, {0, 0, 0}, 1, 3},
-        {DVM_TASK_SERIAL, 0, 3, ADJ_T0, ADJ_T0_LEN, {0, 0, 0}, DVM_NO_SLOT, {0, 0, 0}, 0, 4},
-        {DVM_TASK_PARALLEL, 2, 5, ADJ_T1, ADJ_T1_LEN, {1, 1, 0}, DVM_NO_SLOT, {0, 1, 0}, 0, 5},
-        {DVM_TASK_PARALLEL, 1, 4, TAN_T0, TAN_T0_LEN, {1, 0, 0}, 2, {0, 0, 0}, 0, 6},
-        {DVM_TASK_SERIAL, 0, 1, K2_T0, K2_T0_LEN, {0, 0, 0}, DVM_NO_SLOT, {0, 0, 0}, 0, 9},
+        {DVM_TASK_PARALLEL, 1, 4, FWD_T0, FWD_T0_LEN, {1, 0, 0}, {NS, NS, NS}, {0, 0, 0}, 1, 3},
+        {DVM_TASK_SERIAL, 0, 3, ADJ_T0, ADJ_T0_LEN, {0, 0, 0}, {NS, NS, NS}, {0, 0, 0}, 0, 4},
+        /* a start on dimension 1 only: [0, n) x [U2, n) */
+        {DVM_TASK_PARALLEL, 2, 5, ADJ_T1, ADJ_T1_LEN, {1, 1, 0}, {NS, 2, NS}, {0, 1, 0}, 0, 5},
+        {DVM_TASK_PARALLEL, 1, 4, TAN_T0, TAN_T0_LEN, {1, 0, 0}, {2, NS, NS}, {0, 0, 0}, 0, 6},
+        {DVM_TASK_SERIAL, 0, 1, K2_T0, K2_T0_LEN, {0, 0, 0}, {NS, NS, NS}, {0, 0, 0}, 0, 9},
     };
     static dvm_stack_desc stacks[] = {
         {DVM_T_F32, DVM_SZ_PROGRAM, 1, 0, S_V, 4, SZ0, SZ0_LEN, 0},
@@ -160,7 +162,7 @@ static dvm_program *tiny_program(void) {
     static uint32_t lines[1] = {1};
     static uint16_t cols[1] = {1};
     static const char strs[] = "\0t";
-    static dvm_task_desc tasks[] = {{DVM_TASK_SERIAL, 0, 1, 0, 1, {0, 0, 0}, DVM_NO_SLOT, {0, 0, 0}, 0, 1}};
+    static dvm_task_desc tasks[] = {{DVM_TASK_SERIAL, 0, 1, 0, 1, {0, 0, 0}, {NS, NS, NS}, {0, 0, 0}, 0, 1}};
     static dvm_kernel_desc kernels[1];
     kernels[0] = (dvm_kernel_desc){1, 1, 0, 0, 0, 0, {{0, 1, 0, 0, 0, 0, 0, 1}, {0}, {0}}};
     dvm_program t = {0, 1, 0, 0, 0, 1, 0, 1, 0, sizeof strs, kernels, NULL, NULL, NULL, tasks, NULL, nodes,
@@ -263,8 +265,10 @@ M(m_task_ndim0, p->tasks[0].ndim = 0)
 M(m_task_nregs0, p->tasks[0].nregs = 0)
 M(m_task_nregs, p->tasks[0].nregs = DVM_MAX_REGS + 1)
 M(m_task_ext, p->tasks[0].ext_u[0] = 2)
-M(m_task_start2d, p->tasks[2].start_u = 0)
-M(m_task_start, p->tasks[3].start_u = 3)
+M(m_task_start_dim, p->tasks[3].start_u[1] = 0)
+M(m_task_start_serial, p->tasks[1].start_u[0] = 0)
+M(m_task_start, p->tasks[3].start_u[0] = 3)
+M(m_task_start1, p->tasks[2].start_u[1] = 3)
 M(m_task_idx, p->tasks[2].idx_reg[1] = 5)
 M(m_task_range, p->tasks[4].code_len = 3)
 M(m_task_len0, p->tasks[4].code_len = 0)
@@ -379,8 +383,10 @@ static const malform malforms[] = {
     {"task nregs 0", m_task_nregs0, "nregs 0 is not in 1..1024"},
     {"task nregs", m_task_nregs, "nregs 1025 is not in 1..1024"},
     {"task extent uniform", m_task_ext, "ext_u[0] = 2 is not < the variant's 2 uniforms"},
-    {"task start on 2-D", m_task_start2d, "(adjoint) task 1: start_u is set on a 2-D task"},
-    {"task start uniform", m_task_start, "(tangent) task 0: start_u = 3 is not < the variant's 3 uniforms"},
+    {"task start past ndim", m_task_start_dim, "(tangent) task 0: start_u[1] = 0 is set on a 1-D task (dimension 1 does not exist)"},
+    {"task start on serial", m_task_start_serial, "(adjoint) task 0: start_u[0] = 0 is set on a serial task"},
+    {"task start uniform", m_task_start, "(tangent) task 0: start_u[0] = 3 is not < the variant's 3 uniforms"},
+    {"task start uniform dim 1", m_task_start1, "(adjoint) task 1: start_u[1] = 3 is not < the variant's 3 uniforms"},
     {"task idx reg", m_task_idx, "idx_reg[1] = 5 is not < nregs 5"},
     {"task code range", m_task_range, "kernel 'k2' (forward) task 0: code nodes 35..37 are outside the 37 nodes"},
     {"task code len 0", m_task_len0, "code_len 0 is not in 1..65535"},
@@ -490,8 +496,8 @@ static void test_header(void) {
     expect_read_fail("empty", b, 0, "not a dvm blob");
     FRESH();
     expect_read_fail("short", b, 100, "truncated: 100 bytes, a blob has at least 136");
-    FRESH(); put32(b, 4, 2);
-    expect_read_fail("version", b, len, "format version 2, this build reads version 1");
+    FRESH(); put32(b, 4, 1); /* version 1: one start_u, 32-byte task records */
+    expect_read_fail("version", b, len, "format version 1, this build reads version 2");
     FRESH(); put32(b, 8, 16);
     expect_read_fail("node size", b, len, "node size 16, this build uses 8");
     FRESH(); b[16] ^= 1;
@@ -509,7 +515,7 @@ static void test_header(void) {
     FRESH(); put32(b, 36, 1); reseal(b, len);
     expect_read_fail("reserved header word", b, len, "reserved word at offset 36");
     FRESH(); put32(b, 40 + 8 * 4 + 4, 33); reseal(b, len);
-    expect_read_fail("record size", b, len, "section 'tasks': record size 33, expected 32");
+    expect_read_fail("record size", b, len, "section 'tasks': record size 33, expected 36");
     FRESH(); put32(b, 40 + 8 * 0, 0xFFFFFFFFu); reseal(b, len);
     expect_read_fail("huge count", b, len, "the sections hold");
     FRESH(); put32(b, 40 + 8 * 7, 5); reseal(b, len);
@@ -524,7 +530,7 @@ static void test_header(void) {
     FRESH(); b[DVM_BLOB_HEADER_SIZE + 2 * 120 + 7] = 1; reseal(b, len);
     expect_read_fail("reserved param byte", b, len, "section 'params' record 0: a reserved field is not 0");
     /* A verifier failure through the reader: the first node's opcode. */
-    size_t nodes_off = DVM_BLOB_HEADER_SIZE + 2 * 120 + 5 * 28 + 1 * 8 + 18 * 4 + 5 * 32 + 3 * 24;
+    size_t nodes_off = DVM_BLOB_HEADER_SIZE + 2 * 120 + 5 * 28 + 1 * 8 + 18 * 4 + 5 * 36 + 3 * 24;
     FRESH(); b[nodes_off] = 7; reseal(b, len);
     expect_read_fail("bad opcode", b, len, "blob: invalid program: kernel 'saxpy' (forward) task 0: node 0: unknown opcode 7");
     FRESH();
@@ -681,7 +687,7 @@ static void test_disasm(void) {
         "6: ASSERT    r0, \"index out\"",
         "7: STU       U2, r2",
         "0: CONST     r0, #0, #0  ; 0",
-        "task 1: parallel over ([0, U1 'n') -> r0, [0, U1 'n') -> r1), 5 regs",
+        "task 1: parallel over ([0, U1 'n') -> r0, [U2, U1 'n') -> r1), 5 regs",
         "1: IDXM      A3 'm', r2, r1, axis 1",
         "3: MULFK     r3, r3, K1=1.5",
         "4: ATOMADDF  A6 'm'.grad, r2, r3",

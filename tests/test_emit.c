@@ -335,9 +335,10 @@ static void test_saxpy(void) {
     CHECK(!p->kernels[0].v[1].present && !p->kernels[0].v[2].present, "absent variants");
     CHECK(p->slots[0].writes == 0 && p->slots[1].writes == 1, "writes x=%u y=%u", p->slots[0].writes, p->slots[1].writes);
     const dvm_task_desc *td = &p->tasks[0];
-    CHECK(td->kind == DVM_TASK_PARALLEL && td->ndim == 1 && td->ext_u[0] == 1 && td->start_u == DVM_NO_SLOT &&
-              td->idx_reg[0] == 0,
-          "task kind %u ndim %u ext %u start %u idx %u", td->kind, td->ndim, td->ext_u[0], td->start_u, td->idx_reg[0]);
+    CHECK(td->kind == DVM_TASK_PARALLEL && td->ndim == 1 && td->ext_u[0] == 1 && td->start_u[0] == DVM_NO_SLOT &&
+              td->start_u[1] == DVM_NO_SLOT && td->start_u[2] == DVM_NO_SLOT && td->idx_reg[0] == 0,
+          "task kind %u ndim %u ext %u start %u %u %u idx %u", td->kind, td->ndim, td->ext_u[0], td->start_u[0],
+          td->start_u[1], td->start_u[2], td->idx_reg[0]);
     CHECK(td->nregs == 4, "nregs %u", td->nregs);
     /* a -> r1 (loaded once), x[i] -> r2, accumulator y[i] -> r3, FMAF */
     EXPECT_CODE(p, 0, "LDU 0,1,0,0; LD 0,2,0,0; LD 1,3,0,0; FMAF 0,3,1,2; ST 1,0,3,0; END 0,0,0,0");

@@ -67,9 +67,10 @@ int main(int argc, char **argv) {
     };
     dvm_task_desc tasks[3];
     memset(tasks, 0, sizeof tasks);
+    for (int i = 0; i < 3; i++) tasks[i].start_u[0] = tasks[i].start_u[1] = tasks[i].start_u[2] = DVM_NO_SLOT;
     tasks[0].kind = DVM_TASK_SERIAL; tasks[0].nregs = 1; tasks[0].code_begin = 0; tasks[0].code_len = 4;
     tasks[1].kind = DVM_TASK_PARALLEL; tasks[1].ndim = 1; tasks[1].nregs = 7; tasks[1].code_begin = 4;
-    tasks[1].code_len = 11; tasks[1].ext_u[0] = 1; tasks[1].start_u = DVM_NO_SLOT;
+    tasks[1].code_len = 11; tasks[1].ext_u[0] = 1;
     tasks[2] = tasks[1]; tasks[2].nregs = 3; tasks[2].code_begin = 15; tasks[2].code_len = 3; tasks[2].ext_u[0] = 2;
     dvm_stack_desc stack;
     memset(&stack, 0, sizeof stack);
@@ -162,11 +163,62 @@ int main(int argc, char **argv) {
     rc = vt->exec(be, &ex, &rt, err, sizeof err);
     EXPECT(rc == 0, "exec after an error returned %d (%s)", rc, err);
 
+    /* starts on both dimensions: [-3, 700) x [5, 1029) writes out[i + 3, j] = i * 10000 + j in
+       a 703 x 1100 array (index registers 0 and 1, never written: the lanes' row path) */
+    {
+        static const dvm_node n2[] = {
+            {DVM_OP_CONST, 0, 2, 10000, 0}, {DVM_OP_MULI, 0, 3, 0, 2}, {DVM_OP_ADDI, 0, 3, 3, 1},
+            {DVM_OP_ADDIK, 0, 4, 0, 3},     {DVM_OP_IDX, 0, 5, 4, 0},   {DVM_OP_IDXM, 0, 5, 1, 1},
+            {DVM_OP_ST, 0, 5, 3, 0},        {DVM_OP_END, 0, 0, 0, 0},
+        };
+        dvm_task_desc t2;
+        memset(&t2, 0, sizeof t2);
+        t2.kind = DVM_TASK_PARALLEL; t2.ndim = 2; t2.nregs = 6; t2.code_len = 8;
+        t2.ext_u[0] = 0; t2.ext_u[1] = 1; t2.start_u[0] = 2; t2.start_u[1] = 3; t2.start_u[2] = DVM_NO_SLOT;
+        t2.idx_reg[0] = 0; t2.idx_reg[1] = 1;
+        dvm_program p2;
+        memset(&p2, 0, sizeof p2);
+        p2.nodes = (dvm_node *)n2; p2.nnodes = 8; p2.tasks = &t2; p2.ntasks = 1; p2.consts = &konst; p2.nconsts = 1;
+        const int64_t r0 = 703, r1 = 1100, m = r0 * r1;
+        uint32_t *ob = malloc(m * 4);
+        dvm_buffer *bo = NULL;
+        dvm_loaded *l2 = NULL;
+        for (int64_t i = 0; i < m; i++) ob[i] = 0xFFFFFFFFu;
+        EXPECT(vt->alloc(be, m * 4, &bo, err, sizeof err) == 0 && vt->write(be, bo, 0, ob, m * 4, err, sizeof err) == 0 &&
+                   vt->load(be, &p2, &l2, err, sizeof err) == 0, "2-D with starts: setup: %s", err);
+        if (!fails) {
+            dvm_buffer *arr2[1] = {bo};
+            int64_t len2[1] = {m};
+            int32_t shape2[4] = {(int32_t)r0, (int32_t)r1, 1, 1};
+            uint32_t u2[4] = {700, 1029, (uint32_t)-3, 5};
+            dvm_variant_desc var3 = {0, 1, 0, 0, 0, 1, 4, 1};
+            dvm_exec e2 = ex;
+            e2.prog = &p2; e2.loaded = l2; e2.var = &var3; e2.nslots = 1; e2.arrays = arr2; e2.arr_len = len2;
+            e2.arr_shape = shape2; e2.uniforms = u2; e2.nuniforms = 4;
+            e2.nthread_slots = vt->slots(be, &e2);
+            memset(&rt, 0, sizeof rt);
+            rc = vt->exec(be, &e2, &rt, err, sizeof err);
+            EXPECT(rc == 0, "2-D with starts: exec returned %d (%s, rt code %d)", rc, err, rt.code);
+            vt->read(be, bo, 0, ob, m * 4, err, sizeof err);
+            bad = 0;
+            for (int64_t i = 0; i < r0; i++)
+                for (int64_t j = 0; j < r1; j++) {
+                    uint32_t want = j >= 5 && j < 1029 ? (uint32_t)((i - 3) * 10000 + j) : 0xFFFFFFFFu;
+                    bad += ob[i * r1 + j] != want;
+                }
+            EXPECT(bad == 0, "2-D with starts: %lld of %lld elements differ", (long long)bad, (long long)m);
+            vt->unload(be, l2);
+        }
+        if (bo) vt->free(be, bo);
+        free(ob);
+    }
+
     vt->unload(be, ld);
     vt->free(be, bx); vt->free(be, by); vt->free(be, bs); vt->free(be, bh); vt->free(be, heap);
     vt->close(be);
     free(x); free(y); free(yr); free(steps);
     if (fails) return 1;
-    printf("test_gpu_backend: OK (%s: saxpy, serial->parallel extent, atomics, OOB record, sizer max-reducer)\n", which);
+    printf("test_gpu_backend: OK (%s: saxpy, serial->parallel extent, atomics, OOB record, sizer max-reducer, "
+           "2-D starts)\n", which);
     return 0;
 }

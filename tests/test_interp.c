@@ -721,7 +721,7 @@ static void test_parallel(void)
     end_task(t);
     t = task(DVM_TASK_PARALLEL, 1);
     t->ext_u[0] = 1;
-    t->start_u = 2;
+    t->start_u[0] = 2;
     t->idx_reg[0] = 5;
     N(DVM_OP_ADDI, 0, 6, 5, 5);
     N(DVM_OP_ST, 0, 5, 6, 0);
@@ -807,6 +807,124 @@ static void test_parallel(void)
                 }
         CHECK(rc == 0, "%d-D: status %d code %d", dims, rc, rt.code);
     }
+}
+
+/* Starts on any dimension: dimension d over [lo[d], hi[d]) (has[d] = 0: no start, lo 0), the
+ * index registers absolute. Each point writes out[flat(i + off0, j + off1, k + off2)] =
+ * i*10000 + j*100 + k in an array of shape sh; every other element must keep its sentinel.
+ * Run on the backend b (plain, or lanes with DVM_CPU_LANES). */
+static void check_starts(const char *what, dvm_backend *b, int ndim, const int32_t lo[3], const int32_t hi[3],
+                         const int has[3], const int32_t off[3], const int32_t sh[3])
+{
+    const uint32_t SENT = 0x7F7F7F7Fu;
+    reset();
+    dvm_task_desc *t = task(DVM_TASK_PARALLEL, ndim);
+    for (int d = 0; d < ndim; d++) {
+        t->ext_u[d] = (uint16_t)d;
+        t->idx_reg[d] = (uint16_t)(1 + d);
+        if (has[d]) t->start_u[d] = (uint16_t)(3 + d);
+    }
+    if (ndim < 3) CI(3, 0); /* k = 0 (dimension 2 writes r3 otherwise) */
+    CI(10, 10000);
+    CI(11, 100);
+    N(DVM_OP_MULI, 0, 4, 1, 10);
+    if (ndim > 1) {
+        N(DVM_OP_MULI, 0, 5, 2, 11);
+        N(DVM_OP_ADDI, 0, 4, 4, 5);
+    }
+    if (ndim > 2) N(DVM_OP_ADDI, 0, 4, 4, 3);
+    N(DVM_OP_ADDIK, 0, 7, 1, (uint16_t)off[0]);
+    N(DVM_OP_IDX, 0, 6, 7, 0);
+    if (ndim > 1) {
+        N(DVM_OP_ADDIK, 0, 8, 2, (uint16_t)off[1]);
+        N(DVM_OP_IDXM, 0, 6, 8, 1);
+    }
+    if (ndim > 2) {
+        N(DVM_OP_ADDIK, 0, 9, 3, (uint16_t)off[2]);
+        N(DVM_OP_IDXM, 0, 6, 9, 2);
+    }
+    N(DVM_OP_ST, 0, 6, 4, 0);
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+    int64_t n = (int64_t)sh[0] * sh[1] * sh[2];
+    uint32_t *out = malloc((size_t)n * 4);
+    for (int64_t f = 0; f < n; f++) out[f] = SENT;
+    arrays A;
+    memset(&A, 0, sizeof A);
+    arr1(&A, 0, out, n);
+    for (int d = 0; d < 3; d++) A.shape[d] = sh[d];
+    uint32_t uni[6];
+    for (int d = 0; d < 3; d++) {
+        uni[d] = (uint32_t)hi[d];
+        uni[3 + d] = (uint32_t)lo[d];
+    }
+    dvm_rt_error rt;
+    memset(&rt, 0, sizeof rt);
+    dvm_backend *saved = be;
+    be = b;
+    int rc = launch(&A, uni, 6, NULL, &rt);
+    be = saved;
+    int bad = 0;
+    for (int i = 0; i < sh[0]; i++)
+        for (int j = 0; j < sh[1]; j++)
+            for (int k = 0; k < sh[2]; k++) {
+                /* the point this element belongs to, and whether it is in the space */
+                int32_t p[3] = {i - off[0], j - off[1], k - off[2]};
+                int in = 1;
+                for (int d = 0; d < 3; d++) {
+                    int32_t l = d < ndim && has[d] ? lo[d] : 0, h = d < ndim ? hi[d] : 1;
+                    if (d >= ndim) in = in && p[d] == 0;
+                    else in = in && p[d] >= l && p[d] < h;
+                }
+                uint32_t want = in ? (uint32_t)(p[0] * 10000 + p[1] * 100 + p[2]) : SENT;
+                uint32_t got = out[((int64_t)i * sh[1] + j) * sh[2] + k];
+                if (got != want && bad++ < 3)
+                    CHECK(0, "%s: at (%d,%d,%d) expected %d, got %d", what, p[0], p[1], p[2], (int32_t)want, (int32_t)got);
+            }
+    CHECK(rc == 0, "%s: status %d code %d", what, rc, rt.code);
+    free(out);
+}
+
+/* The cases of check_starts, on the plain backend and on the lanes (DVM_CPU_LANES). */
+static void test_parallel_starts(void)
+{
+    char err[128];
+    dvm_backend_opts o = {0, 0};
+    setenv("DVM_CPU_LANES", "1", 1);
+    dvm_backend *lanes = vt->open(&o, err, sizeof err);
+    unsetenv("DVM_CPU_LANES");
+    CHECK(lanes != NULL, "open with DVM_CPU_LANES: %s", err);
+    if (!lanes) return;
+    dvm_backend *bs[2] = {be, lanes};
+    static const int all[3] = {1, 1, 1}, mid[3] = {0, 1, 0};
+    static const int32_t zero[3] = {0, 0, 0};
+    for (int w = 0; w < 2; w++) {
+        char what[64];
+        const char *kind = w ? "lanes" : "plain";
+        /* 2-D [2,5) x [3,7) in an 8x8 array */
+        static const int32_t lo2[3] = {2, 3, 0}, hi2[3] = {5, 7, 1}, sh2[3] = {8, 8, 1};
+        snprintf(what, sizeof what, "2-D [2,5) x [3,7) (%s)", kind);
+        check_starts(what, bs[w], 2, lo2, hi2, all, zero, sh2);
+        /* 3-D [0,2) x [1,4) x [0,3): a start on the middle dimension only, in 3x5x4 */
+        static const int32_t lo3[3] = {0, 1, 0}, hi3[3] = {2, 4, 3}, sh3[3] = {3, 5, 4};
+        snprintf(what, sizeof what, "3-D [0,2) x [1,4) x [0,3) (%s)", kind);
+        check_starts(what, bs[w], 3, lo3, hi3, mid, zero, sh3);
+        /* empty: a stop below its start, and a stop equal to it */
+        static const int32_t loe[3] = {0, 5, 0}, hie[3] = {3, 2, 1}, loz[3] = {1, 3, 0}, hiz[3] = {4, 3, 1};
+        snprintf(what, sizeof what, "2-D [0,3) x [5,2), empty (%s)", kind);
+        check_starts(what, bs[w], 2, loe, hie, all, zero, sh2);
+        snprintf(what, sizeof what, "2-D [1,4) x [3,3), empty (%s)", kind);
+        check_starts(what, bs[w], 2, loz, hiz, all, zero, sh2);
+        /* a negative start: 1-D [-3, 2) writes x[i + 3] */
+        static const int32_t lon[3] = {-3, 0, 0}, hin[3] = {2, 1, 1}, offn[3] = {3, 0, 0}, shn[3] = {6, 1, 1};
+        snprintf(what, sizeof what, "1-D [-3,2) (%s)", kind);
+        check_starts(what, bs[w], 1, lon, hin, all, offn, shn);
+        /* large enough for many chunks and threads: 3-D with negative and positive starts */
+        static const int32_t lob[3] = {-5, -2, 7}, hib[3] = {40, 30, 19}, offb[3] = {5, 2, -7}, shb[3] = {46, 33, 13};
+        snprintf(what, sizeof what, "3-D [-5,40) x [-2,30) x [7,19) (%s)", kind);
+        check_starts(what, bs[w], 3, lob, hib, all, offb, shb);
+    }
+    vt->close(lanes);
 }
 
 /* Atomics from many threads, and an error from every iteration (first one wins). */
@@ -1065,6 +1183,7 @@ int main(void)
     test_bounds();
     test_assert_and_stacks();
     test_parallel();
+    test_parallel_starts();
     test_atomics();
     test_size();
     test_max_reducer();

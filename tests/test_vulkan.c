@@ -524,6 +524,69 @@ static void test_limits_and_cache(void)
     CHECK(n >= 1 && strstr(probe, "maxStorageBufferRange") && strstr(probe, "maxComputeWorkGroupCount"), "probe: %d '%s'", n, probe);
 }
 
+/* Starts on every dimension (interp.comp reads them from the task words), against the CPU:
+   a 2-D space [2,5) x [-1,6) from host-filled uniforms, then a 3-D one [0,2) x [U3,4) x [1,3)
+   whose middle start a serial task computes (U3 = U4 - 2 = 1: the host cannot know it). */
+static void test_starts(void)
+{
+    reset();
+    dvm_task_desc *t = task(DVM_TASK_PARALLEL, 2);
+    t->ext_u[0] = 0, t->ext_u[1] = 1, t->start_u[0] = 2, t->start_u[1] = 3;
+    t->idx_reg[0] = 1, t->idx_reg[1] = 2;
+    CI(10, 100);
+    N(DVM_OP_MULI, 0, 4, 1, 10);
+    N(DVM_OP_ADDI, 0, 4, 4, 2);    /* i * 100 + j */
+    N(DVM_OP_ADDIK, 0, 5, 2, 1);   /* j + 1 */
+    N(DVM_OP_IDX, 0, 6, 1, 0);
+    N(DVM_OP_IDXM, 0, 6, 5, 1);
+    N(DVM_OP_ST, 0, 6, 4, 0);
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+    static uint32_t o2[64], o3[24];
+    memset(o2, 0xFF, sizeof o2);
+    run_in A;
+    memset(&A, 0, sizeof A);
+    arr1(&A, 0, o2, 64);
+    A.shape[0] = 8;
+    A.shape[1] = 8;
+    A.uni[0] = 5, A.uni[1] = 6, A.uni[2] = 2, A.uni[3] = (uint32_t)-1;
+    A.nuni = 4;
+    int kind[3] = {EXACT, EXACT, EXACT};
+    both("2-D [2,5) x [-1,6)", &A, kind);
+
+    reset();
+    t = task(DVM_TASK_SERIAL, 0);
+    N(DVM_OP_LDU, 0, 1, 4, 0);
+    N(DVM_OP_ADDIK, 0, 1, 1, (uint16_t)-2);
+    N(DVM_OP_STU, 0, 3, 1, 0);     /* U3 = U4 - 2 */
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+    t = task(DVM_TASK_PARALLEL, 3);
+    t->ext_u[0] = 0, t->ext_u[1] = 1, t->ext_u[2] = 2, t->start_u[1] = 3, t->start_u[2] = 5;
+    t->idx_reg[0] = 1, t->idx_reg[1] = 2, t->idx_reg[2] = 3;
+    CI(10, 100);
+    CI(11, 10);
+    N(DVM_OP_MULI, 0, 4, 1, 10);
+    N(DVM_OP_MULI, 0, 5, 2, 11);
+    N(DVM_OP_ADDI, 0, 4, 4, 5);
+    N(DVM_OP_ADDI, 0, 4, 4, 3);    /* i * 100 + j * 10 + k */
+    N(DVM_OP_IDX, 0, 6, 1, 0);
+    N(DVM_OP_IDXM, 0, 6, 2, 1);
+    N(DVM_OP_IDXM, 0, 6, 3, 2);
+    N(DVM_OP_ST, 0, 6, 4, 0);
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+    memset(o3, 0xFF, sizeof o3);
+    memset(&A, 0, sizeof A);
+    arr1(&A, 0, o3, 24);
+    A.shape[0] = 2;
+    A.shape[1] = 4;
+    A.shape[2] = 3;
+    A.uni[0] = 2, A.uni[1] = 4, A.uni[2] = 3, A.uni[4] = 3, A.uni[5] = 1;
+    A.nuni = 6;
+    both("3-D [0,2) x [U3,4) x [1,3)", &A, kind);
+}
+
 int main(void)
 {
     char err[512] = "";
@@ -542,6 +605,7 @@ int main(void)
     if (!cpu) { printf("FAIL cpu open: %s\n", err); return 1; }
     test_ops();
     test_control();
+    test_starts();
     test_atomics();
     test_errors();
     test_sizer();

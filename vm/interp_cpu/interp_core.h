@@ -27,7 +27,8 @@
  *   int  dvm_run(const dvm_env *e, uint32_t task_index, const dvm_task_desc *t,
  *                const int32_t idx[3], int64_t slot, uint32_t *regs, uint32_t start)
  *       (with DVM_LANES > 1: DVM_LANES iterations in lockstep; see "dvm_run" below)
- *       run one iteration (parallel: indices idx; serial: idx ignored) of task t from
+ *       run one iteration (parallel: the digits idx of its indices, index d being
+ *       e->start[d] + idx[d]; serial: idx ignored) of task t from
  *       node `start` until END: 0 for a thread's first iteration of the task, t->body for
  *       every later one (the prologue, nodes [0, body), runs once per thread; the registers
  *       it writes keep their values); regs has DVM_MAX_REGS words. Returns 0, or 1 after
@@ -81,6 +82,9 @@ typedef struct dvm_env {
     uint32_t wmask;               /* DVM_WARP_MIN (GPU): the warp's threads running this call
                                      together, or 0 (each thread on its own) */
     const dvm_node *code;         /* GPU lanes: the task's nodes (DVM_CODE_AT) */
+    int32_t start[3];             /* the parallel task's start per dimension (0 where it has
+                                     none): dvm_run's idx are digits, the index registers get
+                                     start + digit. The driver sets them per task. */
 } dvm_env;
 
 enum { DVM_SZ_PASS_RANGES = 0, DVM_SZ_PASS_FINAL = 1, DVM_SZ_PASS_BODY = 2 };
@@ -407,6 +411,9 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
  *   DVM_CALLER_POLLS the caller reads the error word between runs (another thread's failure),
  *                so a run does not read it at its start. Not undefined here: the includer
  *                sets it for the inclusions whose caller polls.
+ *   DVM_START_AT(d) the start of dimension d of a parallel task, added to idx[d] (default
+ *                e->start[d]; the CUDA lanes: 0, their caller adds the starts itself, so that
+ *                no register holds them across a round). Not undefined here, like DVM_CODE_AT.
  *   DVM_CODE_AT  the task's first node, where the includer knows it (default
  *                e->nodes + t->code_begin; the CUDA lanes: e->code, the staged copy). Not
  *                undefined here: the includer sets it for the inclusions that want it.
@@ -967,14 +974,19 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
         DVM_UNROLL for (uint32_t d = 0; d < DVM_MAX_PAR_DIMS; d++)
             if (d < nd) {
                 const uint32_t r = t->idx_reg[d];
+#ifdef DVM_START_AT
+                const uint32_t st_ = (uint32_t)DVM_START_AT(d); /* index = start + digit (in u32: no overflow) */
+#else
+                const uint32_t st_ = (uint32_t)e->start[d];
+#endif
 #ifdef DVM_LANEMASK_
                 /* every lane's, as one row: a lane without an iteration has lane 0's indices
                    (the caller's), in registers no running lane reads */
                 uint32_t w_[DVM_LANES];
-                DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) w_[l_] = (uint32_t)idx[3 * l_ + d];
+                DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) w_[l_] = (uint32_t)idx[3 * l_ + d] + st_;
                 ROW_PUT_(ROW_AT_(r), w_);
 #else
-                LANES(RREF(r) = (uint32_t)idx[3 * l_ + d]);
+                LANES(RREF(r) = (uint32_t)idx[3 * l_ + d] + st_);
 #endif
             }
     }

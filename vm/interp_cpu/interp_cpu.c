@@ -239,11 +239,14 @@ static void cpu_unload(dvm_backend *be, dvm_loaded *l)
     free(l);
 }
 
-/* The next iteration's indices, row-major (last dimension fastest; dimension 0 from lo). */
-static inline void cpu_next_idx(int32_t *idx, int nd, const int64_t *ext, int64_t lo)
+/* The next iteration's digits, row-major (last dimension fastest). A digit is below its
+ * extent, which may pass INT32_MAX (stop - start): stepped in u32, no signed overflow. */
+static inline void cpu_next_idx(int32_t *idx, int nd, const int64_t *ext)
 {
     for (int d = nd - 1; d >= 0; d--) {
-        if (++idx[d] < (d == 0 ? ext[0] + lo : ext[d])) break;
+        const uint32_t v = (uint32_t)idx[d] + 1u;
+        idx[d] = (int32_t)v;
+        if ((int64_t)v < ext[d]) break;
         if (d > 0) idx[d] = 0;
     }
 }
@@ -326,6 +329,7 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
     env.stack_cap = x->stack_cap;
     env.nstacks = heap ? x->nstacks : 0;
     env.err = &rec;
+    env.start[0] = env.start[1] = env.start[2] = 0; /* a parallel task's: set below */
     if (heap) dvm_thread_begin(&env, nts); /* the serial slot, once per launch */
 
     const int lanes = be->lanes;
@@ -346,17 +350,19 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
             int32_t idx[3] = {0, 0, 0};
             dvm_run(&env, task_index, t, idx, nts, regs, 0);
         } else {
-            int64_t ext[DVM_MAX_PAR_DIMS] = {1, 1, 1}, lo = 0, total = 1;
+            int64_t ext[DVM_MAX_PAR_DIMS] = {1, 1, 1}, total = 1;
             int nd = t->ndim < 1 ? 1 : (t->ndim > DVM_MAX_PAR_DIMS ? DVM_MAX_PAR_DIMS : t->ndim);
+            /* dimension d: [start, stop), the run's idx are digits (interp_core.h adds the start) */
+            env.start[0] = env.start[1] = env.start[2] = 0;
             for (int d = 0; d < nd; d++) {
                 int64_t v = (int32_t)x->uniforms[t->ext_u[d]];
-                if (d == 0 && nd == 1 && t->start_u != DVM_NO_SLOT) {
-                    lo = (int32_t)x->uniforms[t->start_u];
-                    v = v - lo;
+                if (t->start_u[d] != DVM_NO_SLOT) {
+                    env.start[d] = (int32_t)x->uniforms[t->start_u[d]];
+                    v -= env.start[d];
                 }
                 ext[d] = v > 0 ? v : 0;
             }
-            /* 64-bit product: 1-D extents are < 2^32, 2-D/3-D ones < 2^31 each, so only
+            /* 64-bit product: each extent is < 2^32 (an i32 stop less an i32 start), so two or
                three dimensions can pass 2^63. */
             for (int d = 0; d < nd; d++) {
                 if (ext[d] && total > INT64_MAX / ext[d]) {
@@ -385,19 +391,18 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
                     for (int64_t c = 0; c < nchunks; c++) {
                         if (DVM_LOAD_ERR(&rec.code)) continue;
                         int64_t b = c * chunk, e = b + chunk < total ? b + chunk : total;
-                        int32_t idx[3];
-                        /* row-major: last dimension fastest */
+                        int32_t idx[3] = {0, 0, 0};
+                        /* row-major: last dimension fastest; digits (the run adds the starts) */
                         int64_t r = b;
                         for (int d = nd - 1; d >= 0; d--) {
-                            idx[d] = (int32_t)(r % ext[d]);
+                            idx[d] = (int32_t)(uint32_t)(r % ext[d]);
                             r /= ext[d];
                         }
-                        idx[0] = (int32_t)(idx[0] + lo);
                         if (lanes == 1) {
                             for (int64_t it = b; it < e; it++) {
                                 if (dvm_run(&env, task_index, t, idx, tid, regs, primed ? t->body : 0)) break;
                                 primed = 1;
-                                cpu_next_idx(idx, nd, ext, lo);
+                                cpu_next_idx(idx, nd, ext);
                             }
                             continue;
                         }
@@ -412,7 +417,7 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
                                 }
                                 memcpy(lidx + 3 * l, idx, sizeof idx);
                                 have |= 1u << l;
-                                cpu_next_idx(idx, nd, ext, lo);
+                                cpu_next_idx(idx, nd, ext);
                             }
                             const uint32_t start = (have & ~primed) ? 0u : t->body;
                             primed |= have;

@@ -57,11 +57,11 @@ typedef struct dvm_gpu_exec_args {
     uint32_t flags;
     /* iteration space, copied from the task descriptor (the extents live in uniforms) */
     uint32_t ndim;
-    uint32_t start_u;              /* DVM_NO_SLOT or a uniform slot */
+    uint32_t start_u[3];           /* per dimension: DVM_NO_SLOT (start 0) or a uniform slot */
     uint32_t ext_u[3];
     uint32_t max_threads;          /* 0, or: only threads below it iterate (a test switch) */
     uint32_t narr;                 /* array slots of the variant (the shared-memory table) */
-    uint32_t pad;
+    uint32_t pad;                  /* the size a multiple of 8 (15 u32 after the u64s, and this) */
 } dvm_gpu_exec_args;
 
 typedef struct dvm_gpu_size_args {

@@ -556,8 +556,7 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
         a.flags = c.flags;
         a.max_threads = be->max_threads;
         a.ndim = td->ndim;
-        a.start_u = td->start_u;
-        for (int d = 0; d < 3; d++) a.ext_u[d] = td->ext_u[d];
+        for (int d = 0; d < 3; d++) a.start_u[d] = td->start_u[d], a.ext_u[d] = td->ext_u[d];
         if (td->kind == DVM_TASK_SERIAL) {
             if (zero_serial) a.flags |= DVM_GPU_F_ZERO_SERIAL;
             zero_serial = 0;

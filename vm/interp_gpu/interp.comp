@@ -512,7 +512,8 @@ int run(uint cb, uint ip0, uint slot) {
 }
 
 /* ---- task descriptors: dvm_task_desc, 8 words (bytecode/bc.h) ---- */
-uint tw(uint t, uint k) { return ldw(pc.tasks, t * 8u + k); }
+/* word k of task t's dvm_task_desc (9 words: vulkan_backend.c uploads the structs as they are) */
+uint tw(uint t, uint k) { return ldw(pc.tasks, t * 9u + k); }
 
 void serial_task() {
     if (gl_GlobalInvocationID.x != 0u || failed()) return;
@@ -528,19 +529,24 @@ void parallel_task() {
     if (g >= pc.nthreads || failed()) return;
     uint w0 = tw(pc.task, 0u);
     uint ndim = (w0 >> 8) & 0xFFu, nregs = w0 >> 16, cb = tw(pc.task, 1u);
-    uint eu01 = tw(pc.task, 3u), eu2s = tw(pc.task, 4u), ir01 = tw(pc.task, 5u), ir2 = tw(pc.task, 6u);
-    uint ext_u[3] = uint[3](eu01 & 0xFFFFu, eu01 >> 16, eu2s & 0xFFFFu);
+    /* words 3..7: u16 ext_u[3], start_u[3], idx_reg[3], body */
+    uint eu01 = tw(pc.task, 3u), eu2s0 = tw(pc.task, 4u), s12 = tw(pc.task, 5u);
+    uint ir01 = tw(pc.task, 6u), ir2 = tw(pc.task, 7u);
+    uint ext_u[3] = uint[3](eu01 & 0xFFFFu, eu01 >> 16, eu2s0 & 0xFFFFu);
+    uint start_u[3] = uint[3](eu2s0 >> 16, s12 & 0xFFFFu, s12 >> 16);
     uint idx_reg[3] = uint[3](ir01 & 0xFFFFu, ir01 >> 16, ir2 & 0xFFFFu);
-    uint start_u = eu2s >> 16;
     uint ip0 = 0u; /* the first iteration runs the prologue; the later ones start at the body */
-    int e[3] = int[3](1, 1, 1);
-    int start = 0;
-    for (uint d = 0u; d < ndim; d++) e[d] = int(ldw(pc.uni, ext_u[d]));
-    if (ndim == 1u && start_u != 0xFFFFu) {
-        start = int(ldw(pc.uni, start_u));
-        e[0] = e[0] > start ? int(uint(e[0]) - uint(start)) : 0;
+    /* dimension d over [start, stop): e[d] digits (stop - start, up to 2^32 - 1; none when
+       stop <= start), the index register gets start + digit */
+    uint e[3] = uint[3](1u, 1u, 1u);
+    uint s[3] = uint[3](0u, 0u, 0u);
+    for (uint d = 0u; d < ndim; d++) {
+        int stop = int(ldw(pc.uni, ext_u[d]));
+        int start = start_u[d] != 0xFFFFu ? int(ldw(pc.uni, start_u[d])) : 0;
+        s[d] = uint(start);
+        e[d] = stop > start ? uint(stop) - uint(start) : 0u;
     }
-    for (uint d = 0u; d < ndim; d++) if (e[d] <= 0) return;
+    for (uint d = 0u; d < ndim; d++) if (e[d] == 0u) return;
     zero_counts(g);
     for (uint i = 0u; i < nregs; i++) R[i] = 0u;
 #if DVM_INT64
@@ -549,10 +555,10 @@ void parallel_task() {
     LONG_LOOP(t < total) {
         uint64_t q = t;
         for (int d = int(ndim) - 1; d >= 1; d--) {
-            R[idx_reg[d]] = uint(q % uint64_t(e[d]));
+            R[idx_reg[d]] = uint(q % uint64_t(e[d])) + s[d];
             q /= uint64_t(e[d]);
         }
-        R[idx_reg[0]] = uint(int(q) + start);
+        R[idx_reg[0]] = uint(q) + s[0];
         if (run(cb, ip0, g) != 0) return;
         ip0 = ir2 >> 16;
         t += pc.nthreads;
@@ -560,9 +566,9 @@ void parallel_task() {
     if (t < total) rec_err(RT_VK_STEPS, cb, P0, P0, P0, P0);
 #else
     uint hi, total;
-    umulExtended(uint(e[0]), uint(e[1]), hi, total);
+    umulExtended(e[0], e[1], hi, total);
     uint hi2, lo2;
-    umulExtended(total, uint(e[2]), hi2, lo2);
+    umulExtended(total, e[2], hi2, lo2);
     if (hi != 0u || hi2 != 0u || lo2 > 0xFFFFFFFFu - pc.nthreads) {
         rec_err(RT_VK_RANGE32, tw(pc.task, 1u), P0, P0, P0, P0);
         return;
@@ -572,10 +578,10 @@ void parallel_task() {
     LONG_LOOP(t < total) {
         uint q = t;
         for (int d = int(ndim) - 1; d >= 1; d--) {
-            R[idx_reg[d]] = q % uint(e[d]);
-            q /= uint(e[d]);
+            R[idx_reg[d]] = q % e[d] + s[d];
+            q /= e[d];
         }
-        R[idx_reg[0]] = uint(int(q) + start);
+        R[idx_reg[0]] = q + s[0];
         if (run(cb, ip0, g) != 0) return;
         ip0 = ir2 >> 16;
         t += pc.nthreads;

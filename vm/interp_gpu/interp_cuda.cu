@@ -130,8 +130,12 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
    for dvm_run_conv: a separate copy, since the votes' bookkeeping in the one copy made the
    one-loop kernels 6% slower on an H200; 8 such lanes ran the dynsin adjoint at 9.9 ms against
    4 lanes' 7.1 ms, so the host picks 4 for those tasks and there is no 8-lane voting copy). */
-/* the lane runs read the nodes where dvm_gpu_stage_all staged them (always: the host checks) */
+/* the lane runs read the nodes where dvm_gpu_stage_all staged them (always: the host checks),
+   and get indices, not digits: dvm_gpu_lanes adds the starts, read from the uniforms at each
+   round (sm_90: the starts in the env, or staged in shared memory, took dvm_k_parallel_mlanes
+   from 88 to 100-108 bytes of spills; so, 88 and fewer spill loads than before) */
 #define DVM_CODE_AT (e->code)
+#define DVM_START_AT(d) 0
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_RUN_NAME dvm_run_lanes
 #include "../interp_cpu/interp_core.h"
@@ -159,6 +163,7 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #endif
 #undef DVM_CALLER_POLLS
 #undef DVM_CODE_AT
+#undef DVM_START_AT
 /* The runner for L lanes, plain (MASKED false) or masked. */
 template <int L, bool MASKED>
 __device__ static __forceinline__ int dvm_gpu_run_lanes(const dvm_env *e, uint32_t ti, const dvm_task_desc *t,
@@ -212,6 +217,7 @@ __device__ static inline void dvm_gpu_env(const dvm_gpu_exec_args &a, dvm_env *e
     e->err = (dvm_rt_error *)a.err;
     e->nslots = a.nslots;
     e->wmask = 0;
+    e->start[0] = e->start[1] = e->start[2] = 0; /* a parallel task's: dvm_gpu_parallel */
 }
 
 extern __shared__ __align__(16) uint64_t dvm_gpu_smem[];
@@ -255,9 +261,16 @@ extern "C" __global__ void dvm_k_serial(dvm_gpu_exec_args a) {
 }
 
 /* The iteration space of a parallel task, read on the device: a serial task just before may
-   have computed the extents. Row-major (last dimension fastest). */
+   have computed the extents and starts. Row-major (last dimension fastest). The kernels work
+   on digits (each below its extent, from 0), and the starts are added where the indices are
+   written: by the run (interp_core.h, e->start) in dvm_gpu_parallel, by dvm_gpu_lanes in the
+   lane kernels. */
+/* dimension d's start (0 where it has none) */
+__device__ static __forceinline__ int32_t dvm_gpu_start(const dvm_gpu_exec_args &a, uint32_t d) {
+    return a.start_u[d] != DVM_NO_SLOT ? (int32_t)((const uint32_t *)a.uni)[a.start_u[d]] : 0;
+}
 struct dvm_gpu_space {
-    int64_t total, start;
+    int64_t total;
     uint32_t ext1, ext2; /* extents of dimensions 1 and 2 (1 when absent) */
     int small;           /* total < 2^31: 32-bit index arithmetic */
 };
@@ -265,30 +278,25 @@ __device__ static inline dvm_gpu_space dvm_gpu_space_of(const dvm_gpu_exec_args 
     const uint32_t *U = (const uint32_t *)a.uni;
     dvm_gpu_space sp;
     int64_t ext[3] = {1, 1, 1};
-    sp.start = 0;
     sp.total = 1;
 #pragma unroll
     for (uint32_t d = 0; d < 3; d++) {
         if (d < a.ndim) { /* no early exit: clang (HIP) unrolls only a loop without one */
-            int64_t x = (int64_t)(int32_t)U[a.ext_u[d]];
-            if (d == 0 && a.start_u != DVM_NO_SLOT) {
-                sp.start = (int64_t)(int32_t)U[a.start_u];
-                x -= sp.start;
-            }
+            const int64_t x = (int64_t)(int32_t)U[a.ext_u[d]] - dvm_gpu_start(a, d);
             ext[d] = x < 0 ? 0 : x;
             sp.total *= ext[d];
         }
     }
-    /* extents are i32, so each fits in 32 bits; the total may not */
+    /* each extent (an i32 stop less an i32 start) fits in 32 bits unsigned; the total may not */
     sp.ext1 = (uint32_t)ext[1];
     sp.ext2 = (uint32_t)ext[2];
     sp.small = sp.total < ((int64_t)1 << 31);
     return sp;
 }
-/* indices of linear iteration lin into idx[0..2] (no run-time indexed arrays: registers) */
+/* digits of linear iteration lin into idx[0..2] (no run-time indexed arrays: registers) */
 __device__ static inline void dvm_gpu_decompose(const dvm_gpu_space &sp, uint32_t ndim, int64_t lin, int32_t *idx) {
     if (ndim <= 1) {
-        idx[0] = (int32_t)(lin + sp.start);
+        idx[0] = (int32_t)(uint32_t)lin;
         idx[1] = idx[2] = 0;
     } else if (sp.small) {
         uint32_t r = (uint32_t)lin;
@@ -313,24 +321,25 @@ __device__ static inline void dvm_gpu_decompose(const dvm_gpu_space &sp, uint32_
     }
 }
 
-/* The indices of iteration lin + s, from those of lin (from) and the digits of s (step, as
+/* The digits of iteration lin + s, from those of lin (from) and the digits of s (step, as
    dvm_gpu_decompose gives them, s < total): a mixed-radix add, last dimension first, each digit
    below its extent, so one subtraction per carry (no division: a lane kernel decomposes one
-   iteration per round and steps to its other lanes' ones). ndim 2 or 3. */
+   iteration per round and steps to its other lanes' ones). ndim 2 or 3. An extent may pass
+   2^31 (a stop less a negative start): a sum that wraps 32 bits carries too. */
 __device__ static __forceinline__ void dvm_gpu_step(const dvm_gpu_space &sp, uint32_t ndim, const int32_t *from,
                                                     const int32_t *step, int32_t *to) {
     uint32_t c = 0;
     if (ndim == 3) {
         uint32_t d2 = (uint32_t)from[2] + (uint32_t)step[2];
-        c = d2 >= sp.ext2;
+        c = d2 >= sp.ext2 || d2 < (uint32_t)from[2];
         to[2] = (int32_t)(c ? d2 - sp.ext2 : d2);
     } else {
         to[2] = 0;
     }
     uint32_t d1 = (uint32_t)from[1] + (uint32_t)step[1] + c;
-    c = d1 >= sp.ext1;
+    c = d1 >= sp.ext1 || d1 < (uint32_t)from[1];
     to[1] = (int32_t)(c ? d1 - sp.ext1 : d1);
-    to[0] = from[0] + step[0] + (int32_t)c;
+    to[0] = (int32_t)((uint32_t)from[0] + (uint32_t)step[0] + c);
 }
 
 /* Warp votes. CUDA: explicit masks of the threads still iterating. HIP (ROCm 5.2 has no
@@ -414,6 +423,8 @@ template <bool SMEM> __device__ static __forceinline__ void dvm_gpu_parallel(con
         regs = dvm_gpu_regs(a, smem_regs, gtid);
     }
     const dvm_gpu_space sp = dvm_gpu_space_of(a);
+#pragma unroll
+    for (uint32_t d = 0; d < 3; d++) e.start[d] = dvm_gpu_start(a, d); /* the run adds them */
     uint64_t nthreads = (uint64_t)gridDim.x * blockDim.x;
     if (a.max_threads && a.max_threads < nthreads) nthreads = a.max_threads;
     const int live = (int64_t)gtid < sp.total && gtid < nthreads;
@@ -556,11 +567,12 @@ template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lan
         if (AHEAD && a.ndim > 1) dvm_gpu_decompose(sp, a.ndim, base, idx);
         /* 2-D, every lane has an iteration and all are in lane 0's row: no stepping */
         const int row = AHEAD && a.ndim == 2 && base + q * (L - 1) < sp.total &&
-                        (int64_t)idx[1] + q * (L - 1) < (int64_t)sp.ext1;
+                        (int64_t)(uint32_t)idx[1] + q * (L - 1) < (int64_t)sp.ext1;
         if (row) {
             have = (1u << L) - 1u;
 #pragma unroll
-            for (int l = 1; l < L; l++) idx[3 * l] = idx[0], idx[3 * l + 1] = idx[1] + (int32_t)(q * l), idx[3 * l + 2] = 0;
+            for (int l = 1; l < L; l++)
+                idx[3 * l] = idx[0], idx[3 * l + 1] = (int32_t)((uint32_t)idx[1] + (uint32_t)(q * l)), idx[3 * l + 2] = 0;
         } else if (AHEAD && a.ndim > 1) {
             have = 1;
 #pragma unroll
@@ -582,8 +594,17 @@ template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lan
         }
         /* the row path: every lane has an iteration, 2-D all in one row */
         if (rowable && have == (1u << L) - 1u &&
-            (a.ndim == 1 || (uint32_t)idx[1] + (uint32_t)(DVM_GPU_LANE_STEP * (L - 1)) < sp.ext1))
+            (a.ndim == 1 || (uint64_t)(uint32_t)idx[1] + (uint64_t)(DVM_GPU_LANE_STEP * (L - 1)) < sp.ext1))
             have |= DVM_ROW_FLAG;
+        /* digits -> indices: each dimension's start, read from the uniforms at each round (the
+           slot from the parameter space: nothing held across the round) */
+#pragma unroll
+        for (int d = 0; d < 3; d++)
+            if (a.start_u[d] != DVM_NO_SLOT) {
+                const uint32_t s = (uint32_t)dvm_gpu_start(a, d);
+#pragma unroll
+                for (int l = 0; l < L; l++) idx[3 * l + d] = (int32_t)((uint32_t)idx[3 * l + d] + s);
+            }
         /* The first round runs the prologue; the later ones start at td.body. A lane without an
            iteration in the first round has none later (iterations only grow), so every lane
            that runs has run the prologue (no register for it: one more spilled in lanes8). */

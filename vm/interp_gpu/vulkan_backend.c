@@ -30,7 +30,7 @@
 #include "dvm_spv_i1_f1.h"
 
 _Static_assert(sizeof(dvm_node) == 8, "interp.comp reads nodes as 2 words");
-_Static_assert(sizeof(dvm_task_desc) == 32, "interp.comp reads task descriptors as 8 words");
+_Static_assert(sizeof(dvm_task_desc) == 36, "interp.comp reads task descriptors as 9 words (tw)");
 _Static_assert(sizeof(dvm_rt_error) == 48, "interp.comp writes the error record as 12 words");
 
 /* Mirrors the push-constant block of interp.comp. */
@@ -759,11 +759,13 @@ static int64_t vk_slots(dvm_backend *be, const dvm_exec *x) {
             uint32_t u = td->ext_u[d];
             if (u >= x->nuniforms || !host_filled(p, k, u)) { known = 0; break; }
             int64_t e = (int32_t)x->uniforms[u];
-            if (d == 0 && td->ndim == 1 && td->start_u != DVM_NO_SLOT) {
-                if (td->start_u >= x->nuniforms || !host_filled(p, k, td->start_u)) { known = 0; break; }
-                e -= (int32_t)x->uniforms[td->start_u];
+            const uint32_t su = td->start_u[d];
+            if (su != DVM_NO_SLOT) {
+                if (su >= x->nuniforms || !host_filled(p, k, su)) { known = 0; break; }
+                e -= (int32_t)x->uniforms[su];
             }
-            total = e <= 0 ? 0 : (total > ((int64_t)1 << 40) ? total : total * e);
+            /* e < 2^32: past 2^31 the total stays as it is (a grid-stride loop covers the rest) */
+            total = e <= 0 ? 0 : (total > ((int64_t)1 << 31) ? total : total * e);
         }
         if (!known) { want = be->thread_cap; break; }
         if (total > want) want = total;
