@@ -240,7 +240,7 @@ ir_size *ad_stack_size(ad_ctx *c, int st, const ir_block *fwd, const ir_top *par
     if (!s) return k_(c, 0);
     if (par && !isdef(s))
         for (int d = par->ndim - 1; d >= 0 && !isdef(s); d--)
-            if (mentions(s, par->idx_var[d])) s = range(c, par->idx_var[d], d == 0 ? par->start : NULL, par->stop[d], s);
+            if (mentions(s, par->idx_var[d])) s = range(c, par->idx_var[d], par->start[d], par->stop[d], s);
     int binders[DVM_MAX_SIZE_DEPTH + 1];
     if (!isdef(s) && !fix_depth(s, binders, 0)) s = mk(c, IRS_DEFAULT);
     return s;

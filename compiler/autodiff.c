@@ -249,7 +249,7 @@ static void reject_reads_after_stores(ad_ctx *c) {
         const ir_top *tp = &f->tops[t];
         if (tp->parallel) {
             for (int d = 0; d < tp->ndim; d++) rchk_expr(&r, tp->stop[d]);
-            rchk_expr(&r, tp->start);
+            for (int d = 0; d < tp->ndim; d++) rchk_expr(&r, tp->start[d]);
             rchk_block(&r, &tp->body);
         } else if (tp->stmt) {
             rchk_stmt(&r, tp->stmt);
@@ -823,7 +823,7 @@ static int adjoint(ad_ctx *c) {
             analyse_block(c, &pre[t].body, 0, 1);
             mark_global_reads_block(c, &pre[t].body);
             for (int d = 0; d < pre[t].ndim; d++) mark_global_reads(c, pre[t].stop[d]);
-            mark_global_reads(c, pre[t].start);
+            for (int d = 0; d < pre[t].ndim; d++) mark_global_reads(c, pre[t].start[d]);
         } else if (pre[t].stmt) {
             analyse_stmt(c, pre[t].stmt, 0, 0);
         }

@@ -1526,7 +1526,7 @@ static void lower_parallel(ctx *c, const ast_stmt *s, top_list *tops) {
     int ti = (int)(top - tops->v);
     top->parallel = 1;
     top->ndim = it.n;
-    top->start = it.start;
+    top->start[0] = it.start;
     top->line = s->line;
     top->col = s->col;
     for (int d = 0; d < it.n; d++) {

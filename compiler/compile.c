@@ -16,13 +16,16 @@ int dvm_compile_source(const char *src, size_t len, const char *filename, dvm_pr
     }
     ir_module *m = dvm_front(a, src, len, filename, &d);
     if (!m || d.nerrors) goto done;
-    if (dvm_autodiff(m, &d) || d.nerrors) goto done;
-    if (dvm_emit(m, out, &d) || d.nerrors) goto done;
     /* the unoptimized code stays reachable for tests and for bisecting a miscompile */
     const char *noopt = getenv("DVM_NO_OPT");
+    const int opt = !(noopt && *noopt && strcmp(noopt, "0") != 0);
+    const char *part = getenv("DVM_PARTITION");
+    if (opt && !(part && !strcmp(part, "0")) && dvm_partition(m, &d)) goto done;
+    if (dvm_autodiff(m, &d) || d.nerrors) goto done;
+    if (dvm_emit(m, out, &d) || d.nerrors) goto done;
     const char *unroll = getenv("DVM_UNROLL");
     const unsigned factor = unroll && *unroll ? (unsigned)strtoul(unroll, NULL, 10) : DVM_UNROLL_DEFAULT;
-    if (!(noopt && *noopt && strcmp(noopt, "0") != 0) && dvm_optimize(*out, &d, factor)) goto done;
+    if (opt && dvm_optimize(*out, &d, factor)) goto done;
     rc = 0;
 done:
     if (rc) {

@@ -16,6 +16,10 @@ ir_module *dvm_front(dvm_arena *a, const char *src, size_t len, const char *file
 int dvm_autodiff(ir_module *m, dvm_diags *d);
 /* emit.c: lowers every variant to bytecode. 0 on success; *out is malloc'd (dvm_program_free). */
 int dvm_emit(const ir_module *m, dvm_program **out, dvm_diags *d);
+/* partition.c: a parallel loop whose body is one `if` on a box of its indices, split into the
+ * box (the if's statements, no test) and the boxes around it (the else's); the forward code,
+ * before autodiff. */
+int dvm_partition(ir_module *m, dvm_diags *d);
 
 /* opt.c: the bytecode optimizer (docs/internals.md), in place on dvm_emit's program; unroll:
  * the copies of a small loop body per trip (0 or 1: no unrolling). 0 on success; on failure

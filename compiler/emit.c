@@ -150,7 +150,9 @@ int emit_hidden_uslot(emit_variant *ev, int line, int col) {
 static int direct_uslot(emit_variant *ev, const ir_expr *e) {
     if (!e || e->kind != IR_VAR || e->var < 0 || e->var >= ev->k->nvars) return -1;
     int st = ev->k->vars[e->var].storage;
-    if (st != IR_PARAM && st != IR_SHAPESYM) return -1;
+    /* a global (a uniform word of the serial code) holds what it held when the serial task
+       before this loop ended: the same value as a copy made at that task's end */
+    if (st != IR_PARAM && st != IR_SHAPESYM && !(st == IR_GLOBAL && e->type == DVM_T_I32)) return -1;
     return emit_var_uslot(ev, e->var);
 }
 
@@ -172,16 +174,16 @@ static int emit_variant_tasks(emit_variant *ev) {
             pend[npend++] = top->stmt;
             continue;
         }
-        if (top->ndim < 1 || top->ndim > DVM_MAX_PAR_DIMS || (top->start && top->ndim != 1)) {
+        if (top->ndim < 1 || top->ndim > DVM_MAX_PAR_DIMS) {
             dvm_diag(ep->d, top->line, top->col, "kernel '%s': internal error: bad parallel loop (%d dimensions)",
                      ev->k->name, top->ndim);
             ev->failed = 1;
             break;
         }
         uint16_t ext_u[DVM_MAX_PAR_DIMS] = {DVM_NO_SLOT, DVM_NO_SLOT, DVM_NO_SLOT};
-        uint16_t start_u = DVM_NO_SLOT;
-        ir_expr *hid[DVM_MAX_PAR_DIMS + 1];
-        int hid_u[DVM_MAX_PAR_DIMS + 1], nhid = 0;
+        uint16_t start_u[DVM_MAX_PAR_DIMS] = {DVM_NO_SLOT, DVM_NO_SLOT, DVM_NO_SLOT};
+        ir_expr *hid[2 * DVM_MAX_PAR_DIMS];
+        int hid_u[2 * DVM_MAX_PAR_DIMS], nhid = 0;
         for (int d = 0; d < top->ndim; d++) {
             int u = direct_uslot(ev, top->stop[d]);
             if (u < 0) {
@@ -198,14 +200,16 @@ static int emit_variant_tasks(emit_variant *ev) {
             ext_u[d] = (uint16_t)u;
         }
         /* A literal 0 start is the default: no slot, no code. */
-        if (top->start && !(top->start->kind == IR_CONST && top->start->k.i == 0)) {
-            int u = direct_uslot(ev, top->start);
+        for (int d = 0; d < top->ndim; d++) {
+            const ir_expr *st = top->start[d];
+            if (!st || (st->kind == IR_CONST && st->k.i == 0)) continue;
+            int u = direct_uslot(ev, st);
             if (u < 0) {
                 u = emit_hidden_uslot(ev, top->line, top->col);
-                hid[nhid] = top->start;
+                hid[nhid] = top->start[d];
                 hid_u[nhid++] = u;
             }
-            start_u = (uint16_t)u;
+            start_u[d] = (uint16_t)u;
         }
         if (ev->failed) break;
         if (npend || nhid) {

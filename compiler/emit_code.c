@@ -973,8 +973,7 @@ int emit_task_serial(emit_variant *ev, ir_stmt *const *stmts, int nstmts, ir_exp
     dvm_task_desc td;
     memset(&td, 0, sizeof td);
     td.kind = DVM_TASK_SERIAL;
-    for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) td.ext_u[d] = td.idx_reg[d] = DVM_NO_SLOT;
-    td.start_u = DVM_NO_SLOT;
+    for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) td.ext_u[d] = td.idx_reg[d] = td.start_u[d] = DVM_NO_SLOT;
     int rc = task_finish(&c, &td, line);
     if (c.failed) ev->failed = 1;
     task_free(&c);
@@ -982,18 +981,18 @@ int emit_task_serial(emit_variant *ev, ir_stmt *const *stmts, int nstmts, ir_exp
 }
 
 int emit_task_parallel(emit_variant *ev, const ir_top *top, const uint16_t ext_u[DVM_MAX_PAR_DIMS],
-                       uint16_t start_u) {
+                       const uint16_t start_u[DVM_MAX_PAR_DIMS]) {
     tctx c;
     if (task_begin(&c, ev, 1)) return 1;
     dvm_task_desc td;
     memset(&td, 0, sizeof td);
     td.kind = DVM_TASK_PARALLEL;
     td.ndim = (uint8_t)top->ndim;
-    td.start_u = start_u;
     c.line = top->line;
     c.col = top->col;
     for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) {
         td.ext_u[d] = d < top->ndim ? ext_u[d] : DVM_NO_SLOT;
+        td.start_u[d] = d < top->ndim ? start_u[d] : DVM_NO_SLOT;
         td.idx_reg[d] = DVM_NO_SLOT;
     }
     for (int d = 0; d < top->ndim && !c.failed; d++) {

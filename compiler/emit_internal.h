@@ -59,7 +59,7 @@ int emit_hidden_uslot(emit_variant *ev, int line, int col);
 int emit_task_serial(emit_variant *ev, ir_stmt *const *stmts, int nstmts, ir_expr *const *hidden,
                      const int *hidden_u, int nhidden, int line);
 int emit_task_parallel(emit_variant *ev, const ir_top *top, const uint16_t ext_u[DVM_MAX_PAR_DIMS],
-                       uint16_t start_u);
+                       const uint16_t start_u[DVM_MAX_PAR_DIMS]);
 
 /* emit_size.c: fills the sizing fields of a stack descriptor from its size tree. */
 int emit_stack_size(emit_variant *ev, const ir_stack *st, dvm_stack_desc *sd);

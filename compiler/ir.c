@@ -402,13 +402,15 @@ void ir_dump(const ir_kernel *k, void (*out)(void *ctx, const char *text), void 
                 var_ref(D, top->idx_var[d]);
             }
             put(D, " in %s(", top->ndim > 1 ? "ndrange" : "range");
-            if (top->start) {
-                expr(D, top->start);
-                put(D, ", ");
-            }
             for (int d = 0; d < top->ndim; d++) {
                 if (d) put(D, ", ");
+                if (top->start[d]) {
+                    if (top->ndim > 1) put(D, "(");
+                    expr(D, top->start[d]);
+                    put(D, top->ndim > 1 ? " .. " : ", ");
+                }
                 expr(D, top->stop[d]);
+                if (top->start[d] && top->ndim > 1) put(D, ")");
             }
             put(D, "):  @%d:%d\n", top->line, top->col);
             block(D, &top->body, 2);

@@ -126,7 +126,8 @@ typedef struct ir_top {
     ir_stmt *stmt;        /* serial: the statement */
     int ndim;             /* parallel: 1..3 */
     int idx_var[DVM_MAX_PAR_DIMS]; /* parallel: IR_PINDEX variables */
-    ir_expr *start;       /* 1-D range(start, stop): the start, else NULL (0) */
+    ir_expr *start[DVM_MAX_PAR_DIMS]; /* each dimension's start, else NULL (0): range(start, stop),
+                                        and the boxes of a partitioned loop (partition.c) */
     ir_expr *stop[DVM_MAX_PAR_DIMS];
     ir_block body;
     int line, col;

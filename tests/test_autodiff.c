@@ -518,7 +518,7 @@ static int run(env *E, int vk) {
             if (r != GO) fail(E, "jump out of a serial top");
             continue;
         }
-        long a = tp->start ? (long)eval(E, tp->start) : 0, b = (long)eval(E, tp->stop[0]);
+        long a = tp->start[0] ? (long)eval(E, tp->start[0]) : 0, b = (long)eval(E, tp->stop[0]);
         for (long i = a; i < b && !E->err; i++) {
             E->var[tp->idx_var[0]] = (double)i;
             exec_block(E, &tp->body);

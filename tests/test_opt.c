@@ -68,12 +68,16 @@ static const char *SRC =
     "        h[1] += w\n";
 
 /* opt: 0 no optimizer (DVM_NO_OPT), 1 the optimizer without loop unrolling (DVM_UNROLL=0),
- * 2 the optimizer as it runs by default (loops unrolled 4 times) */
+ * 2 the optimizer with loops unrolled 4 times; all three without loop partitioning
+ * (DVM_PARTITION=0: these checks are about the bytecode passes on the stencil's if). 3: as the
+ * compiler runs by default, partitioning too. */
 static void set_opt(int opt) {
     if (opt) unsetenv("DVM_NO_OPT");
     else setenv("DVM_NO_OPT", "1", 1);
     if (opt == 1) setenv("DVM_UNROLL", "0", 1);
     else unsetenv("DVM_UNROLL");
+    if (opt == 3) unsetenv("DVM_PARTITION");
+    else setenv("DVM_PARTITION", "0", 1);
 }
 
 static dvm_program *compile(int opt) {
@@ -481,6 +485,40 @@ int main(void) {
             int ra = max_nregs(po, names[i], vk), rb = max_nregs(pn, names[i], vk);
             CHECK(ra <= rb, "%s variant %d: %d registers optimized, %d not", names[i], vk, ra, rb);
         }
+    /* loop partitioning (compiler/partition.c): the stencil's if tests a box of its indices,
+       so each variant is a serial task computing the box's bounds, the box (the if's
+       statements, branch-free, the bounds' registers gone) and the four boxes around it */
+    dvm_program *pp = compile(3);
+    for (int vk = 0; pp && vk < DVM_V_COUNT; vk++) {
+        const dvm_variant_desc *v = variant(pp, "stencil", vk);
+        CHECK(v && v->ntasks == 6, "partitioned stencil variant %d: %u tasks, expected 6", vk, v ? v->ntasks : 0u);
+        if (!v || v->ntasks != 6) continue;
+        CHECK(pp->tasks[v->task_begin].kind == DVM_TASK_SERIAL, "partitioned stencil variant %d: task 0 is not serial", vk);
+        for (uint32_t t = 1; t < 6; t++) {
+            const dvm_task_desc *td = &pp->tasks[v->task_begin + t];
+            const dvm_task_flow tf = dvm_task_flow_of(pp->nodes, td);
+            CHECK(td->kind == DVM_TASK_PARALLEL && td->ndim == 2 && tf.cond == 0 && tf.loops == 0 && tf.fixed_idx == 1,
+                  "partitioned stencil variant %d task %u: kind %u, %u dims, %u branches, %u loops, fixed_idx %u; "
+                  "expected parallel, 2, 0, 0, 1", vk, t, td->kind, td->ndim, tf.cond, tf.loops, tf.fixed_idx);
+        }
+        CHECK(nstacks(pp, "stencil", vk) == 0, "partitioned stencil variant %d: %d stacks", vk, nstacks(pp, "stencil", vk));
+    }
+    if (pp) {
+        /* the forward's box: its starts are the bounds' slots, and it is the if's 9 nodes in 4
+           registers (the 0, n - 1 and m - 1 of the bounds tests and the tests are gone) */
+        const dvm_variant_desc *v = variant(pp, "stencil", DVM_V_FORWARD);
+        const dvm_task_desc *box = v && v->ntasks == 6 ? &pp->tasks[v->task_begin + 1] : NULL;
+        CHECK(box && box->start_u[0] != DVM_NO_SLOT && box->start_u[1] != DVM_NO_SLOT && box->code_len == 9 &&
+                  box->nregs <= 4,
+              "partitioned stencil forward box: starts %u %u, %u nodes, %u registers; expected two slots, 9, <= 4",
+              box ? box->start_u[0] : 0u, box ? box->start_u[1] : 0u, box ? box->code_len : 0u, box ? box->nregs : 0u);
+        expect_op(pp, "stencil", DVM_V_FORWARD, DVM_OP_JOUTI, 0, 0);
+        expect_op(pp, "stencil", ADJ, DVM_OP_JOUTI, 0, 0);
+        /* a loop the pass leaves: trans (no if), dynloop (a loop in its body) */
+        CHECK(variant(pp, "trans", DVM_V_FORWARD)->ntasks == 1 && variant(pp, "dynloop", DVM_V_FORWARD)->ntasks == 1,
+              "partitioning split trans or dynloop");
+    }
+    dvm_program_free(pp);
     dvm_program_free(po);
     dvm_program_free(pn);
     dvm_program_free(pu);
@@ -505,10 +543,12 @@ int main(void) {
         }
     }
     float so[3 * SC], sn[3 * SC];
-    if (!run_stencil(ctx, 1, so) && !run_stencil(ctx, 0, sn))
-        for (int j = 0; j < 3 * SC; j++)
-            CHECK(!memcmp(&so[j], &sn[j], 4), "stencil: %s[%d] = %.9g optimized, %.9g not",
-                  j < SC ? "v" : j < 2 * SC ? "u.grad" : "v.dual", j % SC, (double)so[j], (double)sn[j]);
+    for (int opt = 1; opt <= 3; opt += 2)
+        if (!run_stencil(ctx, opt, so) && !run_stencil(ctx, 0, sn))
+            for (int j = 0; j < 3 * SC; j++)
+                CHECK(!memcmp(&so[j], &sn[j], 4), "stencil: %s[%d] = %.9g optimized (%s), %.9g not",
+                      j < SC ? "v" : j < 2 * SC ? "u.grad" : "v.dual", j % SC, (double)so[j],
+                      opt == 3 ? "partitioned" : "not partitioned", (double)sn[j]);
     dvm_context_destroy(ctx);
     if (fails) {
         fprintf(stderr, "%d check(s) failed\n", fails);

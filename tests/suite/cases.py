@@ -1265,3 +1265,77 @@ kernel rec(x: f32[n], steps: i32[n], a: f32, y: f32[n]):
             v = v * a + w * 0.1
         y[i] = v * w
 ''', 'rec', {'x': F(14), 'steps': I(14, lo=0, hi=15), 'a': 0.9, 'y': F(14)}, _recur, grad=True)
+
+
+# ---------------------------------------------------------------- partitioned loops
+# A parallel loop whose body is one `if` on a box of its indices runs as the box (no test)
+# and the boxes around it (compiler/partition.c): bounds of every form and side, ranges with
+# a start, boxes that are empty, cover everything or stick out of the range, `else` and `elif`
+# or none, and the adjoints of the split loops.
+def _part2(d):
+    n, m = d['u'].shape
+    a, b = int(d['a']), int(d['b'])
+    for i in range(n):
+        for j in range(m):
+            if i >= a and i <= n - b and 1 < j < m - 1 and j <= a * 3:
+                d['v'][i, j] = d['u'][i - 1, j] * 0.5 + d['u'][i, j + 1]
+            else:
+                d['v'][i, j] = d['u'][i, j] * 2.0
+PART2 = '''
+kernel part2(u: f32[n, m], v: f32[n, m], a: i32, b: i32):
+    for i, j in ndrange(n, m):
+        if i >= a and i <= n - b and 1 < j < m - 1 and j <= a * 3:
+            v[i, j] = u[i - 1, j] * 0.5 + u[i, j + 1]
+        else:
+            v[i, j] = u[i, j] * 2.0
+'''
+case('partition_2d', PART2, 'part2', {'u': F(9, 13), 'v': F(9, 13), 'a': 2, 'b': 3}, _part2, grad=True)
+case('partition_2d_all', PART2, 'part2', {'u': F(7, 40), 'v': F(7, 40), 'a': 1, 'b': -50}, _part2, grad=True)
+case('partition_2d_empty', PART2, 'part2', {'u': F(6, 9), 'v': F(6, 9), 'a': 40, 'b': 1}, _part2, grad=True)
+case('partition_2d_rows', PART2, 'part2', {'u': F(5, 700), 'v': F(5, 700), 'a': 1, 'b': 2}, _part2)
+
+
+def _part1(d):
+    x = d['x']
+    lo, hi = int(d['lo']), int(d['hi'])
+    for i in range(2, len(x.data)):
+        if lo < i and i <= hi:
+            d['y'][i] = x[i] * 3.0 + x[i - 2]
+PART1 = '''
+kernel part1(x: f32[n], y: f32[n], lo: i32, hi: i32):
+    for i in range(2, n):
+        if lo < i and i <= hi:
+            y[i] = x[i] * 3.0 + x[i - 2]
+'''
+case('partition_1d', PART1, 'part1', {'x': F(50), 'y': F(50), 'lo': 4, 'hi': 20}, _part1, grad=True)
+case('partition_1d_wide', PART1, 'part1', {'x': F(30), 'y': F(30), 'lo': -2147483648, 'hi': 2147483647},
+     _part1, grad=True)
+case('partition_1d_none', PART1, 'part1', {'x': F(30), 'y': F(30), 'lo': 2147483647, 'hi': -2147483648},
+     _part1)
+case('partition_1d_crossed', PART1, 'part1', {'x': F(30), 'y': F(30), 'lo': 20, 'hi': 10}, _part1)
+
+
+def _part3(d):
+    p, q, r = d['v'].shape
+    k = int(d['k'])
+    for i in range(p):
+        for j in range(q):
+            for l in range(r):
+                if j >= k and j < q - k:
+                    d['v'][i, j, l] = i * 100 + j * 10 + l
+                elif l > 0:
+                    d['v'][i, j, l] = -1
+                else:
+                    d['v'][i, j, l] = -2
+PART3 = '''
+kernel part3(v: i32[p, q, r], k: i32):
+    for i, j, l in ndrange(p, q, r):
+        if j >= k and j < q - k:
+            v[i, j, l] = i * 100 + j * 10 + l
+        elif l > 0:
+            v[i, j, l] = -1
+        else:
+            v[i, j, l] = -2
+'''
+case('partition_3d', PART3, 'part3', {'v': I(3, 9, 5), 'k': 2}, _part3)
+case('partition_3d_empty_box', PART3, 'part3', {'v': I(3, 1, 5), 'k': 1}, _part3)
