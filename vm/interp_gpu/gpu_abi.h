@@ -40,6 +40,7 @@
 #define DVM_GPU_F_CONVERGE 32u     /* dvm_k_parallel: a round's threads keep together (DVM_WARP_MIN) */
 #define DVM_GPU_F_ROWS 64u         /* lane kernels: the task's index registers are registers 0..ndim-1 and
                                       never written (dvm_task_flow.fixed_idx): the row path */
+#define DVM_GPU_F_STARTS 128u      /* lane kernels: some dimension has a start (start_u[d] set) */
 
 typedef struct dvm_gpu_exec_args {
     uint64_t nodes, consts;        /* program */

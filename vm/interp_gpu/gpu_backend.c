@@ -409,6 +409,8 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
     uint32_t nregs = t->nregs ? t->nregs : 1;
     c.nregs_pad = DVM_GPU_LANE_PAD(nregs, 1u);
     c.flags = (has_stacks ? DVM_GPU_F_STACKS : 0) | (be->no_warp_sync ? DVM_GPU_F_NO_WARP_SYNC : 0);
+    for (uint32_t d = 0; t->kind == DVM_TASK_PARALLEL && d < t->ndim && d < DVM_MAX_PAR_DIMS; d++)
+        if (t->start_u[d] != DVM_NO_SLOT) c.flags |= DVM_GPU_F_STARTS;
     uint32_t code = 0;
     const uint32_t tabs = narr * 32u;
     if (t->kind == DVM_TASK_PARALLEL && be->use_smem_code && (size_t)t->code_len * 8u <= SMEM_CODE_BUDGET) {

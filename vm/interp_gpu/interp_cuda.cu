@@ -597,14 +597,17 @@ template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lan
             (a.ndim == 1 || (uint64_t)(uint32_t)idx[1] + (uint64_t)(DVM_GPU_LANE_STEP * (L - 1)) < sp.ext1))
             have |= DVM_ROW_FLAG;
         /* digits -> indices: each dimension's start, read from the uniforms at each round (the
-           slot from the parameter space: nothing held across the round) */
+           slot from the parameter space: nothing held across the round); one test for tasks
+           without starts (the host's flag) */
+        if (a.flags & DVM_GPU_F_STARTS) {
 #pragma unroll
-        for (int d = 0; d < 3; d++)
-            if (a.start_u[d] != DVM_NO_SLOT) {
-                const uint32_t s = (uint32_t)dvm_gpu_start(a, d);
+            for (int d = 0; d < 3; d++)
+                if (a.start_u[d] != DVM_NO_SLOT) {
+                    const uint32_t s = (uint32_t)dvm_gpu_start(a, d);
 #pragma unroll
-                for (int l = 0; l < L; l++) idx[3 * l + d] = (int32_t)((uint32_t)idx[3 * l + d] + s);
-            }
+                    for (int l = 0; l < L; l++) idx[3 * l + d] = (int32_t)((uint32_t)idx[3 * l + d] + s);
+                }
+        }
         /* The first round runs the prologue; the later ones start at td.body. A lane without an
            iteration in the first round has none later (iterations only grow), so every lane
            that runs has run the prologue (no register for it: one more spilled in lanes8). */
