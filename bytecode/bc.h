@@ -216,5 +216,11 @@ typedef struct dvm_task_flow {
 } dvm_task_flow;
 dvm_task_flow dvm_task_flow_of(const dvm_node *nodes, const dvm_task_desc *t);
 
+/* Whether serial task t computes on uniforms alone, so that a host can run it before a launch
+ * (vm/launch.c): no array, stack or heap access, no library math (a device's may round
+ * otherwise), no backward jump (it ends), and every uniform it reads (U) is marked in
+ * known[0 .. nuniforms) (a host-filled slot, or one an earlier such task wrote). */
+int dvm_task_uniform_only(const dvm_node *nodes, const dvm_task_desc *t, const uint8_t *known, uint32_t nuniforms);
+
 #endif /* DVM_BC_DEVICE_ONLY */
 #endif

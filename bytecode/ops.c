@@ -63,3 +63,28 @@ dvm_task_flow dvm_task_flow_of(const dvm_node *nodes, const dvm_task_desc *t) {
     }
     return f;
 }
+
+int dvm_task_uniform_only(const dvm_node *nodes, const dvm_task_desc *t, const uint8_t *known, uint32_t nuniforms) {
+    if (t->kind != DVM_TASK_SERIAL) return 0;
+    for (uint32_t i = 0; i < t->code_len; i++) {
+        const dvm_node *n = &nodes[t->code_begin + i];
+        const dvm_op_info *o = &dvm_op_table[n->op];
+        if (!o->name || (o->flags & (DVM_F_SIZE | DVM_F_MATH))) return 0;
+        const uint32_t fld[4] = {n->x, n->a, n->b, n->c};
+        for (int k = 0; k < 4; k++) {
+            switch (o->fmt[k]) {
+            case '-': case 'w': case 'r': case 'm': case 'k': case 'i': case 'n': case 'o': case 'V': case 'E':
+                break;
+            case 'U':
+                if (fld[k] >= nuniforms || !known[fld[k]]) return 0;
+                break;
+            case 'J':
+                if (fld[k] <= i) return 0;
+                break;
+            default: /* arrays, axes, stacks, atomics on uniforms, size-program operands */
+                return 0;
+            }
+        }
+    }
+    return 1;
+}

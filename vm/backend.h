@@ -56,6 +56,13 @@ typedef struct dvm_exec {
     const int64_t *stack_cap;
     uint32_t nstacks;
     int64_t nthread_slots;            /* as returned by be->slots() for this exec */
+    /* The variant's first host_tasks tasks are serial tasks the host has run already
+       (dvm_task_uniform_only; vm/launch.c): their results are in uniforms. A backend may skip
+       them (CUDA/HIP do: a launch each saved) or run them again (the same values). known:
+       per uniform slot, whether the host knows its value before the launch (host-filled, or
+       written by those tasks): a backend may size its grids from such extents. */
+    uint32_t host_tasks;
+    const uint8_t *known;
 } dvm_exec;
 
 /* What the sizer needs: the variant's stacks, arrays and uniforms (as in dvm_exec). */
@@ -110,6 +117,10 @@ typedef struct dvm_backend_vtbl {
     /* Runs every task of the variant in order. Returns 0, 1 (runtime error in *rt), -1. */
     int (*exec)(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err, size_t errlen);
 } dvm_backend_vtbl;
+
+/* vm/interp_cpu/interp_cpu.c: runs a dvm_task_uniform_only serial task over uniforms on the
+   host; 0, or 1 if it failed. */
+int dvm_cpu_run_uniform_task(const dvm_program *p, uint32_t task_index, const dvm_task_desc *t, uint32_t *uniforms);
 
 /* The backends compiled into this build (NULL entries for those left out). */
 extern const dvm_backend_vtbl dvm_backend_cpu;

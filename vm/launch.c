@@ -366,9 +366,11 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
     uint32_t *uni = (uint32_t *)calloc(nu ? nu : 1, sizeof *uni);
     int64_t *caps = (int64_t *)calloc(nst ? nst : 1, sizeof *caps);
     int64_t *off = (int64_t *)calloc(nst ? nst : 1, sizeof *off);
+    uint32_t *uni_save = (uint32_t *)calloc(nu ? nu : 1, sizeof *uni_save);
+    uint8_t *known = NULL;
     dvm_status st = DVM_OK;
     char err[1024] = "";
-    if (!bufs || !len || !shape || !uni || !caps || !off) {
+    if (!bufs || !len || !shape || !uni || !caps || !off || !uni_save) {
         st = dvm_fail(ctx, DVM_ERR_NOMEM, 0, "kernel '%s'%s: out of memory", kname, vl);
         goto done;
     }
@@ -505,6 +507,43 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
     x.heap = ctx->scratch.heap.buf;
     if ((int64_t)ctx->scratch.heap.bytes > L->st.heap_bytes) L->st.heap_bytes = (int64_t)ctx->scratch.heap.bytes;
     if (hl.min_words * 4 > L->st.heap_min_bytes) L->st.heap_min_bytes = hl.min_words * 4;
+    /* 4. the serial tasks at the variant's start that compute on uniforms alone (a partitioned
+       loop's bounds, a range's computed stop: dvm_task_uniform_only) run here, on the host,
+       and the backend gets their results with the other uniforms: a GPU then launches no
+       kernel for them and knows every extent they compute (its grids sized to them). One
+       that fails is left to the backend, which reports the error as it would have. */
+    known = (uint8_t *)calloc(nu ? nu : 1, 1);
+    if (known) {
+        for (uint32_t i = 0; i < kd->nparams; i++) {
+            const dvm_param_desc *pd = &p->params[kd->param_begin + i];
+            if (!pd->is_array && pd->uslot < nu) known[pd->uslot] = 1;
+        }
+        for (uint32_t s = 0; s < kd->nsyms; s++)
+            if (p->syms[kd->sym_begin + s].uslot < nu) known[p->syms[kd->sym_begin + s].uslot] = 1;
+        while (x.host_tasks < var->ntasks) {
+            const dvm_task_desc *td = &p->tasks[var->task_begin + x.host_tasks];
+            if (!dvm_task_uniform_only(p->nodes, td, known, nu)) break;
+            memcpy(uni_save, uni, nu * sizeof *uni);
+            if (dvm_cpu_run_uniform_task(p, x.host_tasks, td, uni)) {
+                memcpy(uni, uni_save, nu * sizeof *uni);
+                break;
+            }
+            for (uint32_t j = 0; j < td->code_len; j++) {
+                const dvm_node *n = &p->nodes[td->code_begin + j];
+                if (n->op == DVM_OP_STU && n->a < nu) known[n->a] = 1;
+            }
+            x.host_tasks++;
+        }
+        /* known means known for the whole launch: not a slot a later task writes */
+        for (uint32_t t = x.host_tasks; t < var->ntasks; t++) {
+            const dvm_task_desc *td = &p->tasks[var->task_begin + t];
+            for (uint32_t j = 0; j < td->code_len; j++) {
+                const dvm_node *n = &p->nodes[td->code_begin + j];
+                if ((n->op == DVM_OP_STU || n->op == DVM_OP_ATOMADDU) && n->a < nu) known[n->a] = 0;
+            }
+        }
+        x.known = known;
+    }
     /* 5. run */
     {
         dvm_rt_error rt;
@@ -520,6 +559,8 @@ done:
     free(len);
     free(shape);
     free(uni);
+    free(uni_save);
+    free(known);
     free(caps);
     free(off);
     return st;

@@ -1339,3 +1339,22 @@ kernel part3(v: i32[p, q, r], k: i32):
 '''
 case('partition_3d', PART3, 'part3', {'v': I(3, 9, 5), 'k': 2}, _part3)
 case('partition_3d_empty_box', PART3, 'part3', {'v': I(3, 1, 5), 'k': 1}, _part3)
+
+
+# A stop the host computes before the launch (k = n - 1), then the same global set from an
+# array by device code (k = c[0]): the second loop's extent is not the host's
+def _host_then_device(d):
+    n = len(d['x'].data)
+    for i in range(n - 1):
+        d['y'][i] = d['x'][i] * 2.0
+    for i in range(int(d['c'][0])):
+        d['z'][i] = d['x'][i] + 1.0
+case('host_then_device_stop', '''
+kernel hd(x: f32[n], y: f32[n], z: f32[n], c: i32[1]):
+    k = n - 1
+    for i in range(k):
+        y[i] = x[i] * 2.0
+    k = c[0]
+    for i in range(k):
+        z[i] = x[i] + 1.0
+''', 'hd', {'x': F(300), 'y': F(300), 'z': F(300), 'c': I(1, lo=280, hi=281)}, _host_then_device)

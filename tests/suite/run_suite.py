@@ -56,6 +56,14 @@ def error_checks(r):
          {'x': Arr('f4', (4,), [1, 2, 3, 4])}, ['3:', 'x too big'], []),
         ('div_zero', 'kernel k(a: i32[n], y: i32[n]):\n    for i in range(n):\n        y[i] = 10 // a[i]\n',
          {'a': Arr('i4', (3,), [1, 0, 2]), 'y': Arr('i4', (3,), [0] * 3)}, ['3:', 'division by zero'], []),
+        # serial code on uniforms alone runs on the host before a launch (vm/launch.c); one that
+        # fails there is left to the backend, which reports it as before
+        ('serial_div_zero', 'kernel k(x: f32[n], y: f32[m]):\n    q = n // (m - 3)\n    for i in range(q):\n'
+         '        x[i] = 1.0\n',
+         {'x': Arr('f4', (4,), [0] * 4), 'y': Arr('f4', (3,), [0] * 3)}, ['2:', 'division by zero'], []),
+        ('serial_assert', 'kernel k(x: f32[n]):\n    assert n < 3, "n too big"\n    for i in range(n):\n'
+         '        x[i] = 1.0\n',
+         {'x': Arr('f4', (4,), [0] * 4)}, ['2:', 'n too big'], []),
         ('adstack_overflow',
          'kernel k(x: f32[n], s: i32[n], y: f32[n]):\n    for i in range(n):\n        v = x[i]\n'
          '        for _ in range(s[i]):\n            v = v * v\n        y[i] = v\n',

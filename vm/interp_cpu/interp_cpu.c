@@ -278,6 +278,24 @@ static int cpu_arrays(uint32_t nslots, dvm_buffer *const *arrays, const int64_t 
 /* Iterations between two polls of the error word in a parallel loop. */
 #define CPU_CHUNK_MIN 64
 
+/* Runs serial task t (dvm_task_uniform_only) over uniforms alone, on the host: 0, or 1 if it
+   failed (an assert, a division by zero: the caller then leaves it to the backend, which
+   reports it). */
+int dvm_cpu_run_uniform_task(const dvm_program *p, uint32_t task_index, const dvm_task_desc *t, uint32_t *uniforms) {
+    dvm_rt_error rec;
+    memset(&rec, 0, sizeof rec);
+    dvm_env env;
+    memset(&env, 0, sizeof env);
+    env.nodes = p->nodes;
+    env.consts = p->consts;
+    env.uni = uniforms;
+    env.err = &rec;
+    uint32_t regs[DVM_MAX_REGS];
+    memset(regs, 0, sizeof(uint32_t) * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));
+    const int32_t idx[3] = {0, 0, 0};
+    return dvm_run(&env, task_index, t, idx, 0, regs, 0) != 0 || rec.code != 0;
+}
+
 static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err, size_t errlen)
 {
     const dvm_program *p = x->prog;
