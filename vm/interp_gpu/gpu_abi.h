@@ -41,6 +41,9 @@
 #define DVM_GPU_F_ROWS 64u         /* lane kernels: the task's index registers are registers 0..ndim-1 and
                                       never written (dvm_task_flow.fixed_idx): the row path */
 #define DVM_GPU_F_STARTS 128u      /* lane kernels: some dimension has a start (start_u[d] set) */
+#define DVM_GPU_F_STARTS_KNOWN 256u /* the starts are in start_v (the host knew them), not only in
+                                       the uniforms: no global load for them (a lane kernel's every
+                                       round read them: 5% of the partitioned stencil's stalls) */
 
 typedef struct dvm_gpu_exec_args {
     uint64_t nodes, consts;        /* program */
@@ -62,7 +65,9 @@ typedef struct dvm_gpu_exec_args {
     uint32_t ext_u[3];
     uint32_t max_threads;          /* 0, or: only threads below it iterate (a test switch) */
     uint32_t narr;                 /* array slots of the variant (the shared-memory table) */
-    uint32_t pad;                  /* the size a multiple of 8 (15 u32 after the u64s, and this) */
+    int32_t start_v[3];            /* DVM_GPU_F_STARTS_KNOWN: each dimension's start (0 where it has
+                                      none), known to the host before the launch (18 u32 after the
+                                      u64s: the size a multiple of 8) */
 } dvm_gpu_exec_args;
 
 typedef struct dvm_gpu_size_args {

@@ -267,6 +267,7 @@ extern "C" __global__ void dvm_k_serial(dvm_gpu_exec_args a) {
    lane kernels. */
 /* dimension d's start (0 where it has none) */
 __device__ static __forceinline__ int32_t dvm_gpu_start(const dvm_gpu_exec_args &a, uint32_t d) {
+    if (a.flags & DVM_GPU_F_STARTS_KNOWN) return a.start_v[d];
     return a.start_u[d] != DVM_NO_SLOT ? (int32_t)((const uint32_t *)a.uni)[a.start_u[d]] : 0;
 }
 struct dvm_gpu_space {
