@@ -594,7 +594,7 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
             const uint32_t su = td->start_u[d];
             a.start_v[d] = 0;
             if (d >= td->ndim || su == DVM_NO_SLOT) continue;
-            if (su >= x->nuniforms || !x->known[su]) sk = 0;
+            if (!sk || su >= x->nuniforms || !x->known[su]) sk = 0;
             else a.start_v[d] = (int32_t)x->uniforms[su];
         }
         if (sk) a.flags |= DVM_GPU_F_STARTS_KNOWN;
