@@ -26,6 +26,9 @@ for be in cuda vulkan; do
     step "suite $m $be (C API)" python3 tests/suite/run_suite.py --dvm $D/api_runner --backend $be --mode $m -j 4
   done
 done
+for be in cuda vulkan; do
+  step "partition_fuzz $be" python3 tests/suite/partition_fuzz.py --dvm $D/dvm --backend $be --count 200
+done
 # 3 threads in all: small inputs then take the CUDA lanes' tail and divergence paths
 for m in forward grad errors; do
   step "suite $m cuda (DVM_GPU_MAX_THREADS=3)" env DVM_GPU_MAX_THREADS=3 python3 tests/suite/run_suite.py --dvm $D/dvm --backend cuda --mode $m -j 4

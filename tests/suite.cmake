@@ -36,3 +36,15 @@ foreach(mode forward grad)
   add_test(NAME suite_${mode}_api_cpu COMMAND ${Python3_EXECUTABLE} ${DVM_SUITE} --dvm $<TARGET_FILE:api_runner> --backend cpu --mode ${mode})
   set_tests_properties(suite_${mode}_api_cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 endforeach()
+
+# Random loops with one `if` on their indices (compiler/partition.c splits most of them) against
+# Python, on every backend; the CPU once more through the masked lanes.
+set(DVM_PART_FUZZ ${CMAKE_CURRENT_SOURCE_DIR}/tests/suite/partition_fuzz.py)
+foreach(be cpu vulkan cuda hip)
+  add_test(NAME partition_fuzz_${be} COMMAND ${Python3_EXECUTABLE} ${DVM_PART_FUZZ} --dvm $<TARGET_FILE:dvm_cli> --backend ${be})
+  set_tests_properties(partition_fuzz_${be} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+endforeach()
+# lavapipe under ASan would take minutes for what the CPU run checks already
+set_tests_properties(partition_fuzz_vulkan PROPERTIES LABELS nosan)
+add_test(NAME partition_fuzz_cpu_lanes COMMAND ${Python3_EXECUTABLE} ${DVM_PART_FUZZ} --dvm $<TARGET_FILE:dvm_cli> --backend cpu --seed 7)
+set_tests_properties(partition_fuzz_cpu_lanes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 ENVIRONMENT DVM_CPU_LANES=1)
