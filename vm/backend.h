@@ -118,6 +118,10 @@ typedef struct dvm_backend_vtbl {
     int (*exec)(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err, size_t errlen);
 } dvm_backend_vtbl;
 
+/* vm/launch.c: a parallel task's iteration count when x->known covers its extents and
+   starts, else -1; saturates at 2^40 (beyond any grid). */
+int64_t dvm_exec_known_total(const dvm_exec *x, const dvm_task_desc *td);
+
 /* vm/interp_cpu/interp_cpu.c: runs a dvm_task_uniform_only serial task over uniforms on the
    host; 0, or 1 if it failed. */
 int dvm_cpu_run_uniform_task(const dvm_program *p, uint32_t task_index, const dvm_task_desc *t, uint32_t *uniforms);

@@ -353,6 +353,22 @@ static int scan_load_slots(const dvm_program *p, const dvm_variant_desc *var, dv
 }
 
 /* Steps 1-5 for one variant. */
+/* A parallel task's iteration count when the host knows its extents and starts (x->known),
+   else -1. Saturates at 2^40 (beyond any grid). */
+int64_t dvm_exec_known_total(const dvm_exec *x, const dvm_task_desc *td) {
+    if (!x->known || !x->uniforms) return -1;
+    int64_t total = 1;
+    for (uint32_t d = 0; d < td->ndim && d < DVM_MAX_PAR_DIMS; d++) {
+        const uint32_t eu = td->ext_u[d], su = td->start_u[d];
+        if (eu >= x->nuniforms || !x->known[eu]) return -1;
+        if (su != DVM_NO_SLOT && (su >= x->nuniforms || !x->known[su])) return -1;
+        const int64_t e = (int64_t)(int32_t)x->uniforms[eu] - (su != DVM_NO_SLOT ? (int64_t)(int32_t)x->uniforms[su] : 0);
+        if (e <= 0) return 0;
+        total = total > ((int64_t)1 << 40) / e ? ((int64_t)1 << 40) : total * e;
+    }
+    return total;
+}
+
 static dvm_status run_variant(launch *L, uint32_t vk) {
     dvm_context *ctx = L->ctx;
     const dvm_program *p = L->p;
@@ -486,31 +502,10 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
                           kname, vl, pstr(p, sd->name), sd->line, (long long)caps[i], (long long)DVM_SIZE_SAT);
             goto done;
         }
-    /* 3. heap (heap/heap.h owns the layout and its growth) */
-    x.nthread_slots = ctx->vt->slots(ctx->be, &x);
-    dvm_heap_layout hl;
-    if (dvm_heap_layout_compute(caps, nst, x.nthread_slots, off, &hl, err, sizeof err) != 0) {
-        st = dvm_fail(ctx, DVM_ERR_RUNTIME, 0, "kernel '%s'%s: adstack heap: %s; lower the adstack sizes or the thread count",
-                      kname, vl, err);
-        goto done;
-    }
-    x.stride = hl.stride;
-    size_t hbytes = (size_t)hl.total_words * 4;
-    /* every exec gets a real buffer, even one with no stacks */
-    if (dvm_heap_reserve(&ctx->scratch.heap, ctx->vt, ctx->be, hbytes > 64 ? hbytes : 64, err, sizeof err) != 0) {
-        st = dvm_fail(ctx, DVM_ERR_BACKEND, 0,
-                      "kernel '%s'%s: cannot allocate the adstack heap of %zu bytes (%lld thread slots of %lld words): %s; "
-                      "lower the adstack sizes or the thread count",
-                      kname, vl, hbytes, (long long)x.nthread_slots, (long long)hl.stride, err);
-        goto done;
-    }
-    x.heap = ctx->scratch.heap.buf;
-    if ((int64_t)ctx->scratch.heap.bytes > L->st.heap_bytes) L->st.heap_bytes = (int64_t)ctx->scratch.heap.bytes;
-    if (hl.min_words * 4 > L->st.heap_min_bytes) L->st.heap_min_bytes = hl.min_words * 4;
-    /* 4. the serial tasks at the variant's start that compute on uniforms alone (a partitioned
+    /* 3. the serial tasks at the variant's start that compute on uniforms alone (a partitioned
        loop's bounds, a range's computed stop: dvm_task_uniform_only) run here, on the host,
        and the backend gets their results with the other uniforms: a GPU then launches no
-       kernel for them and knows every extent they compute (its grids sized to them). One
+       kernel for them and knows every extent they compute (its grids sized to them, before slots()). One
        that fails is left to the backend, which reports the error as it would have. */
     known = (uint8_t *)calloc(nu ? nu : 1, 1);
     if (known) {
@@ -544,6 +539,27 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
         }
         x.known = known;
     }
+    /* 4. heap (heap/heap.h owns the layout and its growth) */
+    x.nthread_slots = ctx->vt->slots(ctx->be, &x);
+    dvm_heap_layout hl;
+    if (dvm_heap_layout_compute(caps, nst, x.nthread_slots, off, &hl, err, sizeof err) != 0) {
+        st = dvm_fail(ctx, DVM_ERR_RUNTIME, 0, "kernel '%s'%s: adstack heap: %s; lower the adstack sizes or the thread count",
+                      kname, vl, err);
+        goto done;
+    }
+    x.stride = hl.stride;
+    size_t hbytes = (size_t)hl.total_words * 4;
+    /* every exec gets a real buffer, even one with no stacks */
+    if (dvm_heap_reserve(&ctx->scratch.heap, ctx->vt, ctx->be, hbytes > 64 ? hbytes : 64, err, sizeof err) != 0) {
+        st = dvm_fail(ctx, DVM_ERR_BACKEND, 0,
+                      "kernel '%s'%s: cannot allocate the adstack heap of %zu bytes (%lld thread slots of %lld words): %s; "
+                      "lower the adstack sizes or the thread count",
+                      kname, vl, hbytes, (long long)x.nthread_slots, (long long)hl.stride, err);
+        goto done;
+    }
+    x.heap = ctx->scratch.heap.buf;
+    if ((int64_t)ctx->scratch.heap.bytes > L->st.heap_bytes) L->st.heap_bytes = (int64_t)ctx->scratch.heap.bytes;
+    if (hl.min_words * 4 > L->st.heap_min_bytes) L->st.heap_min_bytes = hl.min_words * 4;
     /* 5. run */
     {
         dvm_rt_error rt;

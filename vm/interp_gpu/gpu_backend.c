@@ -516,22 +516,6 @@ static int launch(dvm_backend *be, void *fn, unsigned grid, unsigned block, unsi
     return 0;
 }
 
-/* A parallel task's iteration count when the host knows its extents and starts (x->known),
-   else -1. Saturates at 2^40 (beyond any grid). */
-static int64_t known_total(const dvm_exec *x, const dvm_task_desc *td) {
-    if (!x->known || !x->uniforms) return -1;
-    int64_t total = 1;
-    for (uint32_t d = 0; d < td->ndim && d < DVM_MAX_PAR_DIMS; d++) {
-        const uint32_t eu = td->ext_u[d], su = td->start_u[d];
-        if (eu >= x->nuniforms || !x->known[eu]) return -1;
-        if (su != DVM_NO_SLOT && (su >= x->nuniforms || !x->known[su])) return -1;
-        const int64_t e = (int64_t)(int32_t)x->uniforms[eu] - (su != DVM_NO_SLOT ? (int64_t)(int32_t)x->uniforms[su] : 0);
-        if (e <= 0) return 0;
-        total = total > ((int64_t)1 << 40) / e ? ((int64_t)1 << 40) : total * e;
-    }
-    return total;
-}
-
 /* Reads back the error record (and, if small, the uniforms right after it): the one
    readback of a launch. */
 #define UNI_READBACK_MAX 256u
@@ -572,7 +556,7 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
                blocks than the iterations fill, and no launch for none. Every other grid is
                the full one (its blocks beyond the iterations stage the task and leave): a
                partitioned loop's thin boxes took 8-11 us each that way on an H200. */
-            const int64_t total = known_total(x, td);
+            const int64_t total = dvm_exec_known_total(x, td);
             if (total == 0) continue;
             if (total > 0) {
                 const int64_t per = (int64_t)DVM_GPU_BLOCK * c.lanes, need = (total + per - 1) / per;

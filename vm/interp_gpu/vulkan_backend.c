@@ -733,41 +733,16 @@ static int vk_load(dvm_backend *be, const dvm_program *prog, dvm_loaded **out, c
     return 0;
 }
 
-/* Host-filled uniform slots (scalar parameters and shape symbols) give the iteration count of
-   a parallel task before it runs; other extents are computed by serial tasks on the device. */
-static int host_filled(const dvm_program *p, const dvm_kernel_desc *k, uint32_t u) {
-    for (uint32_t i = 0; i < k->nparams; i++) {
-        const dvm_param_desc *pd = &p->params[k->param_begin + i];
-        if (!pd->is_array && pd->uslot == u) return 1;
-    }
-    for (uint32_t i = 0; i < k->nsyms; i++)
-        if (p->syms[k->sym_begin + i].uslot == u) return 1;
-    return 0;
-}
-
+/* The threads a launch needs: the largest iteration count of the variant's parallel tasks
+   where the host knows it (dvm_exec_known_total: parameters, shape symbols and what the serial
+   tasks run on the host computed), else the cap. */
 static int64_t vk_slots(dvm_backend *be, const dvm_exec *x) {
-    const dvm_program *p = x->prog;
-    if (!p->kernels || x->kernel >= p->nkernels) return be->thread_cap;
-    const dvm_kernel_desc *k = &p->kernels[x->kernel];
     int64_t want = 0;
     for (uint32_t t = 0; t < x->var->ntasks; t++) {
-        const dvm_task_desc *td = &p->tasks[x->var->task_begin + t];
+        const dvm_task_desc *td = &x->prog->tasks[x->var->task_begin + t];
         if (td->kind != DVM_TASK_PARALLEL) continue;
-        int64_t total = 1;
-        int known = 1;
-        for (uint32_t d = 0; d < td->ndim && d < DVM_MAX_PAR_DIMS; d++) {
-            uint32_t u = td->ext_u[d];
-            if (u >= x->nuniforms || !host_filled(p, k, u)) { known = 0; break; }
-            int64_t e = (int32_t)x->uniforms[u];
-            const uint32_t su = td->start_u[d];
-            if (su != DVM_NO_SLOT) {
-                if (su >= x->nuniforms || !host_filled(p, k, su)) { known = 0; break; }
-                e -= (int32_t)x->uniforms[su];
-            }
-            /* e < 2^32: past 2^31 the total stays as it is (a grid-stride loop covers the rest) */
-            total = e <= 0 ? 0 : (total > ((int64_t)1 << 31) ? total : total * e);
-        }
-        if (!known) { want = be->thread_cap; break; }
+        const int64_t total = dvm_exec_known_total(x, td);
+        if (total < 0) return be->thread_cap;
         if (total > want) want = total;
     }
     if (want > (int64_t)be->thread_cap) want = be->thread_cap;
