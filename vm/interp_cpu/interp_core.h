@@ -825,32 +825,38 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #define ROW_STEP_ ((uint32_t)DVM_ROW_STEP)
 #define ROW_SPAN_ (ROW_STEP_ * (uint32_t)(DVM_LANES - 1))
 #define ROW_ALL_ (m_ == (1u << DVM_LANES) - 1u)
+/* rok_: the row path is taken; rp_ is then lane 0's element. The array's base is read
+ * before the test (in parallel with the index registers' reads, not after them). */
 #define ROW1_(reg, off)                                                                \
-    DVM_GLOBAL uint32_t *rp_ = 0;                                                      \
+    DVM_GLOBAL uint32_t *rp_ = arr[N_X];                                               \
+    int rok_ = 0;                                                                      \
     if (rows_ != 0u && (uint32_t)(reg) + 1u == rows_ && ROW_ALL_) {                    \
         const uint32_t rl_ = (uint32_t)e->arr_len[N_X]; /* < 2^31 */                   \
         const uint32_t r0_ = ROW_AT_(reg)[0] + (uint32_t)(off);                        \
-        if (r0_ < rl_ && r0_ + ROW_SPAN_ < rl_) rp_ = arr[N_X] + r0_;                  \
+        rok_ = r0_ < rl_ && r0_ + ROW_SPAN_ < rl_;                                     \
+        if (rok_) rp_ += r0_;                                                          \
     }
 #define ROW2_(ri, io, rj, jo)                                                          \
-    DVM_GLOBAL uint32_t *rp_ = 0;                                                      \
+    DVM_GLOBAL uint32_t *rp_ = arr[N_X];                                               \
+    int rok_ = 0;                                                                      \
     if (rows_ == 2u && (uint32_t)(ri) == 0u && (uint32_t)(rj) == 1u && ROW_ALL_) {     \
         const uint32_t re0_ = (uint32_t)e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK];    \
         const uint32_t re1_ = (uint32_t)e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK + 1]; \
         const uint32_t i0_ = ROW_AT_(0)[0] + (uint32_t)(io); /* no comma: row_ is passed on */ \
         const uint32_t j0_ = ROW_AT_(1)[0] + (uint32_t)(jo);                           \
-        if (i0_ < re0_ && j0_ < re1_ && j0_ + ROW_SPAN_ < re1_) rp_ = arr[N_X] + (i0_ * re1_ + j0_); \
+        rok_ = i0_ < re0_ && j0_ < re1_ && j0_ + ROW_SPAN_ < re1_;                     \
+        if (rok_) rp_ += i0_ * re1_ + j0_;                                             \
     }
 #else
 #define ROW_STEP_ 1u
-#define ROW1_(reg, off) DVM_GLOBAL uint32_t *const rp_ = 0
-#define ROW2_(ri, io, rj, jo) DVM_GLOBAL uint32_t *const rp_ = 0
+#define ROW1_(reg, off) DVM_GLOBAL uint32_t *const rp_ = 0; const int rok_ = 0
+#define ROW2_(ri, io, rj, jo) DVM_GLOBAL uint32_t *const rp_ = 0; const int rok_ = 0
 #endif
 #define RP_(l) (rp_ + ROW_STEP_ * (uint32_t)(l)) /* lane l's element on the row path */
 #define ROW_OR_(row_, rowstmt_, ...)                                                   \
     do {                                                                               \
         row_;                                                                          \
-        if (rp_) {                                                                     \
+        if (rok_) {                                                                    \
             rowstmt_;                                                                  \
         } else {                                                                       \
             __VA_ARGS__;                                                               \

@@ -272,7 +272,7 @@ __device__ static __forceinline__ int32_t dvm_gpu_start(const dvm_gpu_exec_args 
 }
 struct dvm_gpu_space {
     int64_t total;
-    uint32_t ext1, ext2; /* extents of dimensions 1 and 2 (1 when absent) */
+    uint32_t ext0, ext1, ext2; /* extents of dimensions 0, 1 and 2 (1 when absent) */
     int small;           /* total < 2^31: 32-bit index arithmetic */
 };
 __device__ static inline dvm_gpu_space dvm_gpu_space_of(const dvm_gpu_exec_args &a) {
@@ -289,6 +289,7 @@ __device__ static inline dvm_gpu_space dvm_gpu_space_of(const dvm_gpu_exec_args 
         }
     }
     /* each extent (an i32 stop less an i32 start) fits in 32 bits unsigned; the total may not */
+    sp.ext0 = (uint32_t)ext[0];
     sp.ext1 = (uint32_t)ext[1];
     sp.ext2 = (uint32_t)ext[2];
     sp.small = sp.total < ((int64_t)1 << 31);
@@ -325,8 +326,10 @@ __device__ static inline void dvm_gpu_decompose(const dvm_gpu_space &sp, uint32_
 /* The digits of iteration lin + s, from those of lin (from) and the digits of s (step, as
    dvm_gpu_decompose gives them, s < total): a mixed-radix add, last dimension first, each digit
    below its extent, so one subtraction per carry (no division: a lane kernel decomposes one
-   iteration per round and steps to its other lanes' ones). ndim 2 or 3. An extent may pass
-   2^31 (a stop less a negative start): a sum that wraps 32 bits carries too. */
+   iteration per thread and steps to its rounds' and its lanes' ones). ndim 1 to 3 (1: ext1 is 1,
+   so only the first digit moves). An extent may pass
+   2^31 (a stop less a negative start): a sum that wraps 32 bits carries too. The first digit
+   stops at UINT32_MAX, past every extent (an extent is below 2^32): no wrap back into the space. */
 __device__ static __forceinline__ void dvm_gpu_step(const dvm_gpu_space &sp, uint32_t ndim, const int32_t *from,
                                                     const int32_t *step, int32_t *to) {
     uint32_t c = 0;
@@ -340,7 +343,8 @@ __device__ static __forceinline__ void dvm_gpu_step(const dvm_gpu_space &sp, uin
     uint32_t d1 = (uint32_t)from[1] + (uint32_t)step[1] + c;
     c = d1 >= sp.ext1 || d1 < (uint32_t)from[1];
     to[1] = (int32_t)(c ? d1 - sp.ext1 : d1);
-    to[0] = (int32_t)((uint32_t)from[0] + (uint32_t)step[0] + c);
+    const uint64_t d0 = (uint64_t)(uint32_t)from[0] + (uint32_t)step[0] + c;
+    to[0] = (int32_t)(uint32_t)(d0 > 0xFFFFFFFFull ? 0xFFFFFFFFull : d0);
 }
 
 /* Warp votes. CUDA: explicit masks of the threads still iterating. HIP (ROCm 5.2 has no
@@ -543,9 +547,19 @@ template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lan
        error word at each run's start. */
     constexpr bool AHEAD = MASKED || L == DVM_GPU_LANES_WIDE;
     /* Several dimensions: lane l + 1's indices are lane l's stepped by q's digits (one
-       division a round, not one a lane). */
-    int32_t qstep[3];
-    if (AHEAD && a.ndim > 1) dvm_gpu_decompose(sp, a.ndim, q < sp.total ? q : 0, qstep);
+       division a thread, not one a lane). */
+    int32_t qstep[3] = {-1, 0, 0}; /* q >= total: UINT32_MAX, past the end (dvm_gpu_step stops there) */
+    if (AHEAD && a.ndim > 1 && q < sp.total) dvm_gpu_decompose(sp, a.ndim, q, qstep);
+    /* AHEAD: the round's lane 0 as digits (ridx), each round's the last one's stepped by the
+       rounds' distance (rstep; past the end at once when one round covers the space): no
+       division a round (they were 15% of the partitioned stencil's instructions) and no
+       64-bit iteration number held across the rounds. The others count iterations (base). */
+    int32_t ridx[3] = {0, 0, 0}, rstep[3] = {-1, 0, 0};
+    const int64_t rs = nthreads * L;
+    if (AHEAD) {
+        dvm_gpu_decompose(sp, a.ndim, th.first, ridx);
+        if (rs < sp.total) dvm_gpu_decompose(sp, a.ndim, rs, rstep);
+    }
     /* the row path (interp_core.h): the task's flag, lanes one step apart */
     const int rowable = (a.flags & DVM_GPU_F_ROWS) && q == DVM_GPU_LANE_STEP && a.ndim <= 2;
     int stop = 0;
@@ -553,37 +567,58 @@ template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lan
        error word (DVM_CALLER_POLLS), each round reads it for the next one (no wait for the read:
        the stencil 2% faster on an H200); the 4 plain lanes' runs read it at their start */
     int err_seen = DVM_LOAD_ERR(&e.err->code) != 0;
-    for (int64_t base = th.first;; base += nthreads * L) {
-        const int mine = base < sp.total && !stop && !err_seen;
+    int first = 1;
+    for (int64_t base = th.first;; base += rs) {
+        if (AHEAD && !first) dvm_gpu_step(sp, a.ndim, ridx, rstep, ridx);
+        const int mine = (AHEAD ? (uint32_t)ridx[0] < sp.ext0 : base < sp.total) && !stop && !err_seen;
         if (!dvm_gpu_round(sync, wmask, mine)) break;
 #ifdef DVM_GPU_CONVERGE_RUN
         const int conv = MASKED && L == DVM_GPU_LANES && sync && (a.flags & DVM_GPU_F_CONVERGE); /* the host's rule */
         if (conv) e.wmask = __ballot_sync(wmask, mine); /* this round's threads keep together */
 #endif
+        /* The first round runs the prologue; the later ones start at td.body. A lane without an
+           iteration in the first round has none later (iterations only grow), so every lane
+           that runs has run the prologue. */
+        const uint32_t start = first ? 0u : td.body;
+        first = 0;
         if (!mine) continue;
         /* the error word for the next round's test, its read in flight during this round */
         if (AHEAD) err_seen = DVM_LOAD_ERR(&e.err->code) != 0;
         int32_t idx[3 * L];
         uint32_t have = 0;
-        if (AHEAD && a.ndim > 1) dvm_gpu_decompose(sp, a.ndim, base, idx);
-        /* 2-D, every lane has an iteration and all are in lane 0's row: no stepping */
-        const int row = AHEAD && a.ndim == 2 && base + q * (L - 1) < sp.total &&
-                        (int64_t)(uint32_t)idx[1] + q * (L - 1) < (int64_t)sp.ext1;
+        if (AHEAD) idx[0] = ridx[0], idx[1] = ridx[1], idx[2] = ridx[2];
+        /* 2-D, all lanes in lane 0's row (so each has an iteration): no stepping */
+        const int row = AHEAD && a.ndim == 2 && (int64_t)(uint32_t)idx[1] + q * (L - 1) < (int64_t)sp.ext1;
         if (row) {
             have = (1u << L) - 1u;
 #pragma unroll
             for (int l = 1; l < L; l++)
                 idx[3 * l] = idx[0], idx[3 * l + 1] = (int32_t)((uint32_t)idx[1] + (uint32_t)(q * l)), idx[3 * l + 2] = 0;
         } else if (AHEAD && a.ndim > 1) {
+            /* lane l's digits from lane l - 1's (cur: also past the end); it has an iteration
+               while its first digit is in range (dvm_gpu_step stops past the end) */
             have = 1;
+            int32_t cur[3] = {idx[0], idx[1], idx[2]};
 #pragma unroll
             for (int l = 1; l < L; l++) {
-                if (base + l * q < sp.total) {
+                int32_t nx[3];
+                dvm_gpu_step(sp, a.ndim, cur, qstep, nx);
+                cur[0] = nx[0], cur[1] = nx[1], cur[2] = nx[2];
+                if ((uint32_t)nx[0] < sp.ext0) {
                     have |= 1u << l;
-                    dvm_gpu_step(sp, a.ndim, idx + 3 * (l - 1), qstep, idx + 3 * l);
+                    idx[3 * l] = nx[0], idx[3 * l + 1] = nx[1], idx[3 * l + 2] = nx[2];
                 } else {
                     idx[3 * l] = idx[0], idx[3 * l + 1] = idx[1], idx[3 * l + 2] = idx[2];
                 }
+            }
+        } else if (AHEAD) {
+            /* 1-D: lane l at lane 0's + l * q */
+#pragma unroll
+            for (int l = 0; l < L; l++) {
+                const uint64_t lin = (uint64_t)(uint32_t)idx[0] + (uint64_t)(l * q);
+                const int in = lin < sp.ext0;
+                if (in) have |= 1u << l;
+                idx[3 * l] = in ? (int32_t)(uint32_t)lin : idx[0], idx[3 * l + 1] = 0, idx[3 * l + 2] = 0;
             }
         } else {
 #pragma unroll
@@ -609,10 +644,6 @@ template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lan
                     for (int l = 0; l < L; l++) idx[3 * l + d] = (int32_t)((uint32_t)idx[3 * l + d] + s);
                 }
         }
-        /* The first round runs the prologue; the later ones start at td.body. A lane without an
-           iteration in the first round has none later (iterations only grow), so every lane
-           that runs has run the prologue (no register for it: one more spilled in lanes8). */
-        const uint32_t start = base == th.first ? 0u : td.body;
 #ifdef DVM_GPU_CONVERGE_RUN
         if constexpr (MASKED && L == DVM_GPU_LANES) {
             if (conv) {
