@@ -827,12 +827,28 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #define ROW_ALL_ (m_ == (1u << DVM_LANES) - 1u)
 /* rok_: the row path is taken; rp_ is then lane 0's element. The array's base is read
  * before the test (in parallel with the index registers' reads, not after them). */
+/* ROW_I_(d): lane 0's index d, the value of its register d (the row path's index registers are
+ * registers 0 .. ndim - 1, never written): from the caller's idx, not from the register file
+ * (whose 32-bit reads of one lane, a thread's file 36 words from the next one's, met 4-way
+ * bank conflicts: the register files' traffic in shared memory is what holds the stencil) */
+#if defined(DVM_MASKED_)
+/* the masked runs: from the file (the caller's, kept live, spilled in the 4 masked lanes) */
+#define ROW_I_(d) ROW_AT_(d)[0]
+#define ROW_LAST_I_(reg) ROW_AT_(reg)[0]
+#else
+#if defined(DVM_START_AT)
+#define ROW_I_(d) ((uint32_t)idx[d] + (uint32_t)DVM_START_AT(d))
+#else
+#define ROW_I_(d) ((uint32_t)idx[d] + (uint32_t)e->start[d])
+#endif
+#define ROW_LAST_I_(reg) (rows_ == 2u ? ROW_I_(1) : ROW_I_(0)) /* reg is rows_ - 1 */
+#endif
 #define ROW1_(reg, off)                                                                \
     DVM_GLOBAL uint32_t *rp_ = arr[N_X];                                               \
     int rok_ = 0;                                                                      \
     if (rows_ != 0u && (uint32_t)(reg) + 1u == rows_ && ROW_ALL_) {                    \
         const uint32_t rl_ = (uint32_t)e->arr_len[N_X]; /* < 2^31 */                   \
-        const uint32_t r0_ = ROW_AT_(reg)[0] + (uint32_t)(off);                        \
+        const uint32_t r0_ = ROW_LAST_I_(reg) + (uint32_t)(off);                       \
         rok_ = r0_ < rl_ && r0_ + ROW_SPAN_ < rl_;                                     \
         if (rok_) rp_ += r0_;                                                          \
     }
@@ -842,8 +858,8 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
     if (rows_ == 2u && (uint32_t)(ri) == 0u && (uint32_t)(rj) == 1u && ROW_ALL_) {     \
         const uint32_t re0_ = (uint32_t)e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK];    \
         const uint32_t re1_ = (uint32_t)e->arr_shape[(uint32_t)N_X * DVM_MAX_RANK + 1]; \
-        const uint32_t i0_ = ROW_AT_(0)[0] + (uint32_t)(io); /* no comma: row_ is passed on */ \
-        const uint32_t j0_ = ROW_AT_(1)[0] + (uint32_t)(jo);                           \
+        const uint32_t i0_ = ROW_I_(0) + (uint32_t)(io); /* no comma: row_ is passed on */ \
+        const uint32_t j0_ = ROW_I_(1) + (uint32_t)(jo);                               \
         rok_ = i0_ < re0_ && j0_ < re1_ && j0_ + ROW_SPAN_ < re1_;                     \
         if (rok_) rp_ += i0_ * re1_ + j0_;                                             \
     }
@@ -1339,6 +1355,8 @@ dvm_finish_:
 #undef ROW_STEP_
 #undef ROW_SPAN_
 #undef ROW_ALL_
+#undef ROW_I_
+#undef ROW_LAST_I_
 #undef ROW1_
 #undef ROW2_
 #undef ROW1K_
