@@ -197,6 +197,10 @@ DVM_FN uint64_t dvm_node_word_(const dvm_node *ip) { uint64_t w; DVM_MEMCPY_(&w,
 #endif
 /* A lane run's `have` bit: the row path (below, ROW1_ and ROW2_) may be taken. */
 #define DVM_ROW_FLAG 0x80000000u
+/* With DVM_ROW_FLAG: the task reads its index registers only as row-path indices
+ * (dvm_task_flow.idx_as_index), so the plain lanes need not write them to the register file
+ * (ROW_LAZY_FLUSH_ when an access leaves the row path). */
+#define DVM_ROW_LAZY 0x40000000u
 
 #ifndef DVM_LOAD_ERR
 #define DVM_LOAD_ERR(p) (*(volatile int32_t *)(p))
@@ -868,6 +872,17 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #define ROW1_(reg, off) DVM_GLOBAL uint32_t *const rp_ = 0; const int rok_ = 0
 #define ROW2_(ri, io, rj, jo) DVM_GLOBAL uint32_t *const rp_ = 0; const int rok_ = 0
 #endif
+#if defined(DVM_ROW_STEP) && defined(DVM_LANEMASK_) && !defined(DVM_MASKED_)
+/* A run that left the index rows unwritten (DVM_ROW_LAZY) and meets an access off the row
+ * path (the only reader of those registers: dvm_task_flow.idx_as_index) writes them
+ * (dvm_idx_rows_: lane l's index d is lane 0's, plus l * DVM_ROW_STEP in the last dimension)
+ * and runs the node again, before it has done anything. One copy of that code for every
+ * access: written in each access's fallback, it cost the 8 lanes 284 bytes of spills. */
+#define ROW_LAZY_ 1
+#define ROW_LAZY_FLUSH_() do { if (ixp_) goto dvm_idx_rows_; } while (0)
+#else
+#define ROW_LAZY_FLUSH_() ((void)0)
+#endif
 #define RP_(l) (rp_ + ROW_STEP_ * (uint32_t)(l)) /* lane l's element on the row path */
 #define ROW_OR_(row_, rowstmt_, ...)                                                   \
     do {                                                                               \
@@ -875,6 +890,7 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
         if (rok_) {                                                                    \
             rowstmt_;                                                                  \
         } else {                                                                       \
+            ROW_LAZY_FLUSH_();                                                         \
             __VA_ARGS__;                                                               \
         }                                                                              \
     } while (0)
@@ -984,6 +1000,9 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
 #if defined(DVM_ROW_STEP) && defined(DVM_LANEMASK_)
     const uint32_t rows_ = (have & DVM_ROW_FLAG) ? (uint32_t)t->ndim : 0u; /* the row path (ROW1_) */
 #endif
+#ifdef ROW_LAZY_
+    uint32_t ixp_ = (have & DVM_ROW_FLAG) ? (have & DVM_ROW_LAZY) : 0u; /* index rows not written yet */
+#endif
 #ifndef DVM_CALLER_POLLS
     if (DVM_LOAD_ERR(&e->err->code)) RET(1); /* another thread failed: stop early */
 #endif
@@ -991,7 +1010,11 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
     if (m_ == 0u) RET(0);
 #endif
 
+#ifdef ROW_LAZY_
+    if (t->kind == DVM_TASK_PARALLEL && !ixp_) {
+#else
     if (t->kind == DVM_TASK_PARALLEL) {
+#endif
         const uint32_t nd = t->ndim;
         DVM_UNROLL for (uint32_t d = 0; d < DVM_MAX_PAR_DIMS; d++)
             if (d < nd) {
@@ -1269,6 +1292,19 @@ dvm_dispatch_:
     vmcase(SZ_PARAM)
     L__BAD:
     FAIL(DVM_RT_BAD_OP, N_OP, 0, 0, 0);
+#ifdef ROW_LAZY_
+dvm_idx_rows_:
+    ixp_ = 0u;
+    DVM_UNROLL for (uint32_t d_ = 0; d_ < 2u; d_++) /* the row path: 1 or 2 dimensions */
+        if (d_ < t->ndim) {
+            const uint32_t i0_ = d_ == 0u ? ROW_I_(0) : ROW_I_(1);
+            const uint32_t s_ = d_ + 1u == t->ndim ? ROW_STEP_ : 0u;
+            uint32_t w_[DVM_LANES];
+            DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) w_[l_] = i0_ + s_ * (uint32_t)l_;
+            ROW_PUT_(ROW_AT_(d_), w_);
+        }
+    vmdispatch(); /* the node again, now with them */
+#endif
 #ifdef DVM_MASKED_
 dvm_select_:
     /* every lane's node is in lp_: run the lowest, with the lanes at it */
@@ -1362,6 +1398,8 @@ dvm_finish_:
 #undef ROW1K_
 #undef ROW2O_
 #undef RP_
+#undef ROW_LAZY_
+#undef ROW_LAZY_FLUSH_
 #undef ROW_OR_
 #undef RK16
 #undef vmcase

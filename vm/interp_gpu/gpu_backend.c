@@ -38,6 +38,7 @@ struct dvm_backend {
     int use_smem_code, use_smem_regs;      /* DVM_GPU_SMEM_CODE / DVM_GPU_SMEM_REGS=0 turn off */
     int use_lanes;                         /* lanes at all (DVM_GPU_LANES=0: no) */
     int use_rows;                          /* the lanes' row path (DVM_GPU_ROWS=0: no) */
+    int use_row_lazy;                      /* its index rows written lazily (DVM_GPU_ROW_LAZY=0: no) */
     int use_masked;                        /* masked lanes: 0 never (DVM_GPU_MASKED=0), 1 tasks with a
                                               conditional branch, 2 every task (=2, for measuring) */
     int use_wide;                          /* the 8-lane kernels may be chosen (DVM_GPU_WIDE=0: no) */
@@ -204,6 +205,7 @@ dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opt
     be->converge = env_off("DVM_GPU_CONVERGE") ? 0 : (getenv("DVM_GPU_CONVERGE") && !strcmp(getenv("DVM_GPU_CONVERGE"), "2") ? 2 : 1);
     be->use_lanes = !env_off("DVM_GPU_LANES");
     be->use_rows = !env_off("DVM_GPU_ROWS");
+    be->use_row_lazy = !env_off("DVM_GPU_ROW_LAZY");
     be->use_masked = env_off("DVM_GPU_MASKED") ? 0 : (getenv("DVM_GPU_MASKED") && !strcmp(getenv("DVM_GPU_MASKED"), "2") ? 2 : 1);
     be->use_wide = !env_off("DVM_GPU_WIDE");
     const char *mt = getenv("DVM_GPU_MAX_THREADS");
@@ -473,7 +475,10 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
             }
             if (fits) c.flags |= DVM_GPU_F_SMEM_REGS;
             /* the row path of array nodes (interp_core.h, ROW1_ and ROW2_) */
-            if (fits && fl.fixed_idx && t->ndim <= 2 && be->use_rows) c.flags |= DVM_GPU_F_ROWS;
+            if (fits && fl.fixed_idx && t->ndim <= 2 && be->use_rows) {
+                c.flags |= DVM_GPU_F_ROWS;
+                if (fl.idx_as_index && be->use_row_lazy) c.flags |= DVM_GPU_F_ROW_LAZY;
+            }
         }
         if (c.lanes == 1) {
             c.fn = be->k_parallel;

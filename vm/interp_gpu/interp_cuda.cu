@@ -631,7 +631,7 @@ template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lan
         /* the row path: every lane has an iteration, 2-D all in one row */
         if (rowable && have == (1u << L) - 1u &&
             (a.ndim == 1 || (uint64_t)(uint32_t)idx[1] + (uint64_t)(DVM_GPU_LANE_STEP * (L - 1)) < sp.ext1))
-            have |= DVM_ROW_FLAG;
+            have |= DVM_ROW_FLAG | (a.flags & DVM_GPU_F_ROW_LAZY ? DVM_ROW_LAZY : 0u);
         /* digits -> indices: each dimension's start, read from the uniforms at each round (the
            slot from the parameter space: nothing held across the round); one test for tasks
            without starts (the host's flag) */
