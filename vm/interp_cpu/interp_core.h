@@ -829,8 +829,6 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #define ROW_STEP_ ((uint32_t)DVM_ROW_STEP)
 #define ROW_SPAN_ (ROW_STEP_ * (uint32_t)(DVM_LANES - 1))
 #define ROW_ALL_ (m_ == (1u << DVM_LANES) - 1u)
-/* rok_: the row path is taken; rp_ is then lane 0's element. The array's base is read
- * before the test (in parallel with the index registers' reads, not after them). */
 /* ROW_I_(d): lane 0's index d, the value of its register d (the row path's index registers are
  * registers 0 .. ndim - 1, never written): from the caller's idx, not from the register file
  * (whose 32-bit reads of one lane, a thread's file 36 words from the next one's, met 4-way
@@ -847,6 +845,8 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #endif
 #define ROW_LAST_I_(reg) (rows_ == 2u ? ROW_I_(1) : ROW_I_(0)) /* reg is rows_ - 1 */
 #endif
+/* rok_: the row path is taken; rp_ is then lane 0's element. The array's base is read
+ * before the test (in parallel with the index registers' reads, not after them). */
 #define ROW1_(reg, off)                                                                \
     DVM_GLOBAL uint32_t *rp_ = arr[N_X];                                               \
     int rok_ = 0;                                                                      \
