@@ -1295,6 +1295,26 @@ case('partition_2d_empty', PART2, 'part2', {'u': F(6, 9), 'v': F(6, 9), 'a': 40,
 case('partition_2d_rows', PART2, 'part2', {'u': F(5, 700), 'v': F(5, 700), 'a': 1, 'b': 2}, _part2)
 
 
+
+def _lazyrows(d):
+    x, u, s = d['x'], d['u'], d['s']
+    n, m = u.shape
+    for i in range(n):
+        for j in range(m):
+            d['w'][i, j] = u[i, j] * 2.0 + x[i] + s[i, j + 1]
+# The indices read only as array indices (dvm_task_flow.idx_as_index): the CUDA/HIP plain lanes
+# leave them out of the register file on the row path (DVM_GPU_F_ROW_LAZY). x[i] in a 2-D loop
+# never takes the row path, and s[i, j + 1] leaves it where a row's last lane passes s's row
+# (m = 300: rounds of 8 lanes 32 apart); both then write the indices and run again. The
+# adjoint's x.grad[i] += ... alike.
+LAZY = '''
+kernel lz(x: f32[n], u: f32[n, m], s: f32[n, k], w: f32[n, m]):
+    for i, j in ndrange(n, m):
+        w[i, j] = u[i, j] * 2.0 + x[i] + s[i, j + 1]
+'''
+case('row_lazy_idx', LAZY, 'lz', {'x': F(37), 'u': F(37, 300), 's': F(37, 301), 'w': F(37, 300)}, _lazyrows)
+case('row_lazy_idx_grad', LAZY, 'lz', {'x': F(3), 'u': F(3, 260), 's': F(3, 261), 'w': F(3, 260)}, _lazyrows, grad=True)
+
 def _part1(d):
     x = d['x']
     lo, hi = int(d['lo']), int(d['hi'])
