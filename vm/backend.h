@@ -118,8 +118,10 @@ typedef struct dvm_backend_vtbl {
     int (*exec)(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err, size_t errlen);
 } dvm_backend_vtbl;
 
-/* vm/launch.c: a parallel task's iteration count when x->known covers its extents and
-   starts, else -1; saturates at 2^40 (beyond any grid). */
+/* vm/launch.c: a uniform slot's value when the host knows it before the launch (x->known: 1,
+   *v set), else 0; and a parallel task's iteration count when x->known covers its extents and
+   starts, else -1 (saturates at 2^40, beyond any grid). */
+int dvm_exec_known_i32(const dvm_exec *x, uint32_t slot, int32_t *v);
 int64_t dvm_exec_known_total(const dvm_exec *x, const dvm_task_desc *td);
 
 /* vm/interp_cpu/interp_cpu.c: runs a dvm_task_uniform_only serial task over uniforms on the

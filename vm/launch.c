@@ -352,23 +352,26 @@ static int scan_load_slots(const dvm_program *p, const dvm_variant_desc *var, dv
     return 0;
 }
 
-/* Steps 1-5 for one variant. */
-/* A parallel task's iteration count when the host knows its extents and starts (x->known),
-   else -1. Saturates at 2^40 (beyond any grid). */
+int dvm_exec_known_i32(const dvm_exec *x, uint32_t slot, int32_t *v) {
+    if (!x->known || !x->uniforms || slot >= x->nuniforms || !x->known[slot]) return 0;
+    *v = (int32_t)x->uniforms[slot];
+    return 1;
+}
+
 int64_t dvm_exec_known_total(const dvm_exec *x, const dvm_task_desc *td) {
-    if (!x->known || !x->uniforms) return -1;
     int64_t total = 1;
     for (uint32_t d = 0; d < td->ndim && d < DVM_MAX_PAR_DIMS; d++) {
-        const uint32_t eu = td->ext_u[d], su = td->start_u[d];
-        if (eu >= x->nuniforms || !x->known[eu]) return -1;
-        if (su != DVM_NO_SLOT && (su >= x->nuniforms || !x->known[su])) return -1;
-        const int64_t e = (int64_t)(int32_t)x->uniforms[eu] - (su != DVM_NO_SLOT ? (int64_t)(int32_t)x->uniforms[su] : 0);
+        int32_t stop, start = 0;
+        if (!dvm_exec_known_i32(x, td->ext_u[d], &stop)) return -1;
+        if (td->start_u[d] != DVM_NO_SLOT && !dvm_exec_known_i32(x, td->start_u[d], &start)) return -1;
+        const int64_t e = (int64_t)stop - start;
         if (e <= 0) return 0;
         total = total > ((int64_t)1 << 40) / e ? ((int64_t)1 << 40) : total * e;
     }
     return total;
 }
 
+/* Steps 1-5 for one variant. */
 static dvm_status run_variant(launch *L, uint32_t vk) {
     dvm_context *ctx = L->ctx;
     const dvm_program *p = L->p;

@@ -578,13 +578,11 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
         a.ndim = td->ndim;
         for (int d = 0; d < 3; d++) a.start_u[d] = td->start_u[d], a.ext_u[d] = td->ext_u[d];
         /* starts the host knows go by value (DVM_GPU_F_STARTS_KNOWN) */
-        int sk = x->known && x->uniforms && td->kind == DVM_TASK_PARALLEL;
+        int sk = td->kind == DVM_TASK_PARALLEL;
         for (uint32_t d = 0; d < 3; d++) {
-            const uint32_t su = td->start_u[d];
             a.start_v[d] = 0;
-            if (d >= td->ndim || su == DVM_NO_SLOT) continue;
-            if (!sk || su >= x->nuniforms || !x->known[su]) sk = 0;
-            else a.start_v[d] = (int32_t)x->uniforms[su];
+            if (d < td->ndim && td->start_u[d] != DVM_NO_SLOT && !dvm_exec_known_i32(x, td->start_u[d], &a.start_v[d]))
+                sk = 0;
         }
         if (sk) a.flags |= DVM_GPU_F_STARTS_KNOWN;
         if (td->kind == DVM_TASK_SERIAL) {
