@@ -224,6 +224,15 @@ typedef struct dvm_task_flow {
 int dvm_row_index_operand(uint32_t op, int k);
 dvm_task_flow dvm_task_flow_of(const dvm_node *nodes, const dvm_task_desc *t);
 
+/* Whether task t may record a runtime error (vm/launch.c: a launch that cannot fail takes no
+ * snapshot of the arrays it writes). A parallel task's dimension d runs over [lo[d], hi[d])
+ * (none: it cannot fail); arr_len and arr_shape (DVM_MAX_RANK a slot) are its nslots slots'.
+ * 0 only when every node is one that never fails (arithmetic, branches, uniforms) or an
+ * array access (the row-path forms: dvm_row_index_operand) whose indices are index registers
+ * that no node writes, plus a constant offset, in bounds over their whole range. */
+int dvm_task_may_fail(const dvm_node *nodes, const dvm_task_desc *t, const int64_t *lo, const int64_t *hi,
+                      const int64_t *arr_len, const int32_t *arr_shape, uint32_t nslots);
+
 /* Whether serial task t computes on uniforms alone, so that a host can run it before a launch
  * (vm/launch.c): no array, stack or heap access, no library math (a device's may round
  * otherwise), no backward jump (it ends), and every uniform it reads (U) is marked in

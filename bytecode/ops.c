@@ -110,3 +110,85 @@ int dvm_task_uniform_only(const dvm_node *nodes, const dvm_task_desc *t, const u
     }
     return 1;
 }
+
+/* Opcodes that never record a runtime error: every FAIL in interp_core.h belongs to an array
+ * access, an index check (IDX, IDXM), an integer division or modulo, an i32 power, ASSERT or
+ * an adstack push or pop. A list of the safe ones, so that an opcode added later counts as one
+ * that may fail until it is listed here. */
+static int op_never_fails(uint32_t op) {
+    switch (op) {
+    case DVM_OP_NOP: case DVM_OP_CONST: case DVM_OP_CONSTK: case DVM_OP_MOV: case DVM_OP_LDU: case DVM_OP_STU:
+    case DVM_OP_ATOMADDU:
+    case DVM_OP_ADDF: case DVM_OP_SUBF: case DVM_OP_MULF: case DVM_OP_DIVF: case DVM_OP_MINF: case DVM_OP_MAXF:
+    case DVM_OP_POWF: case DVM_OP_ATAN2F: case DVM_OP_NEGF: case DVM_OP_ABSF: case DVM_OP_SIN: case DVM_OP_COS:
+    case DVM_OP_TAN: case DVM_OP_ASIN: case DVM_OP_ACOS: case DVM_OP_ATAN: case DVM_OP_EXP: case DVM_OP_LOG:
+    case DVM_OP_SQRT: case DVM_OP_RSQRT: case DVM_OP_TANH: case DVM_OP_FLOOR: case DVM_OP_CEIL:
+    case DVM_OP_ADDI: case DVM_OP_SUBI: case DVM_OP_MULI: case DVM_OP_MINI: case DVM_OP_MAXI: case DVM_OP_NEGI:
+    case DVM_OP_ABSI: case DVM_OP_ADDIK: case DVM_OP_I2F: case DVM_OP_F2I: case DVM_OP_FFLOORDIV: case DVM_OP_FMODF:
+    case DVM_OP_LTF: case DVM_OP_LEF: case DVM_OP_EQF: case DVM_OP_NEF: case DVM_OP_LTI: case DVM_OP_LEI:
+    case DVM_OP_EQI: case DVM_OP_NEI: case DVM_OP_NOT: case DVM_OP_SEL:
+    case DVM_OP_JMP: case DVM_OP_JZ: case DVM_OP_JNZ: case DVM_OP_JGEI: case DVM_OP_INCLT: case DVM_OP_JOUTI:
+    case DVM_OP_END: case DVM_OP_SHAPE:
+    case DVM_OP_ADDFK: case DVM_OP_MULFK: case DVM_OP_KSUBF: case DVM_OP_KDIVF: case DVM_OP_FMAF: case DVM_OP_FMAFK:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int dvm_task_may_fail(const dvm_node *nodes, const dvm_task_desc *t, const int64_t *lo, const int64_t *hi,
+                      const int64_t *arr_len, const int32_t *arr_shape, uint32_t nslots) {
+    /* the dimension whose index each register holds throughout (-1: none) */
+    int dim_of[DVM_MAX_PAR_DIMS] = {-1, -1, -1};
+    uint32_t reg_of[DVM_MAX_PAR_DIMS] = {0, 0, 0};
+    int par = t->kind == DVM_TASK_PARALLEL;
+    if (par)
+        for (uint32_t d = 0; d < t->ndim && d < DVM_MAX_PAR_DIMS; d++) {
+            if (hi[d] <= lo[d]) return 0; /* no iteration runs a node */
+            dim_of[d] = (int)d;
+            reg_of[d] = t->idx_reg[d];
+        }
+    for (uint32_t i = 0; i < t->code_len; i++) {
+        const dvm_node *n = &nodes[t->code_begin + i];
+        const dvm_op_info *o = &dvm_op_table[n->op];
+        if (!o->name) return 1;
+        const uint32_t fld[4] = {n->x, n->a, n->b, n->c};
+        for (int k = 0; k < 4; k++)
+            if (o->fmt[k] == 'w' || o->fmt[k] == 'm')
+                for (int d = 0; d < DVM_MAX_PAR_DIMS; d++)
+                    if (dim_of[d] >= 0 && fld[k] == reg_of[d]) dim_of[d] = -1; /* written: any value */
+    }
+    for (uint32_t i = 0; i < t->code_len; i++) {
+        const dvm_node *n = &nodes[t->code_begin + i];
+        if (op_never_fails(n->op)) continue;
+        const dvm_op_info *o = &dvm_op_table[n->op];
+        const uint32_t fld[4] = {n->x, n->a, n->b, n->c};
+        int nidx = 0, first = -1;
+        for (int k = 1; k < 4; k++)
+            if (dvm_row_index_operand(n->op, k)) {
+                nidx++;
+                if (first < 0) first = k;
+            }
+        if (nidx == 0 || n->x >= nslots) return 1;
+        /* an access: each index an index register (plus the node's constant offset) whose whole
+           range lies in its axis (a rank-2 access) or in the array (a flat one) */
+        for (int k = first; k < first + nidx; k++) {
+            int32_t off = 0;
+            uint32_t r = fld[k];
+            if (o->fmt[k] == 'o') { /* LD2O, LDADDF2O, ATOMADDF2O: a register and an offset */
+                r = DVM_OFS_REG(fld[k]);
+                off = DVM_OFS_OFF(fld[k]);
+            } else if (o->fmt[3] == 'i') { /* LDO, LDADDFO, ATOMADDFO: the index plus c */
+                off = (int32_t)(int16_t)n->c;
+            }
+            int d = -1;
+            for (int q = 0; q < DVM_MAX_PAR_DIMS; q++)
+                if (dim_of[q] >= 0 && reg_of[q] == r) d = q;
+            if (d < 0) return 1;
+            const int64_t ext = nidx == 2 ? (int64_t)arr_shape[(size_t)n->x * DVM_MAX_RANK + (size_t)(k - first)]
+                                          : arr_len[n->x];
+            if (lo[d] + off < 0 || hi[d] - 1 + off >= ext) return 1;
+        }
+    }
+    return 0;
+}

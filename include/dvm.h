@@ -142,6 +142,8 @@ typedef struct dvm_launch_stats {
     double total_ms;
     int64_t heap_bytes; /* adstack heap in use */
     int64_t heap_min_bytes; /* what the exact per-thread maximum would need */
+    int64_t snapshot_bytes; /* arrays copied before the launch so that a failure writes nothing
+                               (0 when the host proves that no runtime error can occur) */
     int sizes_cached;
 } dvm_launch_stats;
 

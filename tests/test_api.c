@@ -33,7 +33,10 @@ static const char *SRC =
     "        v = x[i]\n"
     "        for _ in range(steps[i]):\n"
     "            v = sin(v) * rate + 0.01\n"
-    "        y[0] += v\n";
+    "        y[0] += v\n"
+    "kernel copy(x: f32[n], y: f32[m]):\n"
+    "    for i in range(1, n):\n"
+    "        y[i] = x[i - 1] + x[i]\n";
 
 int main(void) {
     dvm_context_opts co = {"cpu", 0, 0};
@@ -120,6 +123,8 @@ int main(void) {
     dvm_array_write(ctx, s, sv, 4);
     EXPECT(dvm_launch(ctx, ks, as, &adj, &st) == DVM_OK && st.sizes_cached == 0, "after a write: cached %d %s", st.sizes_cached,
            dvm_errmsg(ctx));
+    /* an adjoint launch always copies what its forward writes (the adjoint reads it as it was) */
+    EXPECT(st.snapshot_bytes >= 4, "adjoint launch: %lld snapshot bytes", (long long)st.snapshot_bytes);
     dvm_launch_opts small = {DVM_ADJOINT, 1, 0};
     float before[4], after[4];
     dvm_array_read(ctx, xg, before, 4);
@@ -151,6 +156,37 @@ int main(void) {
     dvm_array_read(ctx, x, xa, 4);
     EXPECT(!memcmp(xa, xv, sizeof xa), "failed launch left x[0] = %g, expected %g", (double)xa[0], (double)xv[0]);
     EXPECT(dvm_args_f32(ctx, af, "k", 1.5f) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'k'"), "i32 took f32: %s", dvm_errmsg(ctx));
+
+    /* a launch whose every index the host proves in bounds copies nothing first; the same
+       kernel with a shorter y may fail, so it snapshots y, fails and leaves y as it was */
+    const dvm_kernel *kc;
+    dvm_args *ac;
+    dvm_launch_stats cs;
+    EXPECT(dvm_kernel_find(ctx, m, "copy", &kc) == DVM_OK && dvm_args_create(ctx, kc, &ac) == DVM_OK, "copy: %s",
+           dvm_errmsg(ctx));
+    dvm_args_array(ctx, ac, "x", x);
+    dvm_args_array(ctx, ac, "y", xg);
+    float cin[4] = {1, 2, 4, 8}, cout[4] = {9, 9, 9, 9}, cwant[4] = {9, 3, 6, 12};
+    dvm_array_write(ctx, x, cin, 4);
+    dvm_array_write(ctx, xg, cout, 4);
+    EXPECT(dvm_launch(ctx, kc, ac, &fwd, &cs) == DVM_OK && cs.snapshot_bytes == 0, "copy: %s, %lld snapshot bytes",
+           dvm_errmsg(ctx), (long long)cs.snapshot_bytes);
+    dvm_array_read(ctx, xg, cout, 4);
+    EXPECT(!memcmp(cout, cwant, sizeof cout), "copy: y = %g %g %g %g", (double)cout[0], (double)cout[1], (double)cout[2],
+           (double)cout[3]);
+    float c3[3] = {7, 7, 7}, c3after[3];
+    dvm_array *y3;
+    dvm_array_create(ctx, DVM_F32, 1, n3, &y3);
+    dvm_array_write(ctx, y3, c3, 3);
+    dvm_args_array(ctx, ac, "y", y3);
+    EXPECT(dvm_launch(ctx, kc, ac, &fwd, &cs) == DVM_ERR_RUNTIME && strstr(dvm_errmsg(ctx), "out of bounds") &&
+               cs.snapshot_bytes == 12,
+           "copy into 3: %s, %lld snapshot bytes", dvm_errmsg(ctx), (long long)cs.snapshot_bytes);
+    dvm_array_read(ctx, y3, c3after, 3);
+    EXPECT(!memcmp(c3, c3after, sizeof c3), "a failed copy changed y: %g %g %g", (double)c3after[0], (double)c3after[1],
+           (double)c3after[2]);
+    dvm_array_destroy(y3);
+    dvm_args_destroy(ac);
 
     dvm_args_destroy(af);
     dvm_args_destroy(as);

@@ -520,6 +520,30 @@ int main(void) {
               box ? box->start_u[0] : 0u, box ? box->start_u[1] : 0u, box ? box->code_len : 0u, box ? box->nregs : 0u);
         expect_op(pp, "stencil", DVM_V_FORWARD, DVM_OP_JOUTI, 0, 0);
         expect_op(pp, "stencil", ADJ, DVM_OP_JOUTI, 0, 0);
+        /* dvm_task_may_fail (no snapshot for a launch that cannot fail): the box reads u[i +- 1,
+           j +- 1], so over [1, n - 1) x [1, m - 1) of 8x6 arrays every access is in bounds;
+           one row or column more on any side reads outside, and an empty space runs nothing */
+        if (box) {
+            const int64_t len[2] = {48, 48};
+            const int32_t shp[2 * DVM_MAX_RANK] = {8, 6, 1, 1, 8, 6, 1, 1};
+            const int64_t lo[3] = {1, 1, 0}, hi[3] = {7, 5, 0};
+            CHECK(dvm_task_may_fail(pp->nodes, box, lo, hi, len, shp, 2) == 0, "stencil box over its box: may fail");
+            for (int side = 0; side < 4; side++) {
+                int64_t l2[3] = {1, 1, 0}, h2[3] = {7, 5, 0};
+                if (side < 2) l2[side] = 0;
+                else h2[side - 2] += 1;
+                CHECK(dvm_task_may_fail(pp->nodes, box, l2, h2, len, shp, 2) == 1,
+                      "stencil box one past its box (side %d): cannot fail", side);
+            }
+            const int64_t e0[3] = {0, 0, 0}, e1[3] = {9, 0, 0};
+            CHECK(dvm_task_may_fail(pp->nodes, box, e0, e1, len, shp, 2) == 0, "stencil box over an empty space: may fail");
+            /* unpartitioned, the same accesses run over the whole space behind a bounds test
+               that the analysis does not follow (u[i - 1, j] at i = 0 is outside): it may fail */
+            const dvm_variant_desc *vo = variant(po, "stencil", DVM_V_FORWARD);
+            const int64_t l0[3] = {0, 0, 0}, h0[3] = {8, 6, 0};
+            CHECK(vo && dvm_task_may_fail(po->nodes, &po->tasks[vo->task_begin + vo->ntasks - 1], l0, h0, len, shp, 2) == 1,
+                  "unpartitioned stencil: cannot fail");
+        }
         /* a loop the pass leaves: trans (no if), dynloop (a loop in its body) */
         CHECK(variant(pp, "trans", DVM_V_FORWARD)->ntasks == 1 && variant(pp, "dynloop", DVM_V_FORWARD)->ntasks == 1,
               "partitioning split trans or dynloop");

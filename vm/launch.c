@@ -200,8 +200,10 @@ static snap_entry *find_snap(const launch *L, const dvm_array *a) {
     return NULL;
 }
 
-/* Copies every user array that a variant of this launch may write (step 4). */
-static dvm_status take_snapshots(launch *L, dvm_mode mode) {
+/* Lists every user array that a variant of this launch may write (step 4) and, when guard is
+   set (dvm_launch: the launch may fail), copies each: its contents before the launch, which a
+   failure restores and an adjoint reads as the primal. Without guard the entries have buf NULL. */
+static dvm_status take_snapshots(launch *L, dvm_mode mode, int guard) {
     dvm_context *ctx = L->ctx;
     const dvm_kernel_desc *kd = L->k->kd;
     uint32_t vks[2] = {DVM_V_FORWARD, DVM_V_ADJOINT}, nv = 1;
@@ -217,15 +219,19 @@ static dvm_status take_snapshots(launch *L, dvm_mode mode) {
         for (uint32_t j = 0; j < var->nslots; j++) {
             const dvm_slot_desc *sd = &L->p->slots[var->slot_begin + j];
             dvm_array *a = slot_array(L, sd);
-            if (!sd->writes || !a || is_scratch(L, a) || find_snap(L, a)) continue;
-            snap_entry *e = &L->snaps[L->nsnaps];
+            if (!sd->writes || !a || is_scratch(L, a)) continue;
+            if (find_snap(L, a)) continue;
+            snap_entry *e = &L->snaps[L->nsnaps++];
+            e->a = a;
+            if (!guard) continue;
             size_t bytes = (size_t)(a->count ? a->count : 1) * 4;
-            if (scratch_buf(ctx, L->nsnaps, bytes, &e->buf, err, sizeof err) != 0 ||
-                ctx->vt->copy(ctx->be, e->buf, a->buf, bytes, err, sizeof err) != 0)
+            if (scratch_buf(ctx, L->nsnaps - 1, bytes, &e->buf, err, sizeof err) != 0 ||
+                ctx->vt->copy(ctx->be, e->buf, a->buf, bytes, err, sizeof err) != 0) {
+                e->buf = NULL;
                 return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "kernel '%s': cannot snapshot '%s': %s", dvm_kernel_name(L->k),
                                 pstr(L->p, L->p->params[kd->param_begin + sd->param].name), err);
-            e->a = a;
-            L->nsnaps++;
+            }
+            L->st.snapshot_bytes += (int64_t)bytes;
         }
     }
     return DVM_OK;
@@ -236,6 +242,7 @@ static int restore_snapshots(launch *L, char *err, size_t errlen) {
     int rc = 0;
     for (uint32_t i = 0; i < L->nsnaps; i++) {
         snap_entry *e = &L->snaps[i];
+        if (!e->buf) continue; /* no variant could fail after writing it (take_snapshots) */
         size_t bytes = (size_t)(e->a->count ? e->a->count : 1) * 4;
         if (L->ctx->vt->copy(L->ctx->be, e->a->buf, e->buf, bytes, err, errlen) != 0) rc = -1;
     }
@@ -371,6 +378,113 @@ int64_t dvm_exec_known_total(const dvm_exec *x, const dvm_task_desc *td) {
     return total;
 }
 
+/* Step 1: the uniforms the host fills: scalars, then shape symbols; every other word stays
+   zero. */
+static void fill_uniforms(const launch *L, const dvm_variant_desc *var, uint32_t *uni) {
+    const dvm_program *p = L->p;
+    const dvm_kernel_desc *kd = L->k->kd;
+    const uint32_t nu = var->nuniforms;
+    for (uint32_t i = 0; i < kd->nparams; i++) {
+        const dvm_param_desc *pd = &p->params[kd->param_begin + i];
+        if (!pd->is_array && pd->uslot < nu) uni[pd->uslot] = L->args->scalar[i];
+    }
+    for (uint32_t s = 0; s < kd->nsyms; s++) {
+        const dvm_sym_desc *sy = &p->syms[kd->sym_begin + s];
+        if (sy->uslot < nu) uni[sy->uslot] = (uint32_t)(int32_t)L->sym[s];
+    }
+}
+
+/* Step 3: runs the variant's leading serial tasks that compute on uniforms alone into uni
+   (uni_save: nuniforms words of scratch) and returns how many ran; known[] (nuniforms, zeroed)
+   marks the uniforms the host then knows for the whole launch. */
+static uint32_t run_host_tasks(const launch *L, const dvm_variant_desc *var, uint32_t *uni, uint8_t *known,
+                               uint32_t *uni_save) {
+    const dvm_program *p = L->p;
+    const dvm_kernel_desc *kd = L->k->kd;
+    const uint32_t nu = var->nuniforms;
+    uint32_t ht = 0;
+    for (uint32_t i = 0; i < kd->nparams; i++) {
+        const dvm_param_desc *pd = &p->params[kd->param_begin + i];
+        if (!pd->is_array && pd->uslot < nu) known[pd->uslot] = 1;
+    }
+    for (uint32_t s = 0; s < kd->nsyms; s++)
+        if (p->syms[kd->sym_begin + s].uslot < nu) known[p->syms[kd->sym_begin + s].uslot] = 1;
+    while (ht < var->ntasks) {
+        const dvm_task_desc *td = &p->tasks[var->task_begin + ht];
+        if (!dvm_task_uniform_only(p->nodes, td, known, nu)) break;
+        memcpy(uni_save, uni, nu * sizeof *uni);
+        if (dvm_cpu_run_uniform_task(p, ht, td, uni)) {
+            memcpy(uni, uni_save, nu * sizeof *uni);
+            break;
+        }
+        for (uint32_t j = 0; j < td->code_len; j++) {
+            const dvm_node *n = &p->nodes[td->code_begin + j];
+            if (n->op == DVM_OP_STU && n->a < nu) known[n->a] = 1;
+        }
+        ht++;
+    }
+    /* known means known for the whole launch: not a slot a later task writes */
+    for (uint32_t t = ht; t < var->ntasks; t++) {
+        const dvm_task_desc *td = &p->tasks[var->task_begin + t];
+        for (uint32_t j = 0; j < td->code_len; j++) {
+            const dvm_node *n = &p->nodes[td->code_begin + j];
+            if ((n->op == DVM_OP_STU || n->op == DVM_OP_ATOMADDU) && n->a < nu) known[n->a] = 0;
+        }
+    }
+    return ht;
+}
+
+/* Whether the variant may record a runtime error in this launch (dvm_task_may_fail, with the
+   uniforms its host tasks compute and the arrays' shapes): a variant with adstacks always
+   may (they are sized and may overflow), and so does one whose iteration space the host
+   does not know. */
+static int variant_may_fail(const launch *L, uint32_t vk) {
+    const dvm_program *p = L->p;
+    const dvm_variant_desc *var = &L->k->kd->v[vk];
+    const uint32_t ns = var->nslots, nu = var->nuniforms;
+    if (var->nstacks) return 1;
+    int64_t *len = (int64_t *)calloc(ns ? ns : 1, sizeof *len);
+    int32_t *shape = (int32_t *)calloc((size_t)(ns ? ns : 1) * DVM_MAX_RANK, sizeof *shape);
+    uint32_t *uni = (uint32_t *)calloc(nu ? nu : 1, sizeof *uni), *save = (uint32_t *)calloc(nu ? nu : 1, sizeof *save);
+    uint8_t *known = (uint8_t *)calloc(nu ? nu : 1, 1);
+    int may = 1;
+    if (len && shape && uni && save && known) {
+        for (uint32_t j = 0; j < ns; j++) {
+            const dvm_array *a = slot_array(L, &p->slots[var->slot_begin + j]);
+            if (!a) return free(len), free(shape), free(uni), free(save), free(known), 1;
+            len[j] = a->count;
+            for (int ax = 0; ax < DVM_MAX_RANK; ax++)
+                shape[(size_t)j * DVM_MAX_RANK + (size_t)ax] = ax < a->rank ? (int32_t)a->shape[ax] : 1;
+        }
+        fill_uniforms(L, var, uni);
+        dvm_exec x;
+        memset(&x, 0, sizeof x);
+        x.uniforms = uni;
+        x.nuniforms = nu;
+        x.known = known;
+        may = 0;
+        for (uint32_t t = run_host_tasks(L, var, uni, known, save); t < var->ntasks && !may; t++) {
+            const dvm_task_desc *td = &p->tasks[var->task_begin + t];
+            int64_t lo[DVM_MAX_PAR_DIMS] = {0, 0, 0}, hi[DVM_MAX_PAR_DIMS] = {0, 0, 0};
+            for (uint32_t d = 0; td->kind == DVM_TASK_PARALLEL && d < td->ndim && d < DVM_MAX_PAR_DIMS; d++) {
+                int32_t stop = 0, start = 0;
+                if (!dvm_exec_known_i32(&x, td->ext_u[d], &stop) ||
+                    (td->start_u[d] != DVM_NO_SLOT && !dvm_exec_known_i32(&x, td->start_u[d], &start)))
+                    may = 1;
+                lo[d] = start;
+                hi[d] = stop;
+            }
+            if (!may) may = dvm_task_may_fail(p->nodes, td, lo, hi, len, shape, ns);
+        }
+    }
+    free(len);
+    free(shape);
+    free(uni);
+    free(save);
+    free(known);
+    return may;
+}
+
 /* Steps 1-5 for one variant. */
 static dvm_status run_variant(launch *L, uint32_t vk) {
     dvm_context *ctx = L->ctx;
@@ -402,15 +516,8 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
         len[j] = a->count;
         for (int ax = 0; ax < DVM_MAX_RANK; ax++) shape[(size_t)j * DVM_MAX_RANK + (size_t)ax] = ax < a->rank ? (int32_t)a->shape[ax] : 1;
     }
-    /* 1. uniforms: scalars, then shape symbols; every other word stays zero */
-    for (uint32_t i = 0; i < kd->nparams; i++) {
-        const dvm_param_desc *pd = &p->params[kd->param_begin + i];
-        if (!pd->is_array && pd->uslot < nu) uni[pd->uslot] = L->args->scalar[i];
-    }
-    for (uint32_t s = 0; s < kd->nsyms; s++) {
-        const dvm_sym_desc *sy = &p->syms[kd->sym_begin + s];
-        if (sy->uslot < nu) uni[sy->uslot] = (uint32_t)(int32_t)L->sym[s];
-    }
+    /* 1. uniforms */
+    fill_uniforms(L, var, uni);
     dvm_exec x;
     memset(&x, 0, sizeof x);
     x.prog = p;
@@ -512,34 +619,7 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
        that fails is left to the backend, which reports the error as it would have. */
     known = (uint8_t *)calloc(nu ? nu : 1, 1);
     if (known) {
-        for (uint32_t i = 0; i < kd->nparams; i++) {
-            const dvm_param_desc *pd = &p->params[kd->param_begin + i];
-            if (!pd->is_array && pd->uslot < nu) known[pd->uslot] = 1;
-        }
-        for (uint32_t s = 0; s < kd->nsyms; s++)
-            if (p->syms[kd->sym_begin + s].uslot < nu) known[p->syms[kd->sym_begin + s].uslot] = 1;
-        while (x.host_tasks < var->ntasks) {
-            const dvm_task_desc *td = &p->tasks[var->task_begin + x.host_tasks];
-            if (!dvm_task_uniform_only(p->nodes, td, known, nu)) break;
-            memcpy(uni_save, uni, nu * sizeof *uni);
-            if (dvm_cpu_run_uniform_task(p, x.host_tasks, td, uni)) {
-                memcpy(uni, uni_save, nu * sizeof *uni);
-                break;
-            }
-            for (uint32_t j = 0; j < td->code_len; j++) {
-                const dvm_node *n = &p->nodes[td->code_begin + j];
-                if (n->op == DVM_OP_STU && n->a < nu) known[n->a] = 1;
-            }
-            x.host_tasks++;
-        }
-        /* known means known for the whole launch: not a slot a later task writes */
-        for (uint32_t t = x.host_tasks; t < var->ntasks; t++) {
-            const dvm_task_desc *td = &p->tasks[var->task_begin + t];
-            for (uint32_t j = 0; j < td->code_len; j++) {
-                const dvm_node *n = &p->nodes[td->code_begin + j];
-                if ((n->op == DVM_OP_STU || n->op == DVM_OP_ATOMADDU) && n->a < nu) known[n->a] = 0;
-            }
-        }
+        x.host_tasks = run_host_tasks(L, var, uni, known, uni_save);
         x.known = known;
     }
     /* 4. heap (heap/heap.h owns the layout and its growth) */
@@ -617,7 +697,13 @@ dvm_status dvm_launch(dvm_context *ctx, const dvm_kernel *kc, dvm_args *args, co
                             vks[v] == DVM_V_ADJOINT ? "adjoint" : vks[v] == DVM_V_TANGENT ? "tangent" : "forward");
     char err[1024] = "";
     dvm_status st = check_bindings(&L, o.mode);
-    if (st == DVM_OK) st = take_snapshots(&L, o.mode);
+    /* A launch that cannot fail copies no array: one variant (forward or tangent) that no
+       runtime error can stop (variant_may_fail). Everything it needs from the backend is
+       acquired before it writes. An adjoint launch always copies: its adjoint reads the
+       primals as they were, and acquires its resources after the forward has written. */
+    int guard = nv > 1;
+    for (uint32_t v = 0; st == DVM_OK && v < nv && !guard; v++) guard = variant_may_fail(&L, vks[v]);
+    if (st == DVM_OK) st = take_snapshots(&L, o.mode, guard);
     uint32_t extra = L.nsnaps;
     if (st == DVM_OK && o.mode == DVM_ADJOINT) {
         /* the adjoint reads each primal the forward wrote as it was before the launch */

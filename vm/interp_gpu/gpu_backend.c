@@ -525,6 +525,51 @@ static int launch(dvm_backend *be, void *fn, unsigned grid, unsigned block, unsi
    readback of a launch. */
 #define UNI_READBACK_MAX 256u
 
+/* The launches of dvm_gpu_exec: each task's arguments in a and its configuration in cfgs. */
+static int exec_tasks(dvm_backend *be, const dvm_exec *x, const dvm_gpu_exec_args *ap, const gpu_cfg *cfgs, char *err,
+                      size_t errlen) {
+    const dvm_program *p = x->prog;
+    const dvm_loaded *l = x->loaded;
+    dvm_gpu_exec_args a = *ap;
+    int zero_serial = x->nstacks > 0;
+    for (uint32_t i = 0; i < x->var->ntasks; i++) {
+        uint32_t ti = x->var->task_begin + i;
+        const dvm_task_desc *td = &p->tasks[ti];
+        if (i < x->host_tasks) continue; /* the host ran it (vm/launch.c): its results are in the uniforms */
+        const gpu_cfg c = cfgs[i];
+        if (td->kind == DVM_TASK_PARALLEL && c.blocks == 0) continue; /* no iteration */
+        a.task = l->tasks + (uint64_t)ti * sizeof(dvm_task_desc);
+        a.task_index = i;
+        a.code_begin = td->code_begin;
+        a.code_len = td->code_len;
+        a.nregs_pad = c.nregs_pad;
+        a.flags = c.flags;
+        a.max_threads = be->max_threads;
+        a.ndim = td->ndim;
+        for (int d = 0; d < 3; d++) a.start_u[d] = td->start_u[d], a.ext_u[d] = td->ext_u[d];
+        /* starts the host knows go by value (DVM_GPU_F_STARTS_KNOWN) */
+        int sk = td->kind == DVM_TASK_PARALLEL;
+        for (uint32_t d = 0; d < 3; d++) {
+            a.start_v[d] = 0;
+            if (d < td->ndim && td->start_u[d] != DVM_NO_SLOT && !dvm_exec_known_i32(x, td->start_u[d], &a.start_v[d]))
+                sk = 0;
+        }
+        if (sk) a.flags |= DVM_GPU_F_STARTS_KNOWN;
+        if (td->kind == DVM_TASK_SERIAL) {
+            if (zero_serial) a.flags |= DVM_GPU_F_ZERO_SERIAL;
+            zero_serial = 0;
+            if (!(c.flags & DVM_GPU_F_SMEM_REGS)) a.regs_global = be->regs; /* grown by dvm_gpu_exec */
+            if (launch(be, be->k_serial, 1, 1, c.smem, &a, "launching a serial task", err, errlen)) return -1;
+        } else {
+            if (!(c.flags & DVM_GPU_F_SMEM_REGS)) a.regs_global = be->regs;
+            if (launch(be, c.fn, c.blocks, DVM_GPU_BLOCK, c.smem, &a,
+                       "launching a parallel task", err, errlen))
+                return -1;
+        }
+    }
+    return 0;
+}
+
 int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err, size_t errlen) {
     const dvm_program *p = x->prog;
     const dvm_loaded *l = x->loaded;
@@ -550,66 +595,49 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
     a.nslots = x->nthread_slots + 1;
     a.nstacks = x->nstacks;
     a.narr = x->nslots;
-    int zero_serial = x->nstacks > 0;
-    for (uint32_t i = 0; i < x->var->ntasks; i++) {
-        uint32_t ti = x->var->task_begin + i;
-        const dvm_task_desc *td = &p->tasks[ti];
-        if (i < x->host_tasks) continue; /* the host ran it (vm/launch.c): its results are in the uniforms */
-        gpu_cfg c = task_cfg(be, p->nodes, td, x->nstacks > 0, x->nslots);
+    /* Every task's configuration, and the register files in global memory grown for the
+       largest, before the first launch: once a task has written, nothing is left to fail for
+       want of memory (vm/launch.c skips the arrays' snapshots of launches that cannot fail). */
+    gpu_cfg *cfgs = (gpu_cfg *)calloc(x->var->ntasks ? x->var->ntasks : 1, sizeof *cfgs);
+    if (!cfgs) return fail(err, errlen, "%s backend: out of host memory", be->drv->name);
+    size_t regs_need = 0;
+    for (uint32_t i = x->host_tasks; i < x->var->ntasks; i++) {
+        const dvm_task_desc *td = &p->tasks[x->var->task_begin + i];
+        gpu_cfg *c = &cfgs[i];
+        *c = task_cfg(be, p->nodes, td, x->nstacks > 0, x->nslots);
         if (td->kind == DVM_TASK_PARALLEL) {
             /* Extents the host knows (host-filled, or computed by the tasks it ran): no more
                blocks than the iterations fill, and no launch for none. Every other grid is
                the full one (its blocks beyond the iterations stage the task and leave): a
                partitioned loop's thin boxes took 8-11 us each that way on an H200. */
             const int64_t total = dvm_exec_known_total(x, td);
-            if (total == 0) continue;
+            if (total == 0) c->blocks = 0;
             if (total > 0) {
-                const int64_t per = (int64_t)DVM_GPU_BLOCK * c.lanes, need = (total + per - 1) / per;
-                if (need < (int64_t)c.blocks) c.blocks = (uint32_t)need;
+                const int64_t per = (int64_t)DVM_GPU_BLOCK * c->lanes, need = (total + per - 1) / per;
+                if (need < (int64_t)c->blocks) c->blocks = (uint32_t)need;
             }
         }
-        a.task = l->tasks + (uint64_t)ti * sizeof(dvm_task_desc);
-        a.task_index = i;
-        a.code_begin = td->code_begin;
-        a.code_len = td->code_len;
-        a.nregs_pad = c.nregs_pad;
-        a.flags = c.flags;
-        a.max_threads = be->max_threads;
-        a.ndim = td->ndim;
-        for (int d = 0; d < 3; d++) a.start_u[d] = td->start_u[d], a.ext_u[d] = td->ext_u[d];
-        /* starts the host knows go by value (DVM_GPU_F_STARTS_KNOWN) */
-        int sk = td->kind == DVM_TASK_PARALLEL;
-        for (uint32_t d = 0; d < 3; d++) {
-            a.start_v[d] = 0;
-            if (d < td->ndim && td->start_u[d] != DVM_NO_SLOT && !dvm_exec_known_i32(x, td->start_u[d], &a.start_v[d]))
-                sk = 0;
+        if (td->kind == DVM_TASK_PARALLEL && (int64_t)c->blocks * DVM_GPU_BLOCK * c->lanes > x->nthread_slots) {
+            fail(err, errlen, "%s backend: %lld heap slots for a grid of %u threads x %u lanes (slots() disagrees with exec)",
+                 be->drv->name, (long long)x->nthread_slots, c->blocks * DVM_GPU_BLOCK, c->lanes);
+            free(cfgs);
+            return -1;
         }
-        if (sk) a.flags |= DVM_GPU_F_STARTS_KNOWN;
-        if (td->kind == DVM_TASK_SERIAL) {
-            if (zero_serial) a.flags |= DVM_GPU_F_ZERO_SERIAL;
-            zero_serial = 0;
-            if (!(c.flags & DVM_GPU_F_SMEM_REGS)) {
-                if (grow(be, &be->regs, &be->regs_cap, (size_t)c.nregs_pad * 4u, err, errlen)) return -1;
-                a.regs_global = be->regs;
-            }
-            if (launch(be, be->k_serial, 1, 1, c.smem, &a, "launching a serial task", err, errlen)) return -1;
-        } else {
-            if ((int64_t)c.blocks * DVM_GPU_BLOCK * c.lanes > x->nthread_slots)
-                return fail(err, errlen, "%s backend: %lld heap slots for a grid of %u threads x %u lanes (slots() disagrees with exec)",
-                            be->drv->name, (long long)x->nthread_slots, c.blocks * DVM_GPU_BLOCK, c.lanes);
-            if (!(c.flags & DVM_GPU_F_SMEM_REGS)) {
-                if (grow(be, &be->regs, &be->regs_cap, (size_t)c.blocks * DVM_GPU_BLOCK * c.nregs_pad * 4u, err, errlen))
-                    return -1;
-                a.regs_global = be->regs;
-            }
-            if (launch(be, c.fn, c.blocks, DVM_GPU_BLOCK, c.smem, &a,
-                       "launching a parallel task", err, errlen))
-                return -1;
+        if (!(c->flags & DVM_GPU_F_SMEM_REGS)) {
+            const size_t n = (size_t)c->nregs_pad * 4u * (td->kind == DVM_TASK_SERIAL ? 1u : (size_t)c->blocks * DVM_GPU_BLOCK);
+            if (n > regs_need) regs_need = n;
         }
     }
+    if (regs_need && grow(be, &be->regs, &be->regs_cap, regs_need, err, errlen)) {
+        free(cfgs);
+        return -1;
+    }
+    int rc = exec_tasks(be, x, &a, cfgs, err, errlen);
+    free(cfgs);
+    if (rc) return -1;
     /* One readback: the error record, and the uniforms that follow it when they are few. */
     size_t nread = x->nuniforms <= UNI_READBACK_MAX ? t.uni + (size_t)x->nuniforms * 4u : sizeof(dvm_rt_error);
-    int rc = be->drv->d2h(be->stage, be->tab, nread);
+    rc = be->drv->d2h(be->stage, be->tab, nread);
     if (rc != 0)
         return fail(err, errlen, "%s backend: running kernel tasks failed: %s", be->drv->name, be->drv->errstr(rc));
     dvm_rt_error e;
