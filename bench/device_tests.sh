@@ -28,6 +28,7 @@ for be in cuda vulkan; do
 done
 for be in cuda vulkan; do
   step "partition_fuzz $be" python3 tests/suite/partition_fuzz.py --dvm $D/dvm --backend $be --count 200
+  step "nofail_fuzz $be" python3 tests/suite/nofail_fuzz.py --dvm $D/dvm --backend $be --count 200
 done
 # 3 threads in all: small inputs then take the CUDA lanes' tail and divergence paths
 for m in forward grad errors; do

@@ -229,7 +229,8 @@ dvm_task_flow dvm_task_flow_of(const dvm_node *nodes, const dvm_task_desc *t);
  * (none: it cannot fail); arr_len and arr_shape (DVM_MAX_RANK a slot) are its nslots slots'.
  * 0 only when every node is one that never fails (arithmetic, branches, uniforms) or an
  * array access (the row-path forms: dvm_row_index_operand) whose indices are index registers
- * that no node writes, plus a constant offset, in bounds over their whole range. */
+ * (in a task with branches, ones no node writes; without, followed through the nodes in order
+ * and the ADDIKs from them) plus constants, in bounds over their whole range. */
 int dvm_task_may_fail(const dvm_node *nodes, const dvm_task_desc *t, const int64_t *lo, const int64_t *hi,
                       const int64_t *arr_len, const int32_t *arr_shape, uint32_t nslots);
 

@@ -138,57 +138,84 @@ static int op_never_fails(uint32_t op) {
 
 int dvm_task_may_fail(const dvm_node *nodes, const dvm_task_desc *t, const int64_t *lo, const int64_t *hi,
                       const int64_t *arr_len, const int32_t *arr_shape, uint32_t nslots) {
-    /* the dimension whose index each register holds throughout (-1: none) */
-    int dim_of[DVM_MAX_PAR_DIMS] = {-1, -1, -1};
-    uint32_t reg_of[DVM_MAX_PAR_DIMS] = {0, 0, 0};
-    int par = t->kind == DVM_TASK_PARALLEL;
-    if (par)
-        for (uint32_t d = 0; d < t->ndim && d < DVM_MAX_PAR_DIMS; d++) {
-            if (hi[d] <= lo[d]) return 0; /* no iteration runs a node */
-            dim_of[d] = (int)d;
-            reg_of[d] = t->idx_reg[d];
-        }
+    /* Per register below MAXR: whether some node writes it, whether the prologue does, and
+       whether it holds an index plus a constant at the node being looked at (dim >= 0: that
+       dimension's index, plus off). */
+    enum { MAXR = 1024 };
+    struct { uint8_t written, in_prologue; int8_t dim; int64_t off; } reg[MAXR];
+    memset(reg, 0, sizeof reg);
+    int branch_free = 1;
     for (uint32_t i = 0; i < t->code_len; i++) {
         const dvm_node *n = &nodes[t->code_begin + i];
         const dvm_op_info *o = &dvm_op_table[n->op];
         if (!o->name) return 1;
+        if (o->flags & DVM_F_BRANCH) branch_free = 0;
         const uint32_t fld[4] = {n->x, n->a, n->b, n->c};
         for (int k = 0; k < 4; k++)
-            if (o->fmt[k] == 'w' || o->fmt[k] == 'm')
-                for (int d = 0; d < DVM_MAX_PAR_DIMS; d++)
-                    if (dim_of[d] >= 0 && fld[k] == reg_of[d]) dim_of[d] = -1; /* written: any value */
+            if ((o->fmt[k] == 'w' || o->fmt[k] == 'm') && fld[k] < MAXR) {
+                reg[fld[k]].written = 1;
+                reg[fld[k]].in_prologue |= i < t->body;
+            }
     }
+    for (int r = 0; r < MAXR; r++) reg[r].dim = -1;
+    if (t->kind == DVM_TASK_PARALLEL)
+        for (uint32_t d = 0; d < t->ndim && d < DVM_MAX_PAR_DIMS; d++)
+            if (hi[d] <= lo[d]) return 0; /* no iteration runs a node */
     for (uint32_t i = 0; i < t->code_len; i++) {
         const dvm_node *n = &nodes[t->code_begin + i];
-        if (op_never_fails(n->op)) continue;
         const dvm_op_info *o = &dvm_op_table[n->op];
         const uint32_t fld[4] = {n->x, n->a, n->b, n->c};
-        int nidx = 0, first = -1;
-        for (int k = 1; k < 4; k++)
-            if (dvm_row_index_operand(n->op, k)) {
-                nidx++;
-                if (first < 0) first = k;
+        /* Where the iterations start (each writes its indices into the index registers): a
+           task with branches keeps only the index registers no node writes; one without runs
+           its nodes in order, so a register then follows the ADDIKs from an index (the
+           register allocator may reuse a dead index's register: ADDIK r0, r0, -1, then an
+           access, as for `v[i - 1] = ...`, since no ST or ST2 form takes an offset). A
+           prologue's nodes run before the first iteration's indices are known here. */
+        if (t->kind == DVM_TASK_PARALLEL && i == t->body)
+            for (uint32_t d = 0; d < t->ndim && d < DVM_MAX_PAR_DIMS; d++) {
+                const uint32_t r = t->idx_reg[d];
+                if (r < MAXR && (branch_free ? !reg[r].in_prologue : !reg[r].written)) {
+                    reg[r].dim = (int8_t)d;
+                    reg[r].off = 0;
+                }
             }
-        if (nidx == 0 || n->x >= nslots) return 1;
-        /* an access: each index an index register (plus the node's constant offset) whose whole
-           range lies in its axis (a rank-2 access) or in the array (a flat one) */
-        for (int k = first; k < first + nidx; k++) {
-            int32_t off = 0;
-            uint32_t r = fld[k];
-            if (o->fmt[k] == 'o') { /* LD2O, LDADDF2O, ATOMADDF2O: a register and an offset */
-                r = DVM_OFS_REG(fld[k]);
-                off = DVM_OFS_OFF(fld[k]);
-            } else if (o->fmt[3] == 'i') { /* LDO, LDADDFO, ATOMADDFO: the index plus c */
-                off = (int32_t)(int16_t)n->c;
+        if (!op_never_fails(n->op)) {
+            int nidx = 0, first = -1;
+            for (int k = 1; k < 4; k++)
+                if (dvm_row_index_operand(n->op, k)) {
+                    nidx++;
+                    if (first < 0) first = k;
+                }
+            if (nidx == 0 || n->x >= nslots) return 1;
+            /* an access: each index a register that holds an index plus a constant (plus the
+               node's own offset), in its axis (a rank-2 access) or in the array (a flat one)
+               at both ends of the index's range */
+            for (int k = first; k < first + nidx; k++) {
+                int64_t off = 0;
+                uint32_t r = fld[k];
+                if (o->fmt[k] == 'o') { /* LD2O, LDADDF2O, ATOMADDF2O: a register and an offset */
+                    r = DVM_OFS_REG(fld[k]);
+                    off = DVM_OFS_OFF(fld[k]);
+                } else if (o->fmt[3] == 'i') { /* LDO, LDADDFO, ATOMADDFO: the index plus c */
+                    off = (int16_t)n->c;
+                }
+                if (r >= MAXR || reg[r].dim < 0) return 1;
+                const int d = reg[r].dim;
+                off += reg[r].off;
+                const int64_t ext = nidx == 2 ? (int64_t)arr_shape[(size_t)n->x * DVM_MAX_RANK + (size_t)(k - first)]
+                                              : arr_len[n->x];
+                if (lo[d] + off < 0 || hi[d] - 1 + off >= ext) return 1;
             }
-            int d = -1;
-            for (int q = 0; q < DVM_MAX_PAR_DIMS; q++)
-                if (dim_of[q] >= 0 && reg_of[q] == r) d = q;
-            if (d < 0) return 1;
-            const int64_t ext = nidx == 2 ? (int64_t)arr_shape[(size_t)n->x * DVM_MAX_RANK + (size_t)(k - first)]
-                                          : arr_len[n->x];
-            if (lo[d] + off < 0 || hi[d] - 1 + off >= ext) return 1;
         }
+        if (!branch_free) continue;
+        /* the node's writes: an ADDIK of an index plus a constant is one too; the rest, not */
+        if (n->op == DVM_OP_ADDIK && n->a < MAXR && n->b < MAXR && reg[n->b].dim >= 0) {
+            reg[n->a].off = reg[n->b].off + (int16_t)n->c;
+            reg[n->a].dim = reg[n->b].dim;
+            continue;
+        }
+        for (int k = 0; k < 4; k++)
+            if ((o->fmt[k] == 'w' || o->fmt[k] == 'm') && fld[k] < MAXR) reg[fld[k]].dim = -1;
     }
     return 0;
 }

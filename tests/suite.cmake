@@ -46,5 +46,15 @@ foreach(be cpu vulkan cuda hip)
 endforeach()
 # lavapipe under ASan would take minutes for what the CPU run checks already
 set_tests_properties(partition_fuzz_vulkan PROPERTIES LABELS nosan)
+# Random loops indexed by their indices plus constants, in and out of bounds: a launch the
+# host proves unable to fail takes no snapshot (vm/launch.c), and the proof must be exact.
+set(DVM_NOFAIL_FUZZ ${CMAKE_CURRENT_SOURCE_DIR}/tests/suite/nofail_fuzz.py)
+foreach(be cpu vulkan cuda hip)
+  add_test(NAME nofail_fuzz_${be} COMMAND ${Python3_EXECUTABLE} ${DVM_NOFAIL_FUZZ} --dvm $<TARGET_FILE:dvm_cli> --backend ${be})
+  set_tests_properties(nofail_fuzz_${be} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+endforeach()
+# lavapipe: half the kernels (0.6 s a launch), and none under ASan
+set_tests_properties(nofail_fuzz_vulkan PROPERTIES LABELS nosan)
+set_property(TEST nofail_fuzz_vulkan APPEND PROPERTY ENVIRONMENT DVM_NOFAIL_COUNT=40)
 add_test(NAME partition_fuzz_cpu_lanes COMMAND ${Python3_EXECUTABLE} ${DVM_PART_FUZZ} --dvm $<TARGET_FILE:dvm_cli> --backend cpu --seed 7)
 set_tests_properties(partition_fuzz_cpu_lanes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 ENVIRONMENT DVM_CPU_LANES=1)

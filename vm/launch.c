@@ -86,6 +86,7 @@ typedef struct launch {
     dvm_buffer **adj_primal;
     dvm_launch_stats st;
     int sized, cached;
+    int guard; /* the launch may fail: its written arrays were snapshotted (take_snapshots) */
 } launch;
 
 static const char *variant_label(uint32_t vk) {
@@ -342,6 +343,10 @@ static dvm_status rt_fail(launch *L, uint32_t vk, const dvm_exec *x, const dvm_r
         snprintf(msg, sizeof msg, "kernel '%s'%s: runtime error code %d at node %u", kname, vl, (int)rt->code, rt->node);
         break;
     }
+    if (!L->guard) /* variant_may_fail was wrong: say so rather than pass it off as the kernel's */
+        return dvm_fail(L->ctx, DVM_ERR_RUNTIME, line != 0,
+                        "%s%s (internal error: the host had proven that this launch cannot fail and took no "
+                        "snapshot, so arrays may be partly written)", loc, msg);
     return dvm_fail(L->ctx, DVM_ERR_RUNTIME, line != 0, "%s%s", loc, msg);
 }
 
@@ -701,9 +706,9 @@ dvm_status dvm_launch(dvm_context *ctx, const dvm_kernel *kc, dvm_args *args, co
        runtime error can stop (variant_may_fail). Everything it needs from the backend is
        acquired before it writes. An adjoint launch always copies: its adjoint reads the
        primals as they were, and acquires its resources after the forward has written. */
-    int guard = nv > 1;
-    for (uint32_t v = 0; st == DVM_OK && v < nv && !guard; v++) guard = variant_may_fail(&L, vks[v]);
-    if (st == DVM_OK) st = take_snapshots(&L, o.mode, guard);
+    L.guard = nv > 1;
+    for (uint32_t v = 0; st == DVM_OK && v < nv && !L.guard; v++) L.guard = variant_may_fail(&L, vks[v]);
+    if (st == DVM_OK) st = take_snapshots(&L, o.mode, L.guard);
     uint32_t extra = L.nsnaps;
     if (st == DVM_OK && o.mode == DVM_ADJOINT) {
         /* the adjoint reads each primal the forward wrote as it was before the launch */
