@@ -174,6 +174,21 @@ int main(void) {
     dvm_array_read(ctx, xg, cout, 4);
     EXPECT(!memcmp(cout, cwant, sizeof cout), "copy: y = %g %g %g %g", (double)cout[0], (double)cout[1], (double)cout[2],
            (double)cout[3]);
+    /* its adjoint: the forward's write of y is copied (the adjoint reads y as it was), the
+       adjoint's own writes (x.grad, and y.grad, which it consumes) are not: it cannot fail */
+    dvm_array *cxg, *cyg;
+    dvm_array_create(ctx, DVM_F32, 1, n4, &cxg);
+    dvm_array_create(ctx, DVM_F32, 1, n4, &cyg);
+    float gzero[4] = {0, 0, 0, 0}, gone[4] = {1, 1, 1, 1}, gx[4], gxwant[4] = {1, 2, 2, 1};
+    dvm_array_write(ctx, cxg, gzero, 4);
+    dvm_array_write(ctx, cyg, gone, 4);
+    dvm_args_grad(ctx, ac, "x", cxg);
+    dvm_args_grad(ctx, ac, "y", cyg);
+    EXPECT(dvm_launch(ctx, kc, ac, &adj, &cs) == DVM_OK && cs.snapshot_bytes == 16, "copy adjoint: %s, %lld snapshot bytes",
+           dvm_errmsg(ctx), (long long)cs.snapshot_bytes);
+    dvm_array_read(ctx, cxg, gx, 4);
+    EXPECT(!memcmp(gx, gxwant, sizeof gx), "copy adjoint: x.grad = %g %g %g %g", (double)gx[0], (double)gx[1], (double)gx[2],
+           (double)gx[3]);
     float c3[3] = {7, 7, 7}, c3after[3];
     dvm_array *y3;
     dvm_array_create(ctx, DVM_F32, 1, n3, &y3);
@@ -187,6 +202,8 @@ int main(void) {
            (double)c3after[2]);
     dvm_array_destroy(y3);
     dvm_args_destroy(ac);
+    dvm_array_destroy(cxg);
+    dvm_array_destroy(cyg);
 
     dvm_args_destroy(af);
     dvm_args_destroy(as);

@@ -86,7 +86,7 @@ typedef struct launch {
     dvm_buffer **adj_primal;
     dvm_launch_stats st;
     int sized, cached;
-    int guard; /* the launch may fail: its written arrays were snapshotted (take_snapshots) */
+    int may_fail[DVM_V_COUNT]; /* per variant of this launch: variant_may_fail */
 } launch;
 
 static const char *variant_label(uint32_t vk) {
@@ -201,10 +201,12 @@ static snap_entry *find_snap(const launch *L, const dvm_array *a) {
     return NULL;
 }
 
-/* Lists every user array that a variant of this launch may write (step 4) and, when guard is
-   set (dvm_launch: the launch may fail), copies each: its contents before the launch, which a
-   failure restores and an adjoint reads as the primal. Without guard the entries have buf NULL. */
-static dvm_status take_snapshots(launch *L, dvm_mode mode, int guard) {
+/* Lists every user array that a variant of this launch may write (step 4), and copies those
+   that a failure could have to restore or the adjoint may read as they were: what a variant
+   that may fail writes (L->may_fail), and what the forward of an adjoint launch writes (the
+   adjoint reads it as the primal before the launch, and if the adjoint cannot start, the
+   forward's writes are undone). An entry without a copy has buf NULL. */
+static dvm_status take_snapshots(launch *L, dvm_mode mode) {
     dvm_context *ctx = L->ctx;
     const dvm_kernel_desc *kd = L->k->kd;
     uint32_t vks[2] = {DVM_V_FORWARD, DVM_V_ADJOINT}, nv = 1;
@@ -221,12 +223,14 @@ static dvm_status take_snapshots(launch *L, dvm_mode mode, int guard) {
             const dvm_slot_desc *sd = &L->p->slots[var->slot_begin + j];
             dvm_array *a = slot_array(L, sd);
             if (!sd->writes || !a || is_scratch(L, a)) continue;
-            if (find_snap(L, a)) continue;
-            snap_entry *e = &L->snaps[L->nsnaps++];
-            e->a = a;
-            if (!guard) continue;
+            snap_entry *e = find_snap(L, a);
+            if (!e) {
+                e = &L->snaps[L->nsnaps++];
+                e->a = a;
+            }
+            if (e->buf || !(L->may_fail[vks[v]] || (mode == DVM_ADJOINT && vks[v] == DVM_V_FORWARD))) continue;
             size_t bytes = (size_t)(a->count ? a->count : 1) * 4;
-            if (scratch_buf(ctx, L->nsnaps - 1, bytes, &e->buf, err, sizeof err) != 0 ||
+            if (scratch_buf(ctx, (uint32_t)(e - L->snaps), bytes, &e->buf, err, sizeof err) != 0 ||
                 ctx->vt->copy(ctx->be, e->buf, a->buf, bytes, err, sizeof err) != 0) {
                 e->buf = NULL;
                 return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "kernel '%s': cannot snapshot '%s': %s", dvm_kernel_name(L->k),
@@ -343,7 +347,7 @@ static dvm_status rt_fail(launch *L, uint32_t vk, const dvm_exec *x, const dvm_r
         snprintf(msg, sizeof msg, "kernel '%s'%s: runtime error code %d at node %u", kname, vl, (int)rt->code, rt->node);
         break;
     }
-    if (!L->guard) /* variant_may_fail was wrong: say so rather than pass it off as the kernel's */
+    if (!L->may_fail[vk]) /* variant_may_fail was wrong: say so, not pass it off as the kernel's */
         return dvm_fail(L->ctx, DVM_ERR_RUNTIME, line != 0,
                         "%s%s (internal error: the host had proven that this launch cannot fail and took no "
                         "snapshot, so arrays may be partly written)", loc, msg);
@@ -702,13 +706,11 @@ dvm_status dvm_launch(dvm_context *ctx, const dvm_kernel *kc, dvm_args *args, co
                             vks[v] == DVM_V_ADJOINT ? "adjoint" : vks[v] == DVM_V_TANGENT ? "tangent" : "forward");
     char err[1024] = "";
     dvm_status st = check_bindings(&L, o.mode);
-    /* A launch that cannot fail copies no array: one variant (forward or tangent) that no
-       runtime error can stop (variant_may_fail). Everything it needs from the backend is
-       acquired before it writes. An adjoint launch always copies: its adjoint reads the
-       primals as they were, and acquires its resources after the forward has written. */
-    L.guard = nv > 1;
-    for (uint32_t v = 0; st == DVM_OK && v < nv && !L.guard; v++) L.guard = variant_may_fail(&L, vks[v]);
-    if (st == DVM_OK) st = take_snapshots(&L, o.mode, L.guard);
+    /* What no runtime error can stop (variant_may_fail) needs no copy to be undone: a
+       backend acquires everything a variant needs before its first task writes. An adjoint
+       launch still copies what its forward writes (take_snapshots). */
+    for (uint32_t v = 0; st == DVM_OK && v < nv; v++) L.may_fail[vks[v]] = variant_may_fail(&L, vks[v]);
+    if (st == DVM_OK) st = take_snapshots(&L, o.mode);
     uint32_t extra = L.nsnaps;
     if (st == DVM_OK && o.mode == DVM_ADJOINT) {
         /* the adjoint reads each primal the forward wrote as it was before the launch */
