@@ -37,24 +37,20 @@ foreach(mode forward grad)
   set_tests_properties(suite_${mode}_api_cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 endforeach()
 
-# Random loops with one `if` on their indices (compiler/partition.c splits most of them) against
-# Python, on every backend; the CPU once more through the masked lanes.
-set(DVM_PART_FUZZ ${CMAKE_CURRENT_SOURCE_DIR}/tests/suite/partition_fuzz.py)
-foreach(be cpu vulkan cuda hip)
-  add_test(NAME partition_fuzz_${be} COMMAND ${Python3_EXECUTABLE} ${DVM_PART_FUZZ} --dvm $<TARGET_FILE:dvm_cli> --backend ${be})
-  set_tests_properties(partition_fuzz_${be} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+# Random loops with one `if` on their indices (compiler/partition.c splits most of them), and
+# random loops indexed by their indices plus constants, in and out of bounds (a launch the host
+# proves unable to fail takes no snapshot, vm/launch.c: the proof must be exact), against
+# Python on every backend; the first once more on the CPU through the masked lanes. Lavapipe
+# runs neither under ASan (minutes for what the CPU runs check), and half the second's kernels.
+foreach(fuzz partition nofail)
+  foreach(be cpu vulkan cuda hip)
+    add_test(NAME ${fuzz}_fuzz_${be} COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/suite/${fuzz}_fuzz.py
+             --dvm $<TARGET_FILE:dvm_cli> --backend ${be})
+    set_tests_properties(${fuzz}_fuzz_${be} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+  endforeach()
+  set_tests_properties(${fuzz}_fuzz_vulkan PROPERTIES LABELS nosan)
 endforeach()
-# lavapipe under ASan would take minutes for what the CPU run checks already
-set_tests_properties(partition_fuzz_vulkan PROPERTIES LABELS nosan)
-# Random loops indexed by their indices plus constants, in and out of bounds: a launch the
-# host proves unable to fail takes no snapshot (vm/launch.c), and the proof must be exact.
-set(DVM_NOFAIL_FUZZ ${CMAKE_CURRENT_SOURCE_DIR}/tests/suite/nofail_fuzz.py)
-foreach(be cpu vulkan cuda hip)
-  add_test(NAME nofail_fuzz_${be} COMMAND ${Python3_EXECUTABLE} ${DVM_NOFAIL_FUZZ} --dvm $<TARGET_FILE:dvm_cli> --backend ${be})
-  set_tests_properties(nofail_fuzz_${be} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
-endforeach()
-# lavapipe: half the kernels (0.6 s a launch), and none under ASan
-set_tests_properties(nofail_fuzz_vulkan PROPERTIES LABELS nosan)
 set_property(TEST nofail_fuzz_vulkan APPEND PROPERTY ENVIRONMENT DVM_NOFAIL_COUNT=40)
+set(DVM_PART_FUZZ ${CMAKE_CURRENT_SOURCE_DIR}/tests/suite/partition_fuzz.py)
 add_test(NAME partition_fuzz_cpu_lanes COMMAND ${Python3_EXECUTABLE} ${DVM_PART_FUZZ} --dvm $<TARGET_FILE:dvm_cli> --backend cpu --seed 7)
 set_tests_properties(partition_fuzz_cpu_lanes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 ENVIRONMENT DVM_CPU_LANES=1)

@@ -75,13 +75,8 @@ def walk(t, u, v):
         [[i, j] for i in range(lo[0], hi[0]) for j in range(lo[1], hi[1])]
     for pt in pts:
         p = [[pt[d] + offs[k][d] for d in range(nd)] for k in range(3)]
-        out[flat(p[0], t['vshape'])] = f32(f32(u[flat(p[1], t['ushape'])] * 2.0) + u[flat(p[2], t['ushape'])])
+        out[flat(p[0], t['vshape'])] = npyio.f32(npyio.f32(u[flat(p[1], t['ushape'])] * 2.0) + u[flat(p[2], t['ushape'])])
     return out
-
-
-def f32(x):
-    import struct
-    return struct.unpack('<f', struct.pack('<f', x))[0]
 
 
 def size(shape):
@@ -111,8 +106,8 @@ def main():
             src = os.path.join(work, f'k{n}.dvk')
             with open(src, 'w') as f:
                 f.write(t['src'])
-            u = [f32(rng.uniform(-1, 1)) for _ in range(size(t['ushape']))]
-            v = [f32(rng.uniform(-1, 1)) for _ in range(size(t['vshape']))]
+            u = [npyio.f32(rng.uniform(-1, 1)) for _ in range(size(t['ushape']))]
+            v = [npyio.f32(rng.uniform(-1, 1)) for _ in range(size(t['vshape']))]
             npyio.write(os.path.join(work, 'u.npy'), 'f4', t['ushape'], u)
             npyio.write(os.path.join(work, 'v.npy'), 'f4', t['vshape'], v)
             out = os.path.join(work, f'out{n}')
@@ -136,18 +131,12 @@ def main():
             if p.returncode != 0 or not snap or snap.group(1) != '0':
                 fails.append(f'{what}: expected success with no snapshot, got exit {p.returncode}: {msg}\n{t["src"]}')
                 continue
-            got = npyio.read(os.path.join(out, 'v.npy'))[2]
-            bad = [k for k in range(len(want)) if got[k] != want[k]]
-            if bad:
-                fails.append(f'{what}: {len(bad)} of {len(want)} elements differ, first at {bad[0]}: '
-                             f'{got[bad[0]]} against {want[bad[0]]}\n{t["src"]}')
-    for f in fails:
-        print('FAIL', f)
+            diff = npyio.exact_diff(npyio.read(os.path.join(out, 'v.npy'))[2], want)
+            if diff:
+                fails.append(f'{what}: {diff}\n{t["src"]}')
     if safe * 4 < o.count or oob * 4 < o.count:
         fails.append(f'{safe} launches in bounds and {oob} out of bounds: too few of one kind to check both')
-        print('FAIL', fails[-1])
-    print(f'nofail_fuzz ({o.backend}): {o.count - len(fails)} of {o.count} passed, {safe} in bounds, {oob} out')
-    return 1 if fails else 0
+    return npyio.finish('nofail_fuzz', o.backend, o.count, fails, f'{safe} in bounds, {oob} out')
 
 
 if __name__ == '__main__':

@@ -51,3 +51,19 @@ def read(path):
 def f32(v):
     """Rounds a Python float to binary32."""
     return struct.unpack('<f', struct.pack('<f', v))[0]
+
+
+def exact_diff(got, want):
+    """None when got equals want element for element, else what differs and where first."""
+    bad = [k for k in range(len(want)) if got[k] != want[k]]
+    if not bad:
+        return None
+    return f'{len(bad)} of {len(want)} elements differ, first at {bad[0]}: {got[bad[0]]} against {want[bad[0]]}'
+
+
+def finish(name, backend, count, fails, summary):
+    """Prints the failures and the summary line of a fuzzer; its exit status."""
+    for f in fails:
+        print('FAIL', f)
+    print(f'{name} ({backend}): {count - len(fails)} of {count} passed, {summary}')
+    return 1 if fails else 0

@@ -85,9 +85,7 @@ def reference(c, u, v):
     return out
 
 
-def f32(x):
-    import struct
-    return struct.unpack('<f', struct.pack('<f', x))[0]
+f32 = npyio.f32
 
 
 def main():
@@ -123,22 +121,15 @@ def main():
                     return 77
                 fails.append(f'kernel {t}: exit {p.returncode}: {msg.strip()}\n{c["src"]}')
                 continue
-            got = npyio.read(os.path.join(out, 'v.npy'))[2]
-            want = [f32(x) for x in reference(c, u, v)]
-            bad = [k for k in range(total) if got[k] != want[k]]
-            if bad:
-                fails.append(f'kernel {t} (a={c["a"]}, b={c["b"]}, shape {c["shape"]}): {len(bad)} of {total} '
-                             f'elements differ, first at {bad[0]}: {got[bad[0]]} against {want[bad[0]]}\n{c["src"]}')
+            diff = npyio.exact_diff(npyio.read(os.path.join(out, 'v.npy'))[2], [f32(x) for x in reference(c, u, v)])
+            if diff:
+                fails.append(f'kernel {t} (a={c["a"]}, b={c["b"]}, shape {c["shape"]}): {diff}\n{c["src"]}')
             d = subprocess.run([o.dvm, 'disasm', src], capture_output=True, text=True, timeout=60).stdout
             fwd = d.split('variant adjoint')[0]
             split += len(re.findall(r'task \d+: parallel', fwd)) > 1
-    for f in fails:
-        print('FAIL', f)
     if split * 3 < o.count:
         fails.append(f'only {split} of {o.count} kernels were partitioned')
-        print('FAIL', fails[-1])
-    print(f'partition_fuzz ({o.backend}): {o.count - len(fails)} of {o.count} passed, {split} partitioned')
-    return 1 if fails else 0
+    return npyio.finish('partition_fuzz', o.backend, o.count, fails, f'{split} partitioned')
 
 
 if __name__ == '__main__':
