@@ -138,10 +138,10 @@ static int op_never_fails(uint32_t op) {
 
 int dvm_task_may_fail(const dvm_node *nodes, const dvm_task_desc *t, const int64_t *lo, const int64_t *hi,
                       const int64_t *arr_len, const int32_t *arr_shape, uint32_t nslots) {
-    /* Per register below MAXR: whether some node writes it, whether the prologue does, and
-       whether it holds an index plus a constant at the node being looked at (dim >= 0: that
-       dimension's index, plus off). */
-    enum { MAXR = 1024 };
+    /* Per register (the verifier keeps them below DVM_MAX_REGS; the checks below too):
+       whether some node writes it, whether the prologue does, and whether it holds an index
+       plus a constant at the node being looked at (dim >= 0: that dimension's, plus off). */
+    enum { MAXR = DVM_MAX_REGS };
     struct { uint8_t written, in_prologue; int8_t dim; int64_t off; } reg[MAXR];
     memset(reg, 0, sizeof reg);
     int branch_free = 1;

@@ -587,6 +587,25 @@ static void test_starts(void)
     both("3-D [0,2) x [U3,4) x [1,3)", &A, kind);
 }
 
+/* The launches the Vulkan backend may stop with its own errors (a loop's step guard, an
+   iteration space past 2^32), for which vm/launch.c keeps the arrays' snapshot; the CPU
+   backend has none. */
+static void test_may_stop(void)
+{
+    const dvm_node loop[3] = {{DVM_OP_CONST, 0, 0, 0, 0}, {DVM_OP_JMP, 0, 0, 0, 0}, {DVM_OP_END, 0, 0, 0, 0}};
+    const dvm_node flat[2] = {{DVM_OP_CONST, 0, 0, 0, 0}, {DVM_OP_END, 0, 0, 0, 0}};
+    dvm_task_desc t;
+    memset(&t, 0, sizeof t);
+    t.kind = DVM_TASK_PARALLEL;
+    t.ndim = 1;
+    t.code_len = 3;
+    CHECK(VV->may_stop && VV->may_stop(vk, loop, &t, 100) == 1, "vulkan may_stop: a task with a loop cannot stop");
+    t.code_len = 2;
+    CHECK(VV->may_stop(vk, flat, &t, 100) == 0, "vulkan may_stop: a branch-free task of 100 iterations may stop");
+    CHECK(VV->may_stop(vk, flat, &t, (int64_t)1 << 32) == 1, "vulkan may_stop: 2^32 iterations cannot stop");
+    CHECK(VC->may_stop == NULL, "cpu may_stop is set");
+}
+
 int main(void)
 {
     char err[512] = "";
@@ -610,6 +629,7 @@ int main(void)
     test_errors();
     test_sizer();
     test_limits_and_cache();
+    test_may_stop();
     VV->close(vk);
     VC->close(cpu);
     if (fails) { printf("%d check(s) failed\n", fails); return 1; }

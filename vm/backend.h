@@ -116,6 +116,11 @@ typedef struct dvm_backend_vtbl {
 
     /* Runs every task of the variant in order. Returns 0, 1 (runtime error in *rt), -1. */
     int (*exec)(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err, size_t errlen);
+
+    /* Whether the backend may stop task t (total iterations: 1 for a serial task) with an
+       error of its own after earlier tasks have written, such as a guard against a driver's
+       limits (vm/launch.c then keeps the launch's snapshot). NULL: never. */
+    int (*may_stop)(dvm_backend *be, const dvm_node *nodes, const dvm_task_desc *t, int64_t total);
 } dvm_backend_vtbl;
 
 /* vm/launch.c: a uniform slot's value when the host knows it before the launch (x->known: 1,

@@ -484,6 +484,8 @@ static int variant_may_fail(const launch *L, uint32_t vk) {
                 hi[d] = stop;
             }
             if (!may) may = dvm_task_may_fail(p->nodes, td, lo, hi, len, shape, ns);
+            const int64_t total = td->kind == DVM_TASK_PARALLEL ? dvm_exec_known_total(&x, td) : 1;
+            if (!may && L->ctx->vt->may_stop) may = L->ctx->vt->may_stop(L->ctx->be, p->nodes, td, total);
         }
     }
     free(len);

@@ -64,6 +64,6 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
 #define DVM_GPU_VTBL(NAME, OPEN, PROBE)                                                        \
     {NAME, OPEN, dvm_gpu_close, PROBE, dvm_gpu_device_name, dvm_gpu_alloc, dvm_gpu_free,       \
      dvm_gpu_write, dvm_gpu_read, dvm_gpu_copy, dvm_gpu_load, dvm_gpu_unload, dvm_gpu_size,    \
-     dvm_gpu_slots, dvm_gpu_exec}
+     dvm_gpu_slots, dvm_gpu_exec, NULL}
 
 #endif

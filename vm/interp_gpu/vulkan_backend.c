@@ -995,6 +995,14 @@ static int vk_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_
     return rc;
 }
 
+/* interp.comp stops a launch with its own errors: a loop that runs 65535^2 steps (the guard
+   against llvmpipe's loop limit: RT_VK_STEPS) and an iteration space beyond the 32-bit path
+   (RT_VK_RANGE32). A task with a loop, or of 2^32 iterations or more, may meet them. */
+static int vk_may_stop(dvm_backend *be, const dvm_node *nodes, const dvm_task_desc *t, int64_t total) {
+    (void)be;
+    return dvm_task_flow_of(nodes, t).loops > 0 || total < 0 || total >= ((int64_t)1 << 32);
+}
+
 const dvm_backend_vtbl dvm_backend_vulkan = {
     .name = "vulkan",
     .open = vk_open,
@@ -1011,4 +1019,5 @@ const dvm_backend_vtbl dvm_backend_vulkan = {
     .size = vk_size,
     .slots = vk_slots,
     .exec = vk_exec,
+    .may_stop = vk_may_stop,
 };
