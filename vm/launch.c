@@ -387,6 +387,17 @@ int64_t dvm_exec_known_total(const dvm_exec *x, const dvm_task_desc *td) {
     return total;
 }
 
+/* Each slot's element count and shape (DVM_MAX_RANK a slot, 1 past its rank); check_bindings
+   has bound every slot. */
+static void slot_extents(const launch *L, const dvm_variant_desc *var, int64_t *len, int32_t *shape) {
+    for (uint32_t j = 0; j < var->nslots; j++) {
+        const dvm_array *a = slot_array(L, &L->p->slots[var->slot_begin + j]);
+        len[j] = a->count;
+        for (int ax = 0; ax < DVM_MAX_RANK; ax++)
+            shape[(size_t)j * DVM_MAX_RANK + (size_t)ax] = ax < a->rank ? (int32_t)a->shape[ax] : 1;
+    }
+}
+
 /* Step 1: the uniforms the host fills: scalars, then shape symbols; every other word stays
    zero. */
 static void fill_uniforms(const launch *L, const dvm_variant_desc *var, uint32_t *uni) {
@@ -458,13 +469,7 @@ static int variant_may_fail(const launch *L, uint32_t vk) {
     uint8_t *known = (uint8_t *)calloc(nu ? nu : 1, 1);
     int may = 1;
     if (len && shape && uni && save && known) {
-        for (uint32_t j = 0; j < ns; j++) {
-            const dvm_array *a = slot_array(L, &p->slots[var->slot_begin + j]);
-            if (!a) return free(len), free(shape), free(uni), free(save), free(known), 1;
-            len[j] = a->count;
-            for (int ax = 0; ax < DVM_MAX_RANK; ax++)
-                shape[(size_t)j * DVM_MAX_RANK + (size_t)ax] = ax < a->rank ? (int32_t)a->shape[ax] : 1;
-        }
+        slot_extents(L, var, len, shape);
         fill_uniforms(L, var, uni);
         dvm_exec x;
         memset(&x, 0, sizeof x);
@@ -520,13 +525,11 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
     }
     for (uint32_t j = 0; j < ns; j++) {
         const dvm_slot_desc *sd = &p->slots[var->slot_begin + j];
-        dvm_array *a = slot_array(L, sd);
-        bufs[j] = a->buf;
+        bufs[j] = slot_array(L, sd)->buf;
         if (vk == DVM_V_ADJOINT && sd->role == DVM_ROLE_PRIMAL && L->adj_primal && L->adj_primal[sd->param])
             bufs[j] = L->adj_primal[sd->param];
-        len[j] = a->count;
-        for (int ax = 0; ax < DVM_MAX_RANK; ax++) shape[(size_t)j * DVM_MAX_RANK + (size_t)ax] = ax < a->rank ? (int32_t)a->shape[ax] : 1;
     }
+    slot_extents(L, var, len, shape);
     /* 1. uniforms */
     fill_uniforms(L, var, uni);
     dvm_exec x;
