@@ -86,7 +86,13 @@ typedef struct launch {
     dvm_buffer **adj_primal;
     dvm_launch_stats st;
     int sized, cached;
-    int may_fail[DVM_V_COUNT]; /* per variant of this launch: variant_may_fail */
+    /* per variant of this launch (index: the variant kind): its uniforms after the host
+       tasks, which of them the host knows, how many leading tasks the host ran
+       (prepare_uniforms), and whether it may fail (variant_may_fail) */
+    uint32_t *uni[DVM_V_COUNT];
+    uint8_t *known[DVM_V_COUNT];
+    uint32_t host_tasks[DVM_V_COUNT];
+    int may_fail[DVM_V_COUNT];
 } launch;
 
 static const char *variant_label(uint32_t vk) {
@@ -398,43 +404,47 @@ static void slot_extents(const launch *L, const dvm_variant_desc *var, int64_t *
     }
 }
 
-/* Step 1: the uniforms the host fills: scalars, then shape symbols; every other word stays
-   zero. */
-static void fill_uniforms(const launch *L, const dvm_variant_desc *var, uint32_t *uni) {
+/* Steps 1 and 3 for one variant, before any variant of the launch runs (they depend on the
+   arguments alone): its uniforms into L->uni[vk], the scalars, then the shape symbols (every
+   other word zero); then the serial tasks at its start that compute on uniforms alone (a
+   partitioned loop's bounds, a range's computed stop: dvm_task_uniform_only) run here, on the
+   host, and the backend gets their results with the other uniforms: a GPU then launches no
+   kernel for them and knows every extent they compute (its grids sized to them, before
+   slots()). One that fails is left to the backend, which reports the error as it would have.
+   L->known[vk] marks the uniforms the host knows for the whole launch. */
+static dvm_status prepare_uniforms(launch *L, uint32_t vk) {
     const dvm_program *p = L->p;
     const dvm_kernel_desc *kd = L->k->kd;
+    const dvm_variant_desc *var = &kd->v[vk];
     const uint32_t nu = var->nuniforms;
+    uint32_t *uni = L->uni[vk] = (uint32_t *)calloc(nu ? nu : 1, sizeof *uni);
+    uint8_t *known = L->known[vk] = (uint8_t *)calloc(nu ? nu : 1, 1);
+    uint32_t *save = (uint32_t *)calloc(nu ? nu : 1, sizeof *save);
+    if (!uni || !known || !save) {
+        free(save);
+        return dvm_fail(L->ctx, DVM_ERR_NOMEM, 0, "kernel '%s'%s: out of memory", pstr(p, kd->name), variant_label(vk));
+    }
     for (uint32_t i = 0; i < kd->nparams; i++) {
         const dvm_param_desc *pd = &p->params[kd->param_begin + i];
-        if (!pd->is_array && pd->uslot < nu) uni[pd->uslot] = L->args->scalar[i];
+        if (!pd->is_array && pd->uslot < nu) {
+            uni[pd->uslot] = L->args->scalar[i];
+            known[pd->uslot] = 1;
+        }
     }
     for (uint32_t s = 0; s < kd->nsyms; s++) {
         const dvm_sym_desc *sy = &p->syms[kd->sym_begin + s];
-        if (sy->uslot < nu) uni[sy->uslot] = (uint32_t)(int32_t)L->sym[s];
+        if (sy->uslot < nu) {
+            uni[sy->uslot] = (uint32_t)(int32_t)L->sym[s];
+            known[sy->uslot] = 1;
+        }
     }
-}
-
-/* Step 3: runs the variant's leading serial tasks that compute on uniforms alone into uni
-   (uni_save: nuniforms words of scratch) and returns how many ran; known[] (nuniforms, zeroed)
-   marks the uniforms the host then knows for the whole launch. */
-static uint32_t run_host_tasks(const launch *L, const dvm_variant_desc *var, uint32_t *uni, uint8_t *known,
-                               uint32_t *uni_save) {
-    const dvm_program *p = L->p;
-    const dvm_kernel_desc *kd = L->k->kd;
-    const uint32_t nu = var->nuniforms;
     uint32_t ht = 0;
-    for (uint32_t i = 0; i < kd->nparams; i++) {
-        const dvm_param_desc *pd = &p->params[kd->param_begin + i];
-        if (!pd->is_array && pd->uslot < nu) known[pd->uslot] = 1;
-    }
-    for (uint32_t s = 0; s < kd->nsyms; s++)
-        if (p->syms[kd->sym_begin + s].uslot < nu) known[p->syms[kd->sym_begin + s].uslot] = 1;
     while (ht < var->ntasks) {
         const dvm_task_desc *td = &p->tasks[var->task_begin + ht];
         if (!dvm_task_uniform_only(p->nodes, td, known, nu)) break;
-        memcpy(uni_save, uni, nu * sizeof *uni);
+        memcpy(save, uni, nu * sizeof *uni);
         if (dvm_cpu_run_uniform_task(p, ht, td, uni)) {
-            memcpy(uni, uni_save, nu * sizeof *uni);
+            memcpy(uni, save, nu * sizeof *uni);
             break;
         }
         for (uint32_t j = 0; j < td->code_len; j++) {
@@ -451,33 +461,32 @@ static uint32_t run_host_tasks(const launch *L, const dvm_variant_desc *var, uin
             if ((n->op == DVM_OP_STU || n->op == DVM_OP_ATOMADDU) && n->a < nu) known[n->a] = 0;
         }
     }
-    return ht;
+    L->host_tasks[vk] = ht;
+    free(save);
+    return DVM_OK;
 }
 
 /* Whether the variant may record a runtime error in this launch (dvm_task_may_fail, with the
-   uniforms its host tasks compute and the arrays' shapes): a variant with adstacks always
-   may (they are sized and may overflow), and so does one whose iteration space the host
-   does not know. */
+   uniforms prepare_uniforms computed and the arrays' shapes), or a backend stop it
+   (may_stop): a variant with adstacks always may (they are sized and may overflow), and so
+   does one whose iteration space the host does not know. */
 static int variant_may_fail(const launch *L, uint32_t vk) {
     const dvm_program *p = L->p;
     const dvm_variant_desc *var = &L->k->kd->v[vk];
-    const uint32_t ns = var->nslots, nu = var->nuniforms;
+    const uint32_t ns = var->nslots;
     if (var->nstacks) return 1;
     int64_t *len = (int64_t *)calloc(ns ? ns : 1, sizeof *len);
     int32_t *shape = (int32_t *)calloc((size_t)(ns ? ns : 1) * DVM_MAX_RANK, sizeof *shape);
-    uint32_t *uni = (uint32_t *)calloc(nu ? nu : 1, sizeof *uni), *save = (uint32_t *)calloc(nu ? nu : 1, sizeof *save);
-    uint8_t *known = (uint8_t *)calloc(nu ? nu : 1, 1);
     int may = 1;
-    if (len && shape && uni && save && known) {
+    if (len && shape) {
         slot_extents(L, var, len, shape);
-        fill_uniforms(L, var, uni);
         dvm_exec x;
         memset(&x, 0, sizeof x);
-        x.uniforms = uni;
-        x.nuniforms = nu;
-        x.known = known;
+        x.uniforms = L->uni[vk];
+        x.nuniforms = var->nuniforms;
+        x.known = L->known[vk];
         may = 0;
-        for (uint32_t t = run_host_tasks(L, var, uni, known, save); t < var->ntasks && !may; t++) {
+        for (uint32_t t = L->host_tasks[vk]; t < var->ntasks && !may; t++) {
             const dvm_task_desc *td = &p->tasks[var->task_begin + t];
             int64_t lo[DVM_MAX_PAR_DIMS] = {0, 0, 0}, hi[DVM_MAX_PAR_DIMS] = {0, 0, 0};
             for (uint32_t d = 0; td->kind == DVM_TASK_PARALLEL && d < td->ndim && d < DVM_MAX_PAR_DIMS; d++) {
@@ -495,13 +504,10 @@ static int variant_may_fail(const launch *L, uint32_t vk) {
     }
     free(len);
     free(shape);
-    free(uni);
-    free(save);
-    free(known);
     return may;
 }
 
-/* Steps 1-5 for one variant. */
+/* Steps 2, 4 and 5 for one variant (1 and 3: prepare_uniforms). */
 static dvm_status run_variant(launch *L, uint32_t vk) {
     dvm_context *ctx = L->ctx;
     const dvm_program *p = L->p;
@@ -509,17 +515,15 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
     const dvm_variant_desc *var = &kd->v[vk];
     const char *kname = pstr(p, kd->name), *vl = variant_label(vk);
     uint32_t ns = var->nslots, nst = var->nstacks, nu = var->nuniforms;
+    uint32_t *uni = L->uni[vk];
     dvm_buffer **bufs = (dvm_buffer **)calloc(ns ? ns : 1, sizeof *bufs);
     int64_t *len = (int64_t *)calloc(ns ? ns : 1, sizeof *len);
     int32_t *shape = (int32_t *)calloc((size_t)(ns ? ns : 1) * DVM_MAX_RANK, sizeof *shape);
-    uint32_t *uni = (uint32_t *)calloc(nu ? nu : 1, sizeof *uni);
     int64_t *caps = (int64_t *)calloc(nst ? nst : 1, sizeof *caps);
     int64_t *off = (int64_t *)calloc(nst ? nst : 1, sizeof *off);
-    uint32_t *uni_save = (uint32_t *)calloc(nu ? nu : 1, sizeof *uni_save);
-    uint8_t *known = NULL;
     dvm_status st = DVM_OK;
     char err[1024] = "";
-    if (!bufs || !len || !shape || !uni || !caps || !off || !uni_save) {
+    if (!bufs || !len || !shape || !caps || !off) {
         st = dvm_fail(ctx, DVM_ERR_NOMEM, 0, "kernel '%s'%s: out of memory", kname, vl);
         goto done;
     }
@@ -530,8 +534,6 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
             bufs[j] = L->adj_primal[sd->param];
     }
     slot_extents(L, var, len, shape);
-    /* 1. uniforms */
-    fill_uniforms(L, var, uni);
     dvm_exec x;
     memset(&x, 0, sizeof x);
     x.prog = p;
@@ -545,6 +547,8 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
     x.arr_shape = shape;
     x.uniforms = uni;
     x.nuniforms = nu;
+    x.known = L->known[vk];
+    x.host_tasks = L->host_tasks[vk];
     x.stack_off = off;
     x.stack_cap = caps;
     x.nstacks = nst;
@@ -626,16 +630,6 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
                           kname, vl, pstr(p, sd->name), sd->line, (long long)caps[i], (long long)DVM_SIZE_SAT);
             goto done;
         }
-    /* 3. the serial tasks at the variant's start that compute on uniforms alone (a partitioned
-       loop's bounds, a range's computed stop: dvm_task_uniform_only) run here, on the host,
-       and the backend gets their results with the other uniforms: a GPU then launches no
-       kernel for them and knows every extent they compute (its grids sized to them, before slots()). One
-       that fails is left to the backend, which reports the error as it would have. */
-    known = (uint8_t *)calloc(nu ? nu : 1, 1);
-    if (known) {
-        x.host_tasks = run_host_tasks(L, var, uni, known, uni_save);
-        x.known = known;
-    }
     /* 4. heap (heap/heap.h owns the layout and its growth) */
     x.nthread_slots = ctx->vt->slots(ctx->be, &x);
     dvm_heap_layout hl;
@@ -671,9 +665,6 @@ done:
     free(bufs);
     free(len);
     free(shape);
-    free(uni);
-    free(uni_save);
-    free(known);
     free(caps);
     free(off);
     return st;
@@ -714,7 +705,8 @@ dvm_status dvm_launch(dvm_context *ctx, const dvm_kernel *kc, dvm_args *args, co
     /* What no runtime error can stop (variant_may_fail) needs no copy to be undone: a
        backend acquires everything a variant needs before its first task writes. An adjoint
        launch still copies what its forward writes (take_snapshots). */
-    for (uint32_t v = 0; st == DVM_OK && v < nv; v++) L.may_fail[vks[v]] = variant_may_fail(&L, vks[v]);
+    for (uint32_t v = 0; st == DVM_OK && v < nv; v++)
+        if ((st = prepare_uniforms(&L, vks[v])) == DVM_OK) L.may_fail[vks[v]] = variant_may_fail(&L, vks[v]);
     if (st == DVM_OK) st = take_snapshots(&L, o.mode);
     uint32_t extra = L.nsnaps;
     if (st == DVM_OK && o.mode == DVM_ADJOINT) {
@@ -762,6 +754,10 @@ dvm_status dvm_launch(dvm_context *ctx, const dvm_kernel *kc, dvm_args *args, co
     if (stats) *stats = L.st;
     free(L.sym);
     free(L.snaps);
+    for (int v = 0; v < DVM_V_COUNT; v++) {
+        free(L.uni[v]);
+        free(L.known[v]);
+    }
     free(L.adj_primal);
     return st;
 }

@@ -531,6 +531,8 @@ static int exec_tasks(dvm_backend *be, const dvm_exec *x, const dvm_gpu_exec_arg
     const dvm_program *p = x->prog;
     const dvm_loaded *l = x->loaded;
     dvm_gpu_exec_args a = *ap;
+    a.max_threads = be->max_threads;
+    a.regs_global = be->regs; /* grown by dvm_gpu_exec; read only by tasks without DVM_GPU_F_SMEM_REGS */
     int zero_serial = x->nstacks > 0;
     for (uint32_t i = 0; i < x->var->ntasks; i++) {
         uint32_t ti = x->var->task_begin + i;
@@ -544,7 +546,6 @@ static int exec_tasks(dvm_backend *be, const dvm_exec *x, const dvm_gpu_exec_arg
         a.code_len = td->code_len;
         a.nregs_pad = c.nregs_pad;
         a.flags = c.flags;
-        a.max_threads = be->max_threads;
         a.ndim = td->ndim;
         for (int d = 0; d < 3; d++) a.start_u[d] = td->start_u[d], a.ext_u[d] = td->ext_u[d];
         /* starts the host knows go by value (DVM_GPU_F_STARTS_KNOWN) */
@@ -558,10 +559,8 @@ static int exec_tasks(dvm_backend *be, const dvm_exec *x, const dvm_gpu_exec_arg
         if (td->kind == DVM_TASK_SERIAL) {
             if (zero_serial) a.flags |= DVM_GPU_F_ZERO_SERIAL;
             zero_serial = 0;
-            if (!(c.flags & DVM_GPU_F_SMEM_REGS)) a.regs_global = be->regs; /* grown by dvm_gpu_exec */
             if (launch(be, be->k_serial, 1, 1, c.smem, &a, "launching a serial task", err, errlen)) return -1;
         } else {
-            if (!(c.flags & DVM_GPU_F_SMEM_REGS)) a.regs_global = be->regs;
             if (launch(be, c.fn, c.blocks, DVM_GPU_BLOCK, c.smem, &a,
                        "launching a parallel task", err, errlen))
                 return -1;
