@@ -154,6 +154,13 @@ typedef struct dvm_task_desc {
     uint16_t body; /* parallel: where every iteration after a thread's first starts (node
                       offset); nodes [0, body) are the prologue, run once per thread (0: none) */
     uint32_t line;
+    /* Ordered stages (docs/autodiff.md): every task belongs to stage `stage`, the top-level
+       statement it came from, in phase 0 (the forward: stages in non-decreasing order) or
+       phase 1 (an adjoint's reverse sweep: stages in non-increasing order, after every phase 0
+       task). The host runs an adjoint's phase-1 tasks of stage s with each primal array bound
+       to its contents before stage s ran (vm/launch.c). */
+    uint16_t stage;
+    uint8_t phase;
 } dvm_task_desc;
 /* Parallel iteration space: dimension d runs over [U[start_u[d]], U[ext_u[d]]) (start 0 where
  * start_u[d] is DVM_NO_SLOT; a stop at or below the start: empty). Linear index t maps to
@@ -183,6 +190,9 @@ typedef struct dvm_kernel_desc {
     uint32_t line;
     uint32_t param_begin, nparams;
     uint32_t sym_begin, nsyms;
+    /* string: why the kernel has no adjoint ("LINE:COL: message", the construct gradients
+       cannot go through), or 0 when it has one or none was asked for */
+    uint32_t no_adjoint;
     dvm_variant_desc v[DVM_V_COUNT];
 } dvm_kernel_desc;
 
@@ -218,6 +228,12 @@ typedef struct dvm_task_flow {
     uint32_t fixed_idx;
     uint32_t idx_as_index;
 } dvm_task_flow;
+/* Whether opcode op writes its array slot (stores and atomics): the slot's writes flag must
+ * be set (verify.c), and the host snapshots and versions what it writes (vm/launch.c). */
+int dvm_slot_write_op(uint32_t op);
+/* The array slot whose elements node n reads or writes (-1: none; the shape-only forms IDX,
+ * IDXM and SHAPE touch no element), with whether it writes and whether it reads them. */
+int dvm_node_array(const dvm_node *n, int *writes, int *reads);
 /* Whether operand k (0..3: fields x a b c) of opcode op is an array index that the GPU lanes'
  * row path reads from the iteration's indices (interp_core.h, ROW1_ and ROW2_): the indices of
  * LD, ST, LD2, ST2, the atomic adds and the offset and load-and-add forms. */

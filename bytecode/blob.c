@@ -10,18 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Sections in file order, with the size of one record in bytes (format version 2). */
+/* Sections in file order, with the size of one record in bytes (format version 3). */
 enum { SEC_KERNELS, SEC_PARAMS, SEC_SYMS, SEC_SLOTS, SEC_TASKS, SEC_STACKS, SEC_NODES,
        SEC_LINES, SEC_COLS, SEC_CONSTS, SEC_STRINGS, SEC_COUNT };
 static const char *const sec_name[SEC_COUNT] = {"kernels", "params", "syms", "slots", "tasks", "stacks",
                                                 "nodes", "lines", "cols", "consts", "strings"};
 static const uint32_t sec_rsize[SEC_COUNT] = {
-    24 + DVM_V_COUNT * 32, /* kernel: 6 u32, then per variant 8 u32 */
+    28 + DVM_V_COUNT * 32, /* kernel: 7 u32, then per variant 8 u32 */
     12 + 4 * DVM_MAX_RANK, /* param: name, is_array, type, rank, 0, uslot, 0, dim[4] */
     8,                     /* sym: name, uslot, 0 */
     4,                     /* slot: param, role, writes */
-    36,                    /* task: u8 kind, ndim, u16 nregs, u32 code_begin, code_len, u16 ext_u[3],
-                              start_u[3], idx_reg[3], body, u32 line */
+    40,                    /* task: u8 kind, ndim, u16 nregs, u32 code_begin, code_len, u16 ext_u[3],
+                              start_u[3], idx_reg[3], body, u32 line, u16 stage, u8 phase, 0 */
     24,                    /* stack */
     DVM_BLOB_NODE_SIZE, 4, 2, 4, 1};
 
@@ -108,6 +108,7 @@ int dvm_blob_write(const dvm_program *p, void **out, size_t *len, char *err, siz
         w32(&w, k->name); w32(&w, k->line);
         w32(&w, k->param_begin); w32(&w, k->nparams);
         w32(&w, k->sym_begin); w32(&w, k->nsyms);
+        w32(&w, k->no_adjoint);
         for (int v = 0; v < DVM_V_COUNT; v++) {
             const dvm_variant_desc *d = &k->v[v];
             w32(&w, d->task_begin); w32(&w, d->ntasks);
@@ -137,6 +138,7 @@ int dvm_blob_write(const dvm_program *p, void **out, size_t *len, char *err, siz
         for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) w16(&w, t->idx_reg[d]);
         w16(&w, t->body);
         w32(&w, t->line);
+        w16(&w, t->stage); w8(&w, t->phase); w8(&w, 0);
     }
     for (uint32_t i = 0; i < p->nstacks; i++) {
         const dvm_stack_desc *s = &p->stacks[i];
@@ -257,6 +259,7 @@ int dvm_blob_read(const void *data, size_t len, dvm_program **out, char *err, si
         k->name = r32(&r); k->line = r32(&r);
         k->param_begin = r32(&r); k->nparams = r32(&r);
         k->sym_begin = r32(&r); k->nsyms = r32(&r);
+        k->no_adjoint = r32(&r);
         for (int v = 0; v < DVM_V_COUNT; v++) {
             dvm_variant_desc *d = &k->v[v];
             d->task_begin = r32(&r); d->ntasks = r32(&r);
@@ -292,6 +295,8 @@ int dvm_blob_read(const void *data, size_t len, dvm_program **out, char *err, si
         for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) t->idx_reg[d] = (uint16_t)r16(&r);
         t->body = (uint16_t)r16(&r);
         t->line = r32(&r);
+        t->stage = (uint16_t)r16(&r); t->phase = (uint8_t)r8(&r);
+        if (r8(&r) && !bad) { bad = "tasks"; bad_i = i; }
     }
     for (uint32_t i = 0; i < p->nstacks; i++) {
         dvm_stack_desc *s = &p->stacks[i];

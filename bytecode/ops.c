@@ -41,6 +41,26 @@ uint64_t dvm_ops_hash(void) {
     return h;
 }
 
+int dvm_slot_write_op(uint32_t op) {
+    switch (op) {
+    case DVM_OP_ST: case DVM_OP_ST2: case DVM_OP_ATOMADDF: case DVM_OP_ATOMADDF2: case DVM_OP_ATOMADDI: case DVM_OP_ATOMMAXF:
+    case DVM_OP_ATOMMINF: case DVM_OP_ATOMMAXI: case DVM_OP_ATOMMINI: case DVM_OP_ATOMADDFO: case DVM_OP_ATOMADDF2O:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int dvm_node_array(const dvm_node *n, int *writes, int *reads) {
+    const dvm_op_info *o = &dvm_op_table[n->op];
+    *writes = *reads = 0;
+    if (!o->name || (o->flags & DVM_F_SIZE) || o->fmt[0] != 'A') return -1;
+    if (n->op == DVM_OP_IDX || n->op == DVM_OP_IDXM || n->op == DVM_OP_SHAPE) return -1; /* the shape alone */
+    *writes = dvm_slot_write_op(n->op);
+    *reads = n->op != DVM_OP_ST && n->op != DVM_OP_ST2; /* atomics read what they update */
+    return n->x;
+}
+
 int dvm_row_index_operand(uint32_t op, int k) {
     switch (op) {
     case DVM_OP_LD: case DVM_OP_LDO: case DVM_OP_LDADDF: case DVM_OP_LDADDFO:

@@ -111,16 +111,6 @@ static int check_common(vctx *c, const opctx *o, const dvm_node *n, int i, char 
     }
 }
 
-static int is_slot_write(uint8_t op) {
-    switch (op) {
-    case DVM_OP_ST: case DVM_OP_ST2: case DVM_OP_ATOMADDF: case DVM_OP_ATOMADDF2: case DVM_OP_ATOMADDI: case DVM_OP_ATOMMAXF:
-    case DVM_OP_ATOMMINF: case DVM_OP_ATOMMAXI: case DVM_OP_ATOMMINI: case DVM_OP_ATOMADDFO: case DVM_OP_ATOMADDF2O:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 /* Element type an op needs from its array (0: any). Not a memory-safety rule, but a wrong
  * type here means the emitter is broken, so catch it before it runs. */
 static int slot_type_needed(uint8_t op) {
@@ -202,7 +192,7 @@ static int check_task_node(vctx *c, const opctx *o, const dvm_node *n) {
              n->op == DVM_OP_ATOMADDF2O || n->op == DVM_OP_LDADDF2O) && pa->rank != 2)
             return vfail(c, "node %u (%s): array slot %u ('%s') has rank %u, expected 2", o->node, info->name,
                          (unsigned)aslot, vstr(p, pa->name), pa->rank);
-        if (is_slot_write(n->op) && s->writes != 1)
+        if (dvm_slot_write_op(n->op) && s->writes != 1)
             return vfail(c, "node %u (%s): writes array slot %u ('%s') whose writes flag is 0", o->node,
                          info->name, (unsigned)aslot, vstr(p, pa->name));
         int need = slot_type_needed(n->op);
@@ -445,6 +435,14 @@ static int check_variant(vctx *c, const dvm_kernel_desc *k, int vi) {
     for (uint32_t i = 0; i < v->ntasks; i++) {
         snprintf(c->where + base, sizeof c->where - base, " task %u", i);
         if (check_task(c, k, v, &p->tasks[v->task_begin + i])) return -1;
+        /* stages: phase 0 in non-decreasing order, then (adjoints only) phase 1 in
+           non-increasing order; the host's stage engine relies on nothing else */
+        const dvm_task_desc *t = &p->tasks[v->task_begin + i], *prev = i ? t - 1 : NULL;
+        if (t->phase > 1 || (t->phase == 1 && vi != DVM_V_ADJOINT))
+            return vfail(c, "phase %u is not 0%s", t->phase, vi == DVM_V_ADJOINT ? " or 1" : "");
+        if (prev && prev->phase > t->phase) return vfail(c, "a phase-0 task after a phase-1 task");
+        if (prev && prev->phase == t->phase && (t->phase ? t->stage > prev->stage : t->stage < prev->stage))
+            return vfail(c, "stage %u after stage %u in phase %u", t->stage, prev->stage, t->phase);
     }
     c->where[base] = 0;
     return 0;
@@ -457,6 +455,10 @@ static int check_kernel(vctx *c, uint32_t ki) {
     if (k->name >= p->nstrings_bytes || !p->strings[k->name])
         return vfail(c, "name offset %u is not a non-empty string", k->name);
     snprintf(c->where, sizeof c->where, "kernel '%.100s'", vstr(p, k->name));
+    if (k->no_adjoint >= p->nstrings_bytes)
+        return vfail(c, "no_adjoint offset %u is not < %u", k->no_adjoint, p->nstrings_bytes);
+    if (k->no_adjoint && k->v[DVM_V_ADJOINT].present)
+        return vfail(c, "an adjoint variant and a reason why there is none");
     if (!range_ok(k->param_begin, k->nparams, p->nparams))
         return vfail(c, "parameters %u..+%u are outside the %u parameters", k->param_begin, k->nparams, p->nparams);
     if (!range_ok(k->sym_begin, k->nsyms, p->nsyms))

@@ -39,6 +39,8 @@ typedef struct ad_ctx {
     int ngloops, capgloops;
     int par;               /* generating code of a parallel body */
     int cur_top;           /* top being generated (-1 serial) */
+    int replay;            /* the forward sweep also runs the stores, atomics and asserts: the
+                              adjoint of serial top-level code is that code's only run */
     int *tmps[2];          /* f32 temporaries: [0] serial (IR_GLOBAL), [1] parallel (IR_LOCAL) */
     int ntmps[2], captmps[2], tmptop;
     /* sizer */

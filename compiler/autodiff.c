@@ -189,25 +189,31 @@ static void reg_loop(ad_ctx *c, ad_loop **arr, int *n, int *cap, const ir_stmt *
     (*arr)[(*n)++] = (ad_loop){s, isfor, var, start, stop};
 }
 
-/* ---------------------------------------------------------------- rejection of reads after stores */
+/* ---------------------------------------------------------------- reads after stores within a statement */
+/* Each top-level statement's reverse sweep sees the arrays as they were before that statement
+ * ran (vm/launch.c versions them between statements). A value that one statement stores (or
+ * accumulates into) and then reads back itself is not among them: the adjoint refuses such a
+ * kernel (k->no_adjoint; `run` and `jvp` are unaffected). */
 typedef struct rchk {
     ad_ctx *c;
-    const ir_stmt **stored; /* per forward slot: the first plain store seen, in program order */
-    unsigned char *reported;
+    const ir_stmt **stored; /* per forward slot: the first store or atomic of this statement */
+    const char *why;        /* the first refusal */
 } rchk;
 
 static void rchk_expr(rchk *r, const ir_expr *e) {
-    if (!e) return;
+    if (!e || r->why) return;
     if (e->kind == IR_LOAD) {
         for (int i = 0; i < e->nidx; i++) rchk_expr(r, e->idx[i]);
         const ir_stmt *st = e->slot >= 0 && e->slot < r->c->nfslots ? r->stored[e->slot] : NULL;
-        if (st && !r->reported[e->slot]) {
-            r->reported[e->slot] = 1;
+        if (st && !r->why) {
             const ir_kernel *k = r->c->k;
-            dvm_diag(r->c->d, e->line, e->col,
-                     "kernel '%s': '%s' is read after a plain store to it at %d:%d; the adjoint cannot restore "
-                     "overwritten array values (use a local or +=)",
-                     k->name, k->params[k->v[DVM_V_FORWARD].slots[e->slot].param].name, st->line, st->col);
+            r->why = dvm_arena_printf(r->c->A,
+                                      "%d:%d: error: kernel '%s' has no gradient: '%s' is read after a %s to it at %d:%d "
+                                      "in the same top-level statement, and the adjoint cannot restore the value that "
+                                      "store overwrote (carry the value in a local, or write it in one parallel loop and "
+                                      "read it in the next)",
+                                      e->line, e->col, k->name, k->params[k->v[DVM_V_FORWARD].slots[e->slot].param].name,
+                                      st->kind == IR_STORE ? "store" : "+=", st->line, st->col);
         }
         return;
     }
@@ -222,6 +228,7 @@ static void rchk_stmt(rchk *r, const ir_stmt *s) {
     rchk_expr(r, s->e2);
     switch (s->kind) {
     case IR_STORE:
+    case IR_ATOMIC:
         if (s->slot >= 0 && s->slot < r->c->nfslots && !r->stored[s->slot]) r->stored[s->slot] = s;
         break;
     case IR_IF:
@@ -241,12 +248,13 @@ static void rchk_stmt(rchk *r, const ir_stmt *s) {
 static void rchk_block(rchk *r, const ir_block *b) {
     for (int i = 0; i < b->n; i++) rchk_stmt(r, b->s[i]);
 }
-static void reject_reads_after_stores(ad_ctx *c) {
+static const char *reads_after_stores(ad_ctx *c) {
     const ir_variant *f = &c->k->v[DVM_V_FORWARD];
-    rchk r = {c, ad_alloc(c, sizeof(ir_stmt *) * (size_t)(f->nslots + 1)), ad_alloc(c, (size_t)f->nslots + 1)};
-    if (c->oom) return;
-    for (int t = 0; t < f->ntops; t++) {
+    rchk r = {c, ad_alloc(c, sizeof(ir_stmt *) * (size_t)(f->nslots + 1)), NULL};
+    if (c->oom) return NULL;
+    for (int t = 0; t < f->ntops && !r.why; t++) {
         const ir_top *tp = &f->tops[t];
+        memset(r.stored, 0, sizeof(ir_stmt *) * (size_t)(f->nslots + 1));
         if (tp->parallel) {
             for (int d = 0; d < tp->ndim; d++) rchk_expr(&r, tp->stop[d]);
             for (int d = 0; d < tp->ndim; d++) rchk_expr(&r, tp->start[d]);
@@ -255,6 +263,7 @@ static void reject_reads_after_stores(ad_ctx *c) {
             rchk_stmt(&r, tp->stmt);
         }
     }
+    return r.why;
 }
 
 /* ---------------------------------------------------------------- break/continue elimination */
@@ -610,7 +619,8 @@ static void gen_stmt(ad_ctx *c, const ir_stmt *s, ir_block *fwd, ir_block *rev) 
         }
         return;
     }
-    case IR_STORE: /* the primal launch already stored; its seed moves into e */
+    case IR_STORE: /* the stage's forward stored; its seed moves into e */
+        if (c->replay) ad_push_stmt(c, fwd, (ir_stmt *)s);
         if (is_f32_slot(c, s->slot)) {
             int top = c->tmptop;
             ir_expr *ld = ad_ex(c, IR_LOAD, DVM_T_F32, s->line, s->col);
@@ -629,6 +639,7 @@ static void gen_stmt(ad_ctx *c, const ir_stmt *s, ir_block *fwd, ir_block *rev) 
         }
         return;
     case IR_ATOMIC:
+        if (c->replay) ad_push_stmt(c, fwd, (ir_stmt *)s);
         if (s->op == DVM_OP_ATOMADDF && is_f32_slot(c, s->slot) && ad_active(c, s->e)) {
             int top = c->tmptop;
             ir_expr *ld = ad_ex(c, IR_LOAD, DVM_T_F32, s->line, s->col);
@@ -752,8 +763,11 @@ static void gen_stmt(ad_ctx *c, const ir_stmt *s, ir_block *fwd, ir_block *rev) 
         ad_push_stmt(c, rev, r);
         return;
     }
+    case IR_ASSERT:
+        if (c->replay) ad_push_stmt(c, fwd, (ir_stmt *)s);
+        return; /* otherwise the stage's forward checked it */
     default:
-        return; /* asserts were checked by the primal launch */
+        return;
     }
 }
 
@@ -779,11 +793,13 @@ static void add_top(ad_ctx *c, ir_top **tops, int *n, int *cap, const ir_top *t)
     }
     (*tops)[(*n)++] = *t;
 }
-static void add_serial(ad_ctx *c, ir_top **tops, int *n, int *cap, const ir_block *b, int line) {
+static void add_serial(ad_ctx *c, ir_top **tops, int *n, int *cap, const ir_block *b, int line, int stage, int phase) {
     for (int i = 0; i < b->n; i++) {
         ir_top t = {0};
         t.stmt = b->s[i];
         t.line = line;
+        t.stage = stage;
+        t.phase = phase;
         add_top(c, tops, n, cap, &t);
     }
 }
@@ -828,21 +844,36 @@ static int adjoint(ad_ctx *c) {
             analyse_stmt(c, pre[t].stmt, 0, 0);
         }
     }
-    /* serial forward sweep over all serial tops, then every top reversed */
+    /* Stage t is top-level statement t. Phase 0 runs every stage forward: a parallel loop as
+       the forward variant does, serial code with its forward sweep (the pushes the reverse
+       needs) and its stores. Phase 1 runs the stages' reverse sweeps, the last one first; the
+       host binds each stage's array reads to the arrays as they were before it ran. */
     ir_top *tops = NULL;
     int ntops = 0, captops = 0;
-    ir_block sfwd = {0};
+    ir_block sfwd = {0}; /* every serial forward sweep, in order: for the serial stacks' sizes */
     ir_block *srev = ad_alloc(c, sizeof(ir_block) * (size_t)(nt + 1));
     ir_block *pfwd = ad_alloc(c, sizeof(ir_block) * (size_t)(nt + 1));
     if (c->oom) return -1;
     c->par = 0;
     c->cur_top = -1;
-    for (int t = 0; t < nt; t++)
-        if (!pre[t].parallel && pre[t].stmt) gen_stmt(c, pre[t].stmt, &sfwd, &srev[t]);
-    add_serial(c, &tops, &ntops, &captops, &sfwd, k->line);
+    for (int t = 0; t < nt; t++) {
+        if (f->tops[t].parallel) {
+            ir_top p = f->tops[t];
+            p.stage = t;
+            p.phase = 0;
+            add_top(c, &tops, &ntops, &captops, &p);
+        } else if (pre[t].stmt) {
+            ir_block one = {0};
+            c->replay = 1;
+            gen_stmt(c, pre[t].stmt, &one, &srev[t]);
+            c->replay = 0;
+            ad_append(c, &sfwd, &one);
+            add_serial(c, &tops, &ntops, &captops, &one, pre[t].line, t, 0);
+        }
+    }
     for (int t = nt - 1; t >= 0; t--) {
         if (!pre[t].parallel) {
-            add_serial(c, &tops, &ntops, &captops, &srev[t], pre[t].line);
+            add_serial(c, &tops, &ntops, &captops, &srev[t], pre[t].line, t, 1);
             continue;
         }
         c->par = 1;
@@ -855,6 +886,8 @@ static int adjoint(ad_ctx *c) {
         memset(&p.body, 0, sizeof p.body);
         ad_append(c, &p.body, &pfwd[t]);
         ad_append(c, &p.body, &rev);
+        p.stage = t;
+        p.phase = 1;
         add_top(c, &tops, &ntops, &captops, &p);
     }
     /* capacities */
@@ -919,10 +952,13 @@ int dvm_autodiff(ir_module *m, dvm_diags *d) {
         ad_ctx c;
         ctx_init(&c, m, k, d);
         if (map_slots(&c)) goto oom;
-        int before = d->nerrors;
-        reject_reads_after_stores(&c);
-        if (d->nerrors != before) continue;
-        if (adjoint(&c) || c.oom) goto oom;
+        if (k->v[DVM_V_FORWARD].ntops > UINT16_MAX) /* dvm_task_desc.stage */
+            k->no_adjoint = dvm_arena_printf(m->arena, "%d:%d: error: kernel '%s' has no gradient: more than %d top-level "
+                                             "statements", k->line, k->col, k->name, UINT16_MAX);
+        else
+            k->no_adjoint = reads_after_stores(&c);
+        if (c.oom) goto oom;
+        if (!k->no_adjoint && (adjoint(&c) || c.oom)) goto oom;
         ad_ctx t;
         ctx_init(&t, m, k, d);
         if (map_slots(&t) || ad_tangent(&t) || t.oom) goto oom;

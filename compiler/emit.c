@@ -165,15 +165,27 @@ static int emit_variant_tasks(emit_variant *ev) {
         ep->oom = 1;
         return 1;
     }
-    int npend = 0, pend_line = 0;
+    int npend = 0, pend_line = 0, pend_stage = 0, pend_phase = 0;
     for (int t = 0; t < ntops && !ev->failed && !ep->oom; t++) {
         const ir_top *top = &v->tops[t];
+        /* serial statements share a task within one stage and phase only: the host may act
+           between stages (vm/launch.c) */
+        if (npend && (top->stage != pend_stage || top->phase != pend_phase)) {
+            ev->stage = pend_stage;
+            ev->phase = pend_phase;
+            if (emit_task_serial(ev, pend, npend, NULL, NULL, 0, pend_line)) break;
+            npend = 0;
+        }
         if (!top->parallel) {
             if (!top->stmt) continue;
             if (!npend) pend_line = top->stmt->line;
+            pend_stage = top->stage;
+            pend_phase = top->phase;
             pend[npend++] = top->stmt;
             continue;
         }
+        ev->stage = top->stage;
+        ev->phase = top->phase;
         if (top->ndim < 1 || top->ndim > DVM_MAX_PAR_DIMS) {
             dvm_diag(ep->d, top->line, top->col, "kernel '%s': internal error: bad parallel loop (%d dimensions)",
                      ev->k->name, top->ndim);
@@ -218,7 +230,11 @@ static int emit_variant_tasks(emit_variant *ev) {
         }
         if (emit_task_parallel(ev, top, ext_u, start_u)) break;
     }
-    if (npend && !ev->failed && !ep->oom) emit_task_serial(ev, pend, npend, NULL, NULL, 0, pend_line);
+    if (npend && !ev->failed && !ep->oom) {
+        ev->stage = pend_stage;
+        ev->phase = pend_phase;
+        emit_task_serial(ev, pend, npend, NULL, NULL, 0, pend_line);
+    }
     free(pend);
     return ev->failed || ep->oom;
 }
@@ -310,6 +326,7 @@ static int emit_kernel(emit_prog *ep, const ir_kernel *k) {
     dvm_kernel_desc kd;
     memset(&kd, 0, sizeof kd);
     kd.name = emit_string(ep, k->name);
+    if (k->no_adjoint) kd.no_adjoint = emit_string(ep, k->no_adjoint);
     kd.line = k->line > 0 ? (uint32_t)k->line : 0;
 
     int *param_uslot = malloc(sizeof(int) * (size_t)(k->nparams > 0 ? k->nparams : 1));

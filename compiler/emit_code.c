@@ -919,6 +919,8 @@ static int task_finish(tctx *c, dvm_task_desc *td, int line) {
     td->code_len = (uint32_t)total;
     td->nregs = (uint16_t)nregs;
     td->line = line > 0 ? (uint32_t)line : 0;
+    td->stage = (uint16_t)c->ev->stage;
+    td->phase = (uint8_t)c->ev->phase;
     for (int v = 0; v < c->k->nvars; v++) {
         if (c->varreg[v] < 0 || !is_uniform_storage(c->k->vars[v].storage)) continue;
         int u = emit_var_uslot(c->ev, v);

@@ -36,6 +36,7 @@ typedef struct emit_variant {
     const int *param_uslot; /* per kernel parameter: uniform slot of a scalar, -1 for arrays */
     int nscalars;
     uint32_t nuniforms;    /* next free uniform slot */
+    int stage, phase;      /* of the tasks being emitted (ir_top.stage, phase) */
     int failed;
 } emit_variant;
 

@@ -131,6 +131,9 @@ typedef struct ir_top {
     ir_expr *stop[DVM_MAX_PAR_DIMS];
     ir_block body;
     int line, col;
+    /* adjoint variants: the top-level statement of the forward this top belongs to, and its
+       phase (0: that statement's forward, 1: its reverse sweep); dvm_task_desc.stage/phase */
+    int stage, phase;
 } ir_top;
 
 /* Size expressions: how many entries an adstack needs per thread (ops.def SZ_*). */
@@ -180,6 +183,7 @@ typedef struct ir_kernel {
     ir_var *vars;
     int nvars, capvars;
     ir_variant v[DVM_V_COUNT]; /* forward always present; autodiff fills the others */
+    const char *no_adjoint;    /* autodiff: why there is no adjoint ("LINE:COL: message"), else NULL */
 } ir_kernel;
 
 typedef struct ir_module {

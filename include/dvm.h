@@ -144,6 +144,8 @@ typedef struct dvm_launch_stats {
     int64_t heap_min_bytes; /* what the exact per-thread maximum would need */
     int64_t snapshot_bytes; /* arrays copied before the launch so that a failure writes nothing
                                (0 when the host proves that no runtime error can occur) */
+    int64_t version_bytes;  /* adjoint launches: arrays copied between the forward's top-level
+                               statements, for earlier statements' reverse sweeps (docs/autodiff.md) */
     int sizes_cached;
 } dvm_launch_stats;
 

@@ -130,12 +130,12 @@ static dvm_program *sample_program(void) {
     };
     static dvm_task_desc tasks[] = {
         /* the forward task has a prologue: node 0 (the LDU below) runs once per thread */
-        {DVM_TASK_PARALLEL, 1, 4, FWD_T0, FWD_T0_LEN, {1, 0, 0}, {NS, NS, NS}, {0, 0, 0}, 1, 3},
-        {DVM_TASK_SERIAL, 0, 3, ADJ_T0, ADJ_T0_LEN, {0, 0, 0}, {NS, NS, NS}, {0, 0, 0}, 0, 4},
+        {DVM_TASK_PARALLEL, 1, 4, FWD_T0, FWD_T0_LEN, {1, 0, 0}, {NS, NS, NS}, {0, 0, 0}, 1, 3, 0, 0},
+        {DVM_TASK_SERIAL, 0, 3, ADJ_T0, ADJ_T0_LEN, {0, 0, 0}, {NS, NS, NS}, {0, 0, 0}, 0, 4, 0, 0},
         /* a start on dimension 1 only: [0, n) x [U2, n) */
-        {DVM_TASK_PARALLEL, 2, 5, ADJ_T1, ADJ_T1_LEN, {1, 1, 0}, {NS, 2, NS}, {0, 1, 0}, 0, 5},
-        {DVM_TASK_PARALLEL, 1, 4, TAN_T0, TAN_T0_LEN, {1, 0, 0}, {2, NS, NS}, {0, 0, 0}, 0, 6},
-        {DVM_TASK_SERIAL, 0, 1, K2_T0, K2_T0_LEN, {0, 0, 0}, {NS, NS, NS}, {0, 0, 0}, 0, 9},
+        {DVM_TASK_PARALLEL, 2, 5, ADJ_T1, ADJ_T1_LEN, {1, 1, 0}, {NS, 2, NS}, {0, 1, 0}, 0, 5, 0, 1},
+        {DVM_TASK_PARALLEL, 1, 4, TAN_T0, TAN_T0_LEN, {1, 0, 0}, {2, NS, NS}, {0, 0, 0}, 0, 6, 0, 0},
+        {DVM_TASK_SERIAL, 0, 1, K2_T0, K2_T0_LEN, {0, 0, 0}, {NS, NS, NS}, {0, 0, 0}, 0, 9, 0, 0},
     };
     static dvm_stack_desc stacks[] = {
         {DVM_T_F32, DVM_SZ_PROGRAM, 1, 0, S_V, 4, SZ0, SZ0_LEN, 0},
@@ -144,9 +144,9 @@ static dvm_program *sample_program(void) {
     };
     static dvm_kernel_desc kernels[2];
     memset(kernels, 0, sizeof kernels);
-    kernels[0] = (dvm_kernel_desc){S_SAXPY, 1, 0, 5, 0, 1,
+    kernels[0] = (dvm_kernel_desc){S_SAXPY, 1, 0, 5, 0, 1, 0,
                                    {{0, 1, 0, 0, 0, 4, 2, 1}, {1, 2, 0, 3, 4, 7, 3, 1}, {3, 1, 3, 0, 11, 7, 3, 1}}};
-    kernels[1] = (dvm_kernel_desc){S_K2, 9, 5, 0, 1, 0, {{4, 1, 3, 0, 18, 0, 0, 1}, {0}, {0}}};
+    kernels[1] = (dvm_kernel_desc){S_K2, 9, 5, 0, 1, 0, 0, {{4, 1, 3, 0, 18, 0, 0, 1}, {0}, {0}}};
     static uint32_t consts[2];
     float f = 1.5f;
     consts[0] = 3;
@@ -162,9 +162,9 @@ static dvm_program *tiny_program(void) {
     static uint32_t lines[1] = {1};
     static uint16_t cols[1] = {1};
     static const char strs[] = "\0t";
-    static dvm_task_desc tasks[] = {{DVM_TASK_SERIAL, 0, 1, 0, 1, {0, 0, 0}, {NS, NS, NS}, {0, 0, 0}, 0, 1}};
+    static dvm_task_desc tasks[] = {{DVM_TASK_SERIAL, 0, 1, 0, 1, {0, 0, 0}, {NS, NS, NS}, {0, 0, 0}, 0, 1, 0, 0}};
     static dvm_kernel_desc kernels[1];
-    kernels[0] = (dvm_kernel_desc){1, 1, 0, 0, 0, 0, {{0, 1, 0, 0, 0, 0, 0, 1}, {0}, {0}}};
+    kernels[0] = (dvm_kernel_desc){1, 1, 0, 0, 0, 0, 0, {{0, 1, 0, 0, 0, 0, 0, 1}, {0}, {0}}};
     dvm_program t = {0, 1, 0, 0, 0, 1, 0, 1, 0, sizeof strs, kernels, NULL, NULL, NULL, tasks, NULL, nodes,
                      lines, cols, NULL, (char *)strs};
     return clone_program(&t);
@@ -315,6 +315,11 @@ M(m_sz_param, p->nodes[SZ0].a = 3)
 M(m_sz_shape_axis, p->nodes[SZ0 + 5] = (dvm_node)N(SZ_SHAPE, 2, 2, 0, 0))
 M(m_dup_kernel, p->kernels[1].name = S_SAXPY)
 M(m_no_nodes, free(p->nodes); p->nodes = NULL)
+M(m_phase_fwd, p->tasks[0].phase = 1)
+M(m_phase_order, p->tasks[1].phase = 1; p->tasks[2].phase = 0)
+M(m_stage_order, p->tasks[1].phase = 1; p->tasks[2].stage = 1)
+M(m_noadj_both, p->kernels[0].no_adjoint = S_SAXPY)
+M(m_noadj_off, p->kernels[0].no_adjoint = 9999)
 
 /* Replaces stack 0's size program by `depth` nested SZ_RANGEs (appended nodes): each level
  * is lo, hi, RANGE, the child level, then a root node in the level's own scope. */
@@ -348,6 +353,11 @@ static const malform malforms[] = {
     {"string table not starting with empty", m_str_start, "must start with the empty string"},
     {"source name", m_source, "source_name offset 9999"},
     {"empty kernel name", m_kname, "kernel 0: name offset 0 is not a non-empty string"},
+    {"phase 1 in a forward", m_phase_fwd, "kernel 'saxpy' (forward) task 0: phase 1 is not 0"},
+    {"phase 0 after phase 1", m_phase_order, "(adjoint) task 1: a phase-0 task after a phase-1 task"},
+    {"reverse stages ascending", m_stage_order, "(adjoint) task 1: stage 1 after stage 0 in phase 1"},
+    {"adjoint and a reason", m_noadj_both, "kernel 'saxpy': an adjoint variant and a reason why there is none"},
+    {"no_adjoint offset", m_noadj_off, "kernel 'saxpy': no_adjoint offset 9999"},
     {"kernel params range", m_kparams, "kernel 'saxpy': parameters 0..+6 are outside the 5 parameters"},
     {"kernel syms range", m_ksyms, "shape symbols 1..+1 are outside the 1 symbols"},
     {"no forward variant", m_nofwd, "kernel 'k2': the forward variant is absent"},
@@ -496,8 +506,8 @@ static void test_header(void) {
     expect_read_fail("empty", b, 0, "not a dvm blob");
     FRESH();
     expect_read_fail("short", b, 100, "truncated: 100 bytes, a blob has at least 136");
-    FRESH(); put32(b, 4, 1); /* version 1: one start_u, 32-byte task records */
-    expect_read_fail("version", b, len, "format version 1, this build reads version 2");
+    FRESH(); put32(b, 4, 2); /* version 2: no stages, 36-byte task records */
+    expect_read_fail("version", b, len, "format version 2, this build reads version 3");
     FRESH(); put32(b, 8, 16);
     expect_read_fail("node size", b, len, "node size 16, this build uses 8");
     FRESH(); b[16] ^= 1;
@@ -515,7 +525,7 @@ static void test_header(void) {
     FRESH(); put32(b, 36, 1); reseal(b, len);
     expect_read_fail("reserved header word", b, len, "reserved word at offset 36");
     FRESH(); put32(b, 40 + 8 * 4 + 4, 33); reseal(b, len);
-    expect_read_fail("record size", b, len, "section 'tasks': record size 33, expected 36");
+    expect_read_fail("record size", b, len, "section 'tasks': record size 33, expected 40");
     FRESH(); put32(b, 40 + 8 * 0, 0xFFFFFFFFu); reseal(b, len);
     expect_read_fail("huge count", b, len, "the sections hold");
     FRESH(); put32(b, 40 + 8 * 7, 5); reseal(b, len);
@@ -526,11 +536,11 @@ static void test_header(void) {
      * the verifier (or the reserved fields) must catch it. */
     FRESH(); put32(b, 40 + 8 * 2, 2); put32(b, 40 + 8 * 3, p->nslots - 2); reseal(b, len);
     expect_read_fail("shifted sections", b, len, "blob: ");
-    /* The reserved byte of param 0 (kernels are 2 x 120 bytes, then params). */
-    FRESH(); b[DVM_BLOB_HEADER_SIZE + 2 * 120 + 7] = 1; reseal(b, len);
+    /* The reserved byte of param 0 (kernels are 2 x 124 bytes, then params). */
+    FRESH(); b[DVM_BLOB_HEADER_SIZE + 2 * 124 + 7] = 1; reseal(b, len);
     expect_read_fail("reserved param byte", b, len, "section 'params' record 0: a reserved field is not 0");
     /* A verifier failure through the reader: the first node's opcode. */
-    size_t nodes_off = DVM_BLOB_HEADER_SIZE + 2 * 120 + 5 * 28 + 1 * 8 + 18 * 4 + 5 * 36 + 3 * 24;
+    size_t nodes_off = DVM_BLOB_HEADER_SIZE + 2 * 124 + 5 * 28 + 1 * 8 + 18 * 4 + 5 * 40 + 3 * 24;
     FRESH(); b[nodes_off] = 7; reseal(b, len);
     expect_read_fail("bad opcode", b, len, "blob: invalid program: kernel 'saxpy' (forward) task 0: node 0: unknown opcode 7");
     FRESH();

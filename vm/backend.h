@@ -14,10 +14,9 @@
  *     launch can be undone.
  *  5. be->exec() runs the variant's tasks in order; the first runtime error stops it.
  *  6. on a runtime error: restore the snapshots, format the message from the record.
- * An ADJOINT launch (dvm_launch with DVM_ADJOINT) is: steps 1-5 for the FORWARD variant
- * (snapshotting every slot the forward or the adjoint writes, grads included), then steps
- * 1-5 for the ADJOINT variant with each PRIMAL slot that the forward writes bound to its
- * snapshot buffer (the pre-launch values); a failure in either restores everything.
+ * An ADJOINT launch (dvm_launch with DVM_ADJOINT) runs the ADJOINT variant alone: its
+ * phase-0 tasks are the forward, its phase-1 tasks the reverse sweeps, run as windows with
+ * the arrays each stage's reverse must see (vm/launch.c run_stages).
  *
  * Return convention of every function that takes `err`: 0 success; -1 failure with a
  * message in err (NUL-terminated, at most errlen bytes). exec and size also return 1 for a
@@ -63,6 +62,12 @@ typedef struct dvm_exec {
        written by those tasks): a backend may size its grids from such extents. */
     uint32_t host_tasks;
     const uint8_t *known;
+    /* An adjoint runs its stages as several windows of its tasks (var: a copy with a task
+       range inside the variant's; vm/launch.c run_stages). resume: an earlier window ran, so
+       the serial slot's stacks hold what it pushed (not zeroed) and uniforms hold what it
+       stored; more: a later window follows, so every uniform a serial task stored must be
+       written back to `uniforms`. */
+    int resume, more;
 } dvm_exec;
 
 /* What the sizer needs: the variant's stacks, arrays and uniforms (as in dvm_exec). */

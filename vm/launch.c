@@ -82,8 +82,8 @@ typedef struct launch {
     int64_t *sym;           /* per shape symbol: its extent */
     snap_entry *snaps;
     uint32_t nsnaps;
-    /* adjoint launches: per parameter, the buffer the adjoint reads as the primal */
-    dvm_buffer **adj_primal;
+    uint32_t nscratch;      /* scratch buffers in use (ctx->scratch): snapshots, then versions */
+    int in_forward;         /* an adjoint launch is running its forward stages (messages) */
     dvm_launch_stats st;
     int sized, cached;
     /* per variant of this launch (index: the variant kind): its uniforms after the host
@@ -98,6 +98,8 @@ typedef struct launch {
 static const char *variant_label(uint32_t vk) {
     return vk == DVM_V_ADJOINT ? " (adjoint)" : vk == DVM_V_TANGENT ? " (tangent)" : "";
 }
+/* an adjoint launch's forward stages fail as the forward would */
+static const char *run_label(const launch *L, uint32_t vk) { return L->in_forward ? "" : variant_label(vk); }
 
 static dvm_array *slot_array(const launch *L, const dvm_slot_desc *sd) {
     if (sd->role == DVM_ROLE_GRAD) return L->args->grad[sd->param] ? L->args->grad[sd->param] : L->args->scratch[sd->param];
@@ -207,17 +209,13 @@ static snap_entry *find_snap(const launch *L, const dvm_array *a) {
     return NULL;
 }
 
-/* Lists every user array that a variant of this launch may write (step 4), and copies those
-   that a failure could have to restore or the adjoint may read as they were: what a variant
-   that may fail writes (L->may_fail), and what the forward of an adjoint launch writes (the
-   adjoint reads it as the primal before the launch, and if the adjoint cannot start, the
-   forward's writes are undone). An entry without a copy has buf NULL. */
-static dvm_status take_snapshots(launch *L, dvm_mode mode) {
+/* Lists every user array that the variant of this launch may write (step 4), and copies
+   those that a failure could have to restore: what a variant that may fail writes
+   (L->may_fail). An entry without a copy has buf NULL. */
+static dvm_status take_snapshots(launch *L, uint32_t vk) {
     dvm_context *ctx = L->ctx;
     const dvm_kernel_desc *kd = L->k->kd;
-    uint32_t vks[2] = {DVM_V_FORWARD, DVM_V_ADJOINT}, nv = 1;
-    if (mode == DVM_ADJOINT) nv = 2;
-    if (mode == DVM_TANGENT) vks[0] = DVM_V_TANGENT;
+    uint32_t vks[1] = {vk}, nv = 1;
     uint32_t cap = 0;
     for (uint32_t v = 0; v < nv; v++) cap += kd->v[vks[v]].nslots;
     L->snaps = (snap_entry *)calloc(cap ? cap : 1, sizeof *L->snaps);
@@ -234,7 +232,7 @@ static dvm_status take_snapshots(launch *L, dvm_mode mode) {
                 e = &L->snaps[L->nsnaps++];
                 e->a = a;
             }
-            if (e->buf || !(L->may_fail[vks[v]] || (mode == DVM_ADJOINT && vks[v] == DVM_V_FORWARD))) continue;
+            if (e->buf || !L->may_fail[vks[v]]) continue;
             size_t bytes = (size_t)(a->count ? a->count : 1) * 4;
             if (scratch_buf(ctx, (uint32_t)(e - L->snaps), bytes, &e->buf, err, sizeof err) != 0 ||
                 ctx->vt->copy(ctx->be, e->buf, a->buf, bytes, err, sizeof err) != 0) {
@@ -281,7 +279,7 @@ static dvm_status rt_fail(launch *L, uint32_t vk, const dvm_exec *x, const dvm_r
         if (col) snprintf(loc, sizeof loc, "%s:%u:%u: error: ", file, line, col);
         else snprintf(loc, sizeof loc, "%s:%u: error: ", file, line);
     }
-    const char *kname = pstr(p, kd->name), *vl = variant_label(vk);
+    const char *kname = pstr(p, kd->name), *vl = run_label(L, vk);
     char sname[256] = "a hidden value";
     if (sd && sd->name && *pstr(p, sd->name)) snprintf(sname, sizeof sname, "'%s'", pstr(p, sd->name));
     switch (rt->code) {
@@ -507,6 +505,132 @@ static int variant_may_fail(const launch *L, uint32_t vk) {
     return may;
 }
 
+/* Runs tasks [first, first + count) of x's variant with the arrays `arrays`: one window of
+   run_stages. Windows after the first keep the serial stacks and the uniforms that the
+   earlier ones left (dvm_exec.resume). */
+static dvm_status exec_window(launch *L, uint32_t vk, dvm_exec *x, uint32_t first, uint32_t count, int more,
+                              dvm_buffer *const *arrays) {
+    dvm_context *ctx = L->ctx;
+    const dvm_variant_desc *var = x->var;
+    dvm_variant_desc win = *var;
+    win.task_begin = var->task_begin + first;
+    win.ntasks = count;
+    uint32_t ht = L->host_tasks[vk];
+    dvm_exec w = *x;
+    w.var = &win;
+    w.arrays = arrays;
+    w.host_tasks = ht > first ? (ht - first < count ? ht - first : count) : 0;
+    w.resume = first > 0;
+    w.more = more;
+    dvm_rt_error rt;
+    memset(&rt, 0, sizeof rt);
+    char err[1024] = "";
+    double t0 = now_ms();
+    int rc = ctx->vt->exec(ctx->be, &w, &rt, err, sizeof err);
+    L->st.exec_ms += now_ms() - t0;
+    if (rc == 1) {
+        rt.task += first; /* the record counts tasks within the window */
+        w.var = var;
+        return rt_fail(L, vk, &w, &rt);
+    }
+    if (rc != 0)
+        return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "kernel '%s'%s: %s backend: %s", pstr(L->p, L->k->kd->name), run_label(L, vk),
+                        ctx->vt->name, err);
+    return DVM_OK;
+}
+
+/* Step 5. A variant whose tasks are all phase 0 runs in one window. An adjoint runs its
+   ordered stages (docs/autodiff.md): phase 0 runs stage 0, 1, ... forward; phase 1 runs their
+   reverse sweeps, the last stage first, and the reverse sweep of stage s must read every
+   primal array as it was before stage s ran forward. An array that no stage at or after s
+   writes is still as it was: the reverse reads it in place. Otherwise it reads the copy
+   taken just before the first stage w >= s that writes it, so that copy is taken when some
+   stage between the previous writer of the array and w reads it in reverse. Each copy is one
+   scratch buffer, shared by every stage that reads that version; nothing else is copied. */
+static dvm_status run_stages(launch *L, uint32_t vk, dvm_exec *x, dvm_buffer *const *bufs) {
+    dvm_context *ctx = L->ctx;
+    const dvm_program *p = L->p;
+    const dvm_variant_desc *var = x->var;
+    const uint32_t nt = var->ntasks, ns = var->nslots;
+    if (!nt || p->tasks[var->task_begin + nt - 1].phase == 0) return exec_window(L, vk, x, 0, nt, 0, bufs);
+    uint32_t nstage = 0;
+    for (uint32_t t = 0; t < nt; t++)
+        if (p->tasks[var->task_begin + t].stage >= nstage) nstage = p->tasks[var->task_begin + t].stage + 1u;
+    /* per (stage, slot): W the forward writes it, R the reverse reads it; V its version (K) */
+    size_t cells = (size_t)nstage * ns;
+    uint8_t *W = (uint8_t *)calloc(cells ? cells : 1, 1), *R = (uint8_t *)calloc(cells ? cells : 1, 1);
+    uint8_t *K = (uint8_t *)calloc(cells ? cells : 1, 1);
+    dvm_buffer **V = (dvm_buffer **)calloc(cells ? cells : 1, sizeof *V);
+    dvm_buffer **rb = (dvm_buffer **)calloc(ns ? ns : 1, sizeof *rb);
+    dvm_status st = DVM_OK;
+    char err[512] = "";
+    if (!W || !R || !K || !V || !rb) {
+        st = dvm_fail(ctx, DVM_ERR_NOMEM, 0, "kernel '%s': out of memory", pstr(p, L->k->kd->name));
+        goto done;
+    }
+    for (uint32_t t = 0; t < nt; t++) {
+        const dvm_task_desc *td = &p->tasks[var->task_begin + t];
+        for (uint32_t j = 0; j < td->code_len; j++) {
+            int wr, rd, a = dvm_node_array(&p->nodes[td->code_begin + j], &wr, &rd);
+            if (a < 0 || (uint32_t)a >= ns || p->slots[var->slot_begin + (uint32_t)a].role != DVM_ROLE_PRIMAL) continue;
+            if (td->phase == 0 && wr) W[(size_t)td->stage * ns + (uint32_t)a] = 1;
+            if (td->phase == 1 && rd) R[(size_t)td->stage * ns + (uint32_t)a] = 1;
+        }
+    }
+    /* which versions to keep: K[w, a] when the copy of a taken before stage w is read */
+    for (uint32_t a = 0; a < ns; a++) {
+        int read_since = 0; /* some reverse since the previous writer reads a */
+        for (uint32_t s = 0; s < nstage; s++) {
+            size_t c = (size_t)s * ns + a;
+            if (R[c]) read_since = 1;
+            if (W[c]) {
+                if (read_since) K[c] = 1;
+                read_since = 0;
+            }
+        }
+    }
+    uint32_t t = 0;
+    while (st == DVM_OK && t < nt) {
+        const dvm_task_desc *td = &p->tasks[var->task_begin + t];
+        uint32_t e = t + 1;
+        while (e < nt && p->tasks[var->task_begin + e].stage == td->stage && p->tasks[var->task_begin + e].phase == td->phase) e++;
+        const uint32_t s = td->stage;
+        if (td->phase == 0) {
+            for (uint32_t a = 0; a < ns && st == DVM_OK; a++) {
+                size_t c = (size_t)s * ns + a;
+                if (!K[c]) continue;
+                dvm_array *arr = slot_array(L, &p->slots[var->slot_begin + a]);
+                size_t bytes = (size_t)(arr->count ? arr->count : 1) * 4;
+                if (scratch_buf(ctx, L->nscratch++, bytes, &V[c], err, sizeof err) != 0 || ctx->vt->copy(ctx->be, V[c], bufs[a], bytes, err, sizeof err) != 0)
+                    st = dvm_fail(ctx, DVM_ERR_BACKEND, 0, "kernel '%s': cannot keep a copy of '%s' for the adjoint: %s",
+                                  pstr(p, L->k->kd->name), pstr(p, p->params[L->k->kd->param_begin + p->slots[var->slot_begin + a].param].name), err);
+                L->st.version_bytes += (int64_t)bytes;
+            }
+            L->in_forward = 1;
+            if (st == DVM_OK) st = exec_window(L, vk, x, t, e - t, e < nt, bufs);
+            L->in_forward = 0;
+        } else {
+            for (uint32_t a = 0; a < ns; a++) {
+                rb[a] = bufs[a];
+                for (uint32_t w = s; w < nstage; w++)
+                    if (W[(size_t)w * ns + a]) {
+                        if (V[(size_t)w * ns + a]) rb[a] = V[(size_t)w * ns + a];
+                        break;
+                    }
+            }
+            st = exec_window(L, vk, x, t, e - t, e < nt, rb);
+        }
+        t = e;
+    }
+done:
+    free(W);
+    free(R);
+    free(K);
+    free(V);
+    free(rb);
+    return st;
+}
+
 /* Steps 2, 4 and 5 for one variant (1 and 3: prepare_uniforms). */
 static dvm_status run_variant(launch *L, uint32_t vk) {
     dvm_context *ctx = L->ctx;
@@ -530,8 +654,6 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
     for (uint32_t j = 0; j < ns; j++) {
         const dvm_slot_desc *sd = &p->slots[var->slot_begin + j];
         bufs[j] = slot_array(L, sd)->buf;
-        if (vk == DVM_V_ADJOINT && sd->role == DVM_ROLE_PRIMAL && L->adj_primal && L->adj_primal[sd->param])
-            bufs[j] = L->adj_primal[sd->param];
     }
     slot_extents(L, var, len, shape);
     dvm_exec x;
@@ -652,15 +774,7 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
     if ((int64_t)ctx->scratch.heap.bytes > L->st.heap_bytes) L->st.heap_bytes = (int64_t)ctx->scratch.heap.bytes;
     if (hl.min_words * 4 > L->st.heap_min_bytes) L->st.heap_min_bytes = hl.min_words * 4;
     /* 5. run */
-    {
-        dvm_rt_error rt;
-        memset(&rt, 0, sizeof rt);
-        double t0 = now_ms();
-        int rc = ctx->vt->exec(ctx->be, &x, &rt, err, sizeof err);
-        L->st.exec_ms += now_ms() - t0;
-        if (rc == 1) st = rt_fail(L, vk, &x, &rt);
-        else if (rc != 0) st = dvm_fail(ctx, DVM_ERR_BACKEND, 0, "kernel '%s'%s: %s backend: %s", kname, vl, ctx->vt->name, err);
-    }
+    st = run_stages(L, vk, &x, bufs);
 done:
     free(bufs);
     free(len);
@@ -694,51 +808,24 @@ dvm_status dvm_launch(dvm_context *ctx, const dvm_kernel *kc, dvm_args *args, co
     L.args = args;
     L.o = &o;
     const char *kname = pstr(L.p, kc->kd->name);
-    uint32_t vks[2] = {DVM_V_FORWARD, DVM_V_ADJOINT}, nv = o.mode == DVM_ADJOINT ? 2 : 1;
-    if (o.mode == DVM_TANGENT) vks[0] = DVM_V_TANGENT;
-    for (uint32_t v = 0; v < nv; v++)
-        if (!kc->kd->v[vks[v]].present)
-            return dvm_fail(ctx, DVM_ERR_ARG, 0, "kernel '%s' has no %s variant in this program", kname,
-                            vks[v] == DVM_V_ADJOINT ? "adjoint" : vks[v] == DVM_V_TANGENT ? "tangent" : "forward");
+    /* an adjoint launch runs the adjoint variant alone: its phase 0 is the forward */
+    const uint32_t vk = o.mode == DVM_ADJOINT ? DVM_V_ADJOINT : o.mode == DVM_TANGENT ? DVM_V_TANGENT : DVM_V_FORWARD;
+    if (vk == DVM_V_ADJOINT && !kc->kd->v[vk].present && kc->kd->no_adjoint)
+        return dvm_fail(ctx, DVM_ERR_COMPILE, 1, "%s:%s", pstr(L.p, L.p->source_name), pstr(L.p, kc->kd->no_adjoint));
+    if (!kc->kd->v[vk].present)
+        return dvm_fail(ctx, DVM_ERR_ARG, 0, "kernel '%s' has no %s variant in this program", kname,
+                        vk == DVM_V_ADJOINT ? "adjoint" : vk == DVM_V_TANGENT ? "tangent" : "forward");
     char err[1024] = "";
     dvm_status st = check_bindings(&L, o.mode);
     /* What no runtime error can stop (variant_may_fail) needs no copy to be undone: a
-       backend acquires everything a variant needs before its first task writes. An adjoint
-       launch still copies what its forward writes (take_snapshots). */
-    for (uint32_t v = 0; st == DVM_OK && v < nv; v++)
-        if ((st = prepare_uniforms(&L, vks[v])) == DVM_OK) L.may_fail[vks[v]] = variant_may_fail(&L, vks[v]);
-    if (st == DVM_OK) st = take_snapshots(&L, o.mode);
-    uint32_t extra = L.nsnaps;
-    if (st == DVM_OK && o.mode == DVM_ADJOINT) {
-        /* the adjoint reads each primal the forward wrote as it was before the launch */
-        L.adj_primal = (dvm_buffer **)calloc(kc->kd->nparams ? kc->kd->nparams : 1, sizeof *L.adj_primal);
-        if (!L.adj_primal) st = dvm_fail(ctx, DVM_ERR_NOMEM, 0, "out of memory");
-        const dvm_variant_desc *fv = &kc->kd->v[DVM_V_FORWARD], *av = &kc->kd->v[DVM_V_ADJOINT];
-        for (uint32_t j = 0; st == DVM_OK && j < fv->nslots; j++) {
-            const dvm_slot_desc *sd = &L.p->slots[fv->slot_begin + j];
-            if (!sd->writes || sd->role != DVM_ROLE_PRIMAL) continue;
-            snap_entry *e = find_snap(&L, args->arr[sd->param]);
-            if (!e) continue;
-            L.adj_primal[sd->param] = e->buf;
-            int adj_writes = 0;
-            for (uint32_t q = 0; q < av->nslots; q++) {
-                const dvm_slot_desc *aq = &L.p->slots[av->slot_begin + q];
-                if (aq->param == sd->param && aq->role == DVM_ROLE_PRIMAL && aq->writes) adj_writes = 1;
-            }
-            if (adj_writes) {
-                /* it must not write into the snapshot that a failure restores from */
-                size_t bytes = (size_t)(e->a->count ? e->a->count : 1) * 4;
-                dvm_buffer *b;
-                if (scratch_buf(ctx, extra++, bytes, &b, err, sizeof err) != 0 || ctx->vt->copy(ctx->be, b, e->buf, bytes, err, sizeof err) != 0)
-                    st = dvm_fail(ctx, DVM_ERR_BACKEND, 0, "kernel '%s': cannot copy a snapshot: %s", kname, err);
-                else L.adj_primal[sd->param] = b;
-            }
-        }
-    }
+       backend acquires everything a variant needs before its first task writes. */
+    if (st == DVM_OK && (st = prepare_uniforms(&L, vk)) == DVM_OK) L.may_fail[vk] = variant_may_fail(&L, vk);
+    if (st == DVM_OK) st = take_snapshots(&L, vk);
+    L.nscratch = L.nsnaps;
     int ran = 0;
-    for (uint32_t v = 0; st == DVM_OK && v < nv; v++) {
+    if (st == DVM_OK) {
         ran = 1;
-        st = run_variant(&L, vks[v]);
+        st = run_variant(&L, vk);
     }
     if (st != DVM_OK && ran) {
         /* a failed launch leaves every array as it was */
@@ -758,6 +845,5 @@ dvm_status dvm_launch(dvm_context *ctx, const dvm_kernel *kc, dvm_args *args, co
         free(L.uni[v]);
         free(L.known[v]);
     }
-    free(L.adj_primal);
     return st;
 }

@@ -1378,3 +1378,107 @@ kernel hd(x: f32[n], y: f32[n], z: f32[n], c: i32[1]):
     for i in range(k):
         z[i] = x[i] + 1.0
 ''', 'hd', {'x': F(300), 'y': F(300), 'z': F(300), 'c': I(1, lo=280, hi=281)}, _host_then_device)
+
+
+# ---------------------------------------------------------------- ordered stages
+# Arrays written by one top-level statement and read by a later one: each statement's adjoint
+# sees the arrays as they were when it ran forward (vm/launch.c run_stages).
+def _normalize(d):
+    n = len(d['x'].data)
+    d['total'][0] = 0.0
+    for i in range(n):
+        d['total'][0] += d['x'][i]
+    for i in range(n):
+        d['out'][i] = d['x'][i] / d['total'][0]
+case('stages_normalize', '''
+kernel normalize(x: f32[n], total: f32[1], out: f32[n]):
+    total[0] = 0.0
+    for i in range(n):
+        total[0] += x[i]
+    for i in range(n):
+        out[i] = x[i] / total[0]
+''', 'normalize', {'x': F(6, lo=0.5, hi=1.5), 'total': F(1), 'out': F(6)}, _normalize, grad=True)
+
+
+def _acc_read(d):
+    n = len(d['x'].data)
+    for i in range(n):
+        d['acc'][0] += d['x'][i]
+    for i in range(n):
+        d['out'][i] = d['acc'][0] * d['x'][i]
+case('stages_accumulator_read', '''
+kernel k(x: f32[n], acc: f32[1], out: f32[n]):
+    for i in range(n):
+        acc[0] += x[i]
+    for i in range(n):
+        out[i] = acc[0] * x[i]
+''', 'k', {'x': F(5), 'acc': F(1), 'out': F(5)}, _acc_read, grad=True)
+
+
+def _scratch(d):
+    n = len(d['x'].data)
+    for i in range(n):
+        d['tmp'][i] = d['x'][i] * d['x'][i]
+    for i in range(n):
+        d['out'][i] = math.sin(d['tmp'][i]) * 3.0
+case('stages_scratch', '''
+kernel scratch(x: f32[n], tmp: f32[n], out: f32[n]):
+    for i in range(n):
+        tmp[i] = x[i] * x[i]
+    for i in range(n):
+        out[i] = sin(tmp[i]) * 3.0
+''', 'scratch', {'x': F(7), 'tmp': F(7), 'out': F(7)}, _scratch, grad=True)
+
+
+# the same array updated in place by three statements, a serial one between, and read by the last
+def _inplace(d):
+    n = len(d['u'].data)
+    for _ in range(2):
+        for i in range(n):
+            d['u'][i] = math.sin(d['u'][i]) * 0.9 + d['x'][i]
+    d['s'][0] = d['u'][0] * d['u'][1]
+    for i in range(n):
+        d['u'][i] = d['u'][i] * d['s'][0] + d['x'][i] * d['x'][i]
+case('stages_in_place', '''
+kernel upd(u: f32[n], x: f32[n], s: f32[1]):
+    for i in range(n):
+        u[i] = sin(u[i]) * 0.9 + x[i]
+    for i in range(n):
+        u[i] = sin(u[i]) * 0.9 + x[i]
+    s[0] = u[0] * u[1]
+    for i in range(n):
+        u[i] = u[i] * s[0] + x[i] * x[i]
+''', 'upd', {'u': F(5), 'x': F(5), 's': F(1)}, _inplace, grad=True)
+
+
+# a top-level local computed from an array a parallel loop wrote, used by the next loop
+def _global_from_array(d):
+    n = len(d['x'].data)
+    for i in range(n):
+        d['y'][i] = d['x'][i] * d['x'][i]
+    g = d['y'][0] + d['y'][n - 1]
+    for i in range(n):
+        d['z'][i] = d['y'][i] * g
+case('stages_global_from_array', '''
+kernel g(x: f32[n], y: f32[n], z: f32[n]):
+    for i in range(n):
+        y[i] = x[i] * x[i]
+    g = y[0] + y[n - 1]
+    for i in range(n):
+        z[i] = y[i] * g
+''', 'g', {'x': F(4), 'y': F(4), 'z': F(4)}, _global_from_array, grad=True)
+
+
+# a serial recurrence through an array within one statement: runs forward; its gradient is
+# refused (run_suite.py's error checks)
+def _recurrence(d):
+    n, m = d['y'].shape
+    for i in range(n):
+        for j in range(1, m):
+            d['y'][i, j] = d['y'][i, j - 1] * d['x'][i, j]
+case('stages_recurrence_forward', '''
+kernel rec(x: f32[n, m], y: f32[n, m]):
+    for i in range(n):
+        for j in range(1, m):
+            y[i, j] = y[i, j - 1] * x[i, j]
+''', 'rec', {'x': F(3, 4), 'y': F(3, 4)}, _recurrence)

@@ -69,10 +69,16 @@ def error_checks(r):
          '        for _ in range(s[i]):\n            v = v * v\n        y[i] = v\n',
          {'x': Arr('f4', (3,), [0.5, 0.6, 0.7]), 's': Arr('i4', (3,), [2, 9, 3]), 'y': Arr('f4', (3,), [0] * 3)},
          ['adstack overflow', "'v'", 'ad-stack-size'], ['--ad-stack-size', '2']),
+        # a value stored and read back within one top-level statement: `run` works, `grad` refuses
+        ('grad_read_after_store',
+         'kernel k(x: f32[n, m], y: f32[n, m]):\n    for i in range(n):\n        for j in range(1, m):\n'
+         '            y[i, j] = y[i, j - 1] * x[i, j]\n',
+         {'x': Arr('f4', (2, 3), [1] * 6), 'y': Arr('f4', (2, 3), [1] * 6)},
+         ['4:23', 'no gradient', "'y' is read after a store to it at 4:13"], []),
     ]
     fails = []
     for name, src, d, want, extra_args in checks:
-        mode = 'grad' if name == 'adstack_overflow' else 'run'
+        mode = 'grad' if name in ('adstack_overflow', 'grad_read_after_store') else 'run'
         c = Case(name, src, 'k', d, lambda _: None)
         with tempfile.TemporaryDirectory(prefix='dvmt_err_') as work:  # removed with what it holds
             src_path = os.path.join(work, 'k.dvk')

@@ -348,7 +348,7 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
     env.nstacks = heap ? x->nstacks : 0;
     env.err = &rec;
     env.start[0] = env.start[1] = env.start[2] = 0; /* a parallel task's: set below */
-    if (heap) dvm_thread_begin(&env, nts); /* the serial slot, once per launch */
+    if (heap && !x->resume) dvm_thread_begin(&env, nts); /* the serial slot, once per launch */
 
     const int lanes = be->lanes;
     int nthreads = be->threads < nts / lanes ? be->threads : (int)(nts / lanes);

@@ -533,7 +533,7 @@ static int exec_tasks(dvm_backend *be, const dvm_exec *x, const dvm_gpu_exec_arg
     dvm_gpu_exec_args a = *ap;
     a.max_threads = be->max_threads;
     a.regs_global = be->regs; /* grown by dvm_gpu_exec; read only by tasks without DVM_GPU_F_SMEM_REGS */
-    int zero_serial = x->nstacks > 0;
+    int zero_serial = x->nstacks > 0 && !x->resume; /* a later window keeps what earlier ones pushed */
     for (uint32_t i = 0; i < x->var->ntasks; i++) {
         uint32_t ti = x->var->task_begin + i;
         const dvm_task_desc *td = &p->tasks[ti];
@@ -635,14 +635,14 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
     free(cfgs);
     if (rc) return -1;
     /* One readback: the error record, and the uniforms that follow it when they are few. */
-    size_t nread = x->nuniforms <= UNI_READBACK_MAX ? t.uni + (size_t)x->nuniforms * 4u : sizeof(dvm_rt_error);
+    const int uni_back = x->nuniforms && x->uniforms && (x->nuniforms <= UNI_READBACK_MAX || x->more);
+    size_t nread = uni_back ? t.uni + (size_t)x->nuniforms * 4u : sizeof(dvm_rt_error);
     rc = be->drv->d2h(be->stage, be->tab, nread);
     if (rc != 0)
         return fail(err, errlen, "%s backend: running kernel tasks failed: %s", be->drv->name, be->drv->errstr(rc));
     dvm_rt_error e;
     memcpy(&e, be->stage + t.err, sizeof e);
-    if (x->nuniforms <= UNI_READBACK_MAX && x->nuniforms && x->uniforms)
-        memcpy(x->uniforms, be->stage + t.uni, (size_t)x->nuniforms * 4u);
+    if (uni_back) memcpy(x->uniforms, be->stage + t.uni, (size_t)x->nuniforms * 4u);
     if (e.code != 0) {
         if (rt) *rt = e;
         return 1;

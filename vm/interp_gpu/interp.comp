@@ -513,7 +513,7 @@ int run(uint cb, uint ip0, uint slot) {
 
 /* ---- task descriptors: dvm_task_desc, 8 words (bytecode/bc.h) ---- */
 /* word k of task t's dvm_task_desc (9 words: vulkan_backend.c uploads the structs as they are) */
-uint tw(uint t, uint k) { return ldw(pc.tasks, t * 9u + k); }
+uint tw(uint t, uint k) { return ldw(pc.tasks, t * 10u + k); }
 
 void serial_task() {
     if (gl_GlobalInvocationID.x != 0u || failed()) return;

@@ -30,7 +30,7 @@
 #include "dvm_spv_i1_f1.h"
 
 _Static_assert(sizeof(dvm_node) == 8, "interp.comp reads nodes as 2 words");
-_Static_assert(sizeof(dvm_task_desc) == 36, "interp.comp reads task descriptors as 9 words (tw)");
+_Static_assert(sizeof(dvm_task_desc) == 40, "interp.comp reads task descriptors as 10 words (tw)");
 _Static_assert(sizeof(dvm_rt_error) == 48, "interp.comp writes the error record as 12 words");
 
 /* Mirrors the push-constant block of interp.comp. */
@@ -846,7 +846,7 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
                   .stacks = pa + o_stacks * 4, .tasks = x->loaded->tasks->addr, .aux = be->dummy->addr,
                   .nthreads = (uint32_t)nthr, .stride_lo = (uint32_t)x->stride,
                   .stride_hi = (uint32_t)((uint64_t)x->stride >> 32), .nstacks = x->nstacks};
-    int first_serial = 1;
+    int first_serial = !x->resume; /* a later window keeps what earlier ones pushed */
     for (uint32_t t = 0; t < v->ntasks; t++) {
         const dvm_task_desc *td = &x->prog->tasks[v->task_begin + t];
         pc.task = v->task_begin + t;
