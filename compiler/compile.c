@@ -16,6 +16,7 @@ int dvm_compile_source(const char *src, size_t len, const char *filename, dvm_pr
     }
     ir_module *m = dvm_front(a, src, len, filename, &d);
     if (!m || d.nerrors) goto done;
+    if (dvm_check_races(m, &d)) goto done;
     /* the unoptimized code stays reachable for tests and for bisecting a miscompile */
     const char *noopt = getenv("DVM_NO_OPT");
     const int opt = !(noopt && *noopt && strcmp(noopt, "0") != 0);

@@ -12,6 +12,8 @@
 
 /* lex.c, parse.c, check.c: parse and type-check; NULL when d has errors. */
 ir_module *dvm_front(dvm_arena *a, const char *src, size_t len, const char *filename, dvm_diags *d);
+/* races.c: rejects the races between the iterations of a parallel loop that it can see. */
+int dvm_check_races(ir_module *m, dvm_diags *d);
 /* autodiff.c: adds the adjoint and tangent variants of every kernel. 0 on success. */
 int dvm_autodiff(ir_module *m, dvm_diags *d);
 /* emit.c: lowers every variant to bytecode. 0 on success; *out is malloc'd (dvm_program_free). */

@@ -31,6 +31,7 @@ static char *front(const char *src, char **diag) {
     dvm_diags d;
     dvm_diags_init(&d, "t.dvk", src, strlen(src));
     ir_module *m = dvm_front(a, src, strlen(src), "t.dvk", &d);
+    if (m && dvm_check_races(m, &d)) m = NULL; /* the language rule checked right after it */
     text t = {0};
     if (m)
         for (int i = 0; i < m->nkernels; i++) ir_dump(m->kernels[i], text_out, &t);
@@ -425,6 +426,14 @@ static void test_semantic_errors(void) {
     expect_error(__LINE__, "# nothing\n", "t.dvk: error: ", "no kernel found");
     /* a helper that no kernel calls is checked too */
     ERR("def f(a: f32, v: f32[m]) -> f32:\n    return a + v[0] + w\nkernel k(x: f32[n]):\n    pass\n", "2:23", "unknown name 'w'");
+    /* races the compiler sees: every iteration writes one element that the loop reads */
+    ERR("kernel k(x: f32[n], acc: f32[1], out: f32[n]):\n    for i in range(n):\n        acc[0] += x[i]\n"
+        "        out[i] = acc[0] * x[i]\n", "4:18", "'acc' is read in a parallel loop whose every iteration updates its element at 3:9");
+    ERR("kernel k(x: f32[n], s: f32[2], m: i32):\n    for i in range(n):\n        if s[m] > 0.0:\n"
+        "            x[i] = 1.0\n        s[m] = x[i]\n", "3:12", "every iteration stores to its element at 5:9");
+    /* not races: each iteration its own element, and a read in the next statement */
+    IR("kernel k(x: f32[n], acc: f32[n]):\n    for i in range(n):\n        acc[i] += x[i]\n        x[i] = acc[i]\n"
+       "    for i in range(n):\n        x[i] = acc[0]\n", "kernel k");
     IR("def f(a: f32, v: f32[m], b: bool) -> f32:\n    return a + v[m - 1] if b else 0.0\nkernel k(x: f32[n]):\n    pass\n", "kernel k");
     /* limits: long operator chains, huge unrolling */
     {
