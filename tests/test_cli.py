@@ -93,6 +93,11 @@ def run_all(w):
     check('unknown option', ['run', DAMP, 'damp', '--frob'] + good, 2, "unknown option '--frob'")
     check('option without value', ['run', DAMP, 'damp'] + good + ['--threads'], 2, "'--threads' needs a value")
     check('bad --threads', ['run', DAMP, 'damp', '--threads', 'many'] + good, 2, '--threads')
+    # OpenMP exited the process for 32768 threads and crashed for 65536: refused as usage errors
+    for t in ['1025', '32768', '65536']:
+        check('--threads %s' % t, ['run', DAMP, 'damp', '--threads', t, '--backend', 'cpu'] + good, 2,
+              'thread count %s is more than the limit' % t, 'online CPUs')
+    check('--threads 1', ['run', DAMP, 'damp', '--threads', '1', '--backend', 'cpu'] + good, 0)
     check('bad --ad-stack-size', ['grad', DAMP, 'damp', '--ad-stack-size', '-3'] + good, 2, '--ad-stack-size')
     check('bad --backend', ['run', DAMP, 'damp', '--backend', 'tpu'] + good, 2, "'tpu'")
     check('argument without =', ['run', DAMP, 'damp', 'x'] + good, 2, "unexpected argument 'x'")

@@ -51,7 +51,8 @@ static const char *help_launch =
     "  --ad-stack-size N         force every adstack to capacity N\n"
     "  --default-ad-stack-size N capacity of adstacks whose bound the compiler cannot derive\n"
     "                            (while loops); default 256\n"
-    "  --threads N               CPU backend worker threads (default: all cores)\n"
+    "  --threads N               CPU backend worker threads (default: all cores; at most 4 x\n"
+    "                            the online CPUs and at most 1024)\n"
     "  --time                    print compile, load and launch times to stderr\n"
     "\n"
     "A launch that fails writes no output files.\n";
@@ -177,7 +178,7 @@ static int take_option(const char *cmd, int argc, char **argv, int *i, opts *o) 
         o->default_ad_stack = v;
         return 1;
     case 5:
-        if (parse_count(val, 1, 65536, &v)) break;
+        if (parse_count(val, 1, INT_MAX, &v)) break; /* the library says what is too many */
         o->threads = v;
         return 1;
     }
@@ -188,7 +189,7 @@ static int take_option(const char *cmd, int argc, char **argv, int *i, opts *o) 
 
 static int is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
 
-static dvm_context *open_ctx(const opts *o, int *rc) {
+static dvm_context *open_ctx(const char *cmd, const opts *o, int *rc) {
     dvm_context_opts co = {o ? o->backend : "cpu", o ? (int)o->device : 0, o ? (int)o->threads : 0};
     dvm_context *ctx = NULL;
     dvm_status st = dvm_context_create(&co, &ctx);
@@ -196,6 +197,7 @@ static dvm_context *open_ctx(const opts *o, int *rc) {
         if (ctx) ctx_error(ctx);
         else fprintf(stderr, "dvm: error: cannot create a context (out of memory)\n");
         *rc = st == DVM_ERR_USAGE ? EXIT_USAGE : EXIT_FAIL;
+        if (st == DVM_ERR_USAGE && cmd) fprintf(stderr, "(see `dvm %s --help`)\n", cmd);
         dvm_context_destroy(ctx);
         return NULL;
     }
@@ -238,7 +240,7 @@ static int cmd_compile(int argc, char **argv) {
         out = defout;
     }
     int rc = EXIT_FAIL;
-    dvm_context *ctx = open_ctx(NULL, &rc);
+    dvm_context *ctx = open_ctx(NULL, NULL, &rc);
     dvm_module *m = NULL;
     void *blob = NULL;
     size_t len = 0;
@@ -312,7 +314,7 @@ static int cmd_disasm(int argc, char **argv) {
     }
     if (!prog) return usage_error("disasm", "missing the program (a .dvk or .dvb file)%s", "");
     int rc = EXIT_FAIL;
-    dvm_context *ctx = open_ctx(NULL, &rc);
+    dvm_context *ctx = open_ctx(NULL, NULL, &rc);
     dvm_module *m = NULL;
     char *text = NULL;
     if (!ctx) return rc;
@@ -341,7 +343,7 @@ static int cmd_verify(int argc, char **argv) {
     }
     if (!path) return usage_error("verify", "missing the blob file%s", "");
     int rc = EXIT_FAIL;
-    dvm_context *ctx = open_ctx(NULL, &rc);
+    dvm_context *ctx = open_ctx(NULL, NULL, &rc);
     if (!ctx) return rc;
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -624,7 +626,7 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
             }
     }
     double t0 = now_ms();
-    ctx = open_ctx(&o, &rc);
+    ctx = open_ctx(cmd, &o, &rc);
     if (!ctx) goto done;
     double t1 = now_ms();
     if (dvm_load_file(ctx, prog, &m) != DVM_OK) {
