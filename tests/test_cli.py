@@ -5,7 +5,9 @@ run/grad/jvp/compile/verify/disasm/info work on the spec's first kernel.
 
 usage: test_cli.py PATH/TO/dvm EXAMPLES_DIR      (python3 standard library only)"""
 import os
+import resource
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -38,13 +40,13 @@ def read_npy(path):
     return [x for x in struct.unpack('<%d%s' % (len(body) // 4, code), body)]
 
 
-def dvm(*args, cwd=None):
-    p = subprocess.run([DVM] + list(args), capture_output=True, text=True, timeout=120, cwd=cwd)
+def dvm(*args, cwd=None, preexec=None):
+    p = subprocess.run([DVM] + list(args), capture_output=True, text=True, timeout=120, cwd=cwd, preexec_fn=preexec)
     return p.returncode, p.stdout, p.stderr
 
 
-def check(name, args, rc_want, *needles, cwd=None):
-    rc, out, err = dvm(*args, cwd=cwd)
+def check(name, args, rc_want, *needles, cwd=None, preexec=None):
+    rc, out, err = dvm(*args, cwd=cwd, preexec=preexec)
     text = out + err
     if rc != rc_want:
         failures.append('%s: exit %d, expected %d; output: %s' % (name, rc, rc_want, text.strip()))
@@ -52,6 +54,18 @@ def check(name, args, rc_want, *needles, cwd=None):
         if n not in text:
             failures.append('%s: output lacks %r; output: %s' % (name, n, text.strip()))
     return rc, out, err
+
+
+def limit_file_size(n):
+    """A preexec_fn: writes past n bytes fail with EFBIG (SIGXFSZ ignored, as exec keeps it)."""
+    def f():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (n, n))
+    return f
+
+
+def temporaries(d):
+    return [f for f in os.listdir(d) if '.tmp' in f]
 
 
 def main():
@@ -203,6 +217,38 @@ def run_all(w):
     if os.path.isdir(j('o_small')) and os.listdir(j('o_small')):
         failures.append('overflowing grad wrote %s' % os.listdir(j('o_small')))
 
+    # ---- outputs are replaced all together, or not at all ----
+    o_atomic = j('o_atomic')
+    os.makedirs(o_atomic)
+    write_npy(j('o_atomic', 'x.npy'), '<f4', (2,), [7.0, 7.0])  # old content to keep
+    os.makedirs(j('o_atomic', 'steps.npy'))  # the second output cannot be written there
+    check('second output fails', ['run', DAMP, 'damp'] + good + ['--out', o_atomic], 1, 'steps.npy', 'is a directory')
+    if read_npy(j('o_atomic', 'x.npy')) != [7.0, 7.0]:
+        failures.append('second output fails: the first output x.npy was replaced: %r' % read_npy(j('o_atomic', 'x.npy')))
+    if os.path.exists(j('o_atomic', 'y.npy')):
+        failures.append('second output fails: y.npy was written')
+    if temporaries(o_atomic):
+        failures.append('second output fails: temporaries left: %r' % temporaries(o_atomic))
+    os.rmdir(j('o_atomic', 'steps.npy'))
+    rc, _, _ = check('outputs replaced', ['run', DAMP, 'damp'] + good + ['--out', o_atomic], 0)
+    if rc == 0:
+        if sorted(os.listdir(o_atomic)) != ['steps.npy', 'x.npy', 'y.npy']:
+            failures.append('outputs replaced: directory holds %r' % sorted(os.listdir(o_atomic)))
+        if read_npy(j('o_atomic', 'x.npy')) != xs:
+            failures.append('outputs replaced: x.npy = %r' % read_npy(j('o_atomic', 'x.npy')))
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = os.stat(j('o_atomic', 'y.npy')).st_mode & 0o777
+        if mode != 0o666 & ~umask:
+            failures.append('outputs replaced: a new output has mode %o, expected %o' % (mode, 0o666 & ~umask))
+    # a write that fails (the file size limit) leaves every old output and no temporaries
+    before = {f: open(j('o_atomic', f), 'rb').read() for f in os.listdir(o_atomic)}
+    check('output write fails', ['run', DAMP, 'damp'] + good[:3] + ['rate=0.5', '--out', o_atomic], 1, 'write failed',
+          preexec=limit_file_size(100))
+    after = {f: open(j('o_atomic', f), 'rb').read() for f in os.listdir(o_atomic)}
+    if after != before:
+        failures.append('output write fails: the outputs changed: %r -> %r' % (sorted(before), sorted(after)))
+
     # ---- compile, verify, disasm, info ----
     src = j('damp.dvk')
     shutil.copy(DAMP, src)
@@ -212,6 +258,15 @@ def run_all(w):
         failures.append('compile: default output damp.dvb missing')
         return
     check('compile -o', ['compile', src, '-o', j('other.dvb')], 0)
+    # a blob write that fails keeps the previous blob (it was truncated, then removed)
+    good_blob = open(blob, 'rb').read()
+    check('compile write fails', ['compile', src, '-o', blob], 1, 'damp.dvb', 'write failed', preexec=limit_file_size(100))
+    if not os.path.exists(blob) or open(blob, 'rb').read() != good_blob:
+        failures.append('compile write fails: the previous blob was destroyed')
+        with open(blob, 'wb') as f:
+            f.write(good_blob)
+    if temporaries(w):
+        failures.append('compile write fails: temporaries left: %r' % temporaries(w))
     check('verify', ['verify', blob], 0, 'valid')
     check('run a blob', ['run', blob, 'damp'] + good + ['--out', j('o_blob')], 0)
     if os.path.exists(j('o_blob', 'y.npy')) and abs(read_npy(j('o_blob', 'y.npy'))[0] - damp_ref(xs)) > 1e-5:

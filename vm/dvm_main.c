@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include "dvm.h"
 #include "vm/npy.h"
 #include "vm/runtime.h"
@@ -55,7 +57,8 @@ static const char *help_launch =
     "                            the online CPUs and at most 1024)\n"
     "  --time                    print compile, load and launch times to stderr\n"
     "\n"
-    "A launch that fails writes no output files.\n";
+    "A launch that fails writes no output files. Outputs are written to temporary files\n"
+    "in DIR and renamed over the old files only once all were written.\n";
 
 static const char *help_compile =
     "usage: dvm compile SRC.dvk [-o OUT.dvb] [--time]\n"
@@ -205,6 +208,132 @@ static dvm_context *open_ctx(const char *cmd, const opts *o, int *rc) {
     return ctx;
 }
 
+/* ---- output files: each written to a temporary beside its target (same directory, so the
+ * same filesystem), synced, and renamed over the targets only once all were written. A
+ * failure removes the temporaries and leaves every old file as it was. ---- */
+
+typedef struct staged_file {
+    char *tmp, *final;
+} staged_file;
+
+typedef struct stage {
+    staged_file *f;
+    int n, cap;
+} stage;
+
+/* Creates "DIR/.BASE.tmpXXXXXX" for target `final`, with the mode `final` has (or would get
+ * from fopen: 0666 less the umask). Returns the open stream, or NULL after an error message. */
+static FILE *stage_open(stage *s, const char *final) {
+    if (s->n == s->cap) {
+        int nc = s->cap ? s->cap * 2 : 8;
+        staged_file *nf = (staged_file *)realloc(s->f, (size_t)nc * sizeof *nf);
+        if (!nf) return NULL;
+        s->f = nf;
+        s->cap = nc;
+    }
+    const char *slash = strrchr(final, '/');
+    size_t dl = slash ? (size_t)(slash - final) + 1 : 0, l = strlen(final) + 16;
+    char *tmp = (char *)malloc(l), *fin = strdup(final);
+    if (!tmp || !fin) {
+        free(tmp);
+        free(fin);
+        fprintf(stderr, "dvm: error: out of memory\n");
+        return NULL;
+    }
+    snprintf(tmp, l, "%.*s.%s.tmpXXXXXX", (int)dl, final, final + dl);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        fprintf(stderr, "dvm: error: %s: cannot create a temporary file beside it: %s\n", final, strerror(errno));
+        free(tmp);
+        free(fin);
+        return NULL;
+    }
+    struct stat sb;
+    mode_t mode;
+    if (stat(final, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        mode = sb.st_mode & 07777;
+    } else {
+        mode_t um = umask(0);
+        umask(um);
+        mode = 0666 & ~um;
+    }
+    FILE *f = fchmod(fd, mode) == 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        fprintf(stderr, "dvm: error: %s: cannot open a temporary file: %s\n", final, strerror(errno));
+        close(fd);
+        remove(tmp);
+        free(tmp);
+        free(fin);
+        return NULL;
+    }
+    s->f[s->n].tmp = tmp;
+    s->f[s->n].final = fin;
+    s->n++;
+    return f;
+}
+
+/* Flushes, syncs and closes a stream from stage_open; 0 or -1 after an error message. */
+static int stage_close(FILE *f, const char *final) {
+    int ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (fclose(f) != 0) ok = 0;
+    if (!ok) fprintf(stderr, "dvm: error: %s: write failed: %s\n", final, strerror(errno));
+    return ok ? 0 : -1;
+}
+
+/* Removes every temporary (after a failure, or what a failed commit left). */
+static void stage_abort(stage *s) {
+    for (int i = 0; i < s->n; i++) {
+        if (s->f[i].tmp) remove(s->f[i].tmp);
+        free(s->f[i].tmp);
+        free(s->f[i].final);
+    }
+    free(s->f);
+    memset(s, 0, sizeof *s);
+}
+
+/* Renames every temporary over its target, after checking that each target can be replaced
+ * (a directory cannot), then syncs the directories. 0, or -1 after an error message. */
+static int stage_commit(stage *s) {
+    for (int i = 0; i < s->n; i++) {
+        struct stat sb;
+        if (lstat(s->f[i].final, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "dvm: error: %s: is a directory, cannot write the output there; no output was written\n",
+                    s->f[i].final);
+            stage_abort(s);
+            return -1;
+        }
+    }
+    for (int i = 0; i < s->n; i++) {
+        if (rename(s->f[i].tmp, s->f[i].final) != 0) {
+            fprintf(stderr, "dvm: error: %s: cannot rename the new file into place: %s (%d earlier output%s replaced)\n",
+                    s->f[i].final, strerror(errno), i, i == 1 ? " was" : "s were");
+            stage_abort(s);
+            return -1;
+        }
+        free(s->f[i].tmp);
+        s->f[i].tmp = NULL;
+    }
+    /* the renames themselves are durable once their directory is synced (the outputs of
+     * one command share one directory: sync each distinct one once) */
+    char *last = NULL;
+    for (int i = 0; i < s->n; i++) {
+        const char *slash = strrchr(s->f[i].final, '/');
+        char *dir = slash ? strndup(s->f[i].final, (size_t)(slash - s->f[i].final) + 1) : strdup("./");
+        if (dir && (!last || strcmp(dir, last) != 0)) {
+            int fd = open(dir, O_RDONLY);
+            if (fd >= 0) {
+                fsync(fd); /* some filesystems refuse to sync a directory; the data is synced anyway */
+                close(fd);
+            }
+        }
+        free(last);
+        last = dir;
+    }
+    free(last);
+    stage_abort(s); /* nothing left to remove: frees the names */
+    return 0;
+}
+
 /* ---- compile ---- */
 
 static int cmd_compile(int argc, char **argv) {
@@ -277,18 +406,24 @@ static int cmd_compile(int argc, char **argv) {
         ctx_error(ctx);
         goto done;
     }
-    f = fopen(out, "wb");
+    /* a temporary beside OUT, renamed over it: a failed write leaves the previous blob */
+    stage sg = {NULL, 0, 0};
+    f = stage_open(&sg, out);
     if (!f) {
-        fprintf(stderr, "dvm: error: %s: cannot create: %s\n", out, strerror(errno));
+        stage_abort(&sg);
         goto done;
     }
-    int ok = fwrite(blob, 1, len, f) == len;
-    if (fclose(f) != 0) ok = 0;
-    if (!ok) {
-        fprintf(stderr, "dvm: error: %s: write failed\n", out);
-        remove(out);
+    if (fwrite(blob, 1, len, f) != len) {
+        fprintf(stderr, "dvm: error: %s: write failed: %s\n", out, strerror(errno));
+        fclose(f);
+        stage_abort(&sg);
         goto done;
     }
+    if (stage_close(f, out) != 0) {
+        stage_abort(&sg);
+        goto done;
+    }
+    if (stage_commit(&sg) != 0) goto done;
     printf("%s: %d kernel%s, %zu bytes\n", out, dvm_module_kernel_count(m), dvm_module_kernel_count(m) == 1 ? "" : "s", len);
     rc = EXIT_OK;
 done:
@@ -429,7 +564,17 @@ static void summarize(dvm_context *ctx, const char *name, const char *suffix, dv
     free(v);
 }
 
-static int write_npy(dvm_context *ctx, const char *dir, const char *name, const char *suffix, dvm_array *a) {
+/* "DIR/NAMESUFFIX.npy", malloc'd. */
+static char *out_path(const char *dir, const char *name, const char *suffix) {
+    size_t pl = strlen(dir) + strlen(name) + strlen(suffix) + 8;
+    char *path = (char *)malloc(pl);
+    if (path) snprintf(path, pl, "%s/%s%s.npy", dir, name, suffix);
+    return path;
+}
+
+/* Reads array a back and writes it to a temporary for DIR/NAMESUFFIX.npy (renamed by
+ * stage_commit once every output was written). */
+static int write_npy(dvm_context *ctx, stage *sg, const char *dir, const char *name, const char *suffix, dvm_array *a) {
     int64_t shp[DVM_MAX_RANK], n = dvm_array_count(a);
     int rank = dvm_array_rank(a);
     for (int k = 0; k < rank; k++) shp[k] = dvm_array_dim(a, k);
@@ -439,16 +584,16 @@ static int write_npy(dvm_context *ctx, const char *dir, const char *name, const 
         free(v);
         return ctx_error(ctx);
     }
-    size_t pl = strlen(dir) + strlen(name) + strlen(suffix) + 8;
-    char *path = (char *)malloc(pl);
+    char *path = out_path(dir, name, suffix);
     char err[1024];
-    int rc = 0;
-    if (!path) rc = -1;
-    else {
-        snprintf(path, pl, "%s/%s%s.npy", dir, name, suffix);
-        if (dvm_npy_write(path, dvm_array_dtype(a), rank, shp, v, err, sizeof err) != 0) {
+    int rc = -1;
+    FILE *f = path ? stage_open(sg, path) : NULL;
+    if (f) {
+        if (dvm_npy_write_stream(f, path, dvm_array_dtype(a), rank, shp, v, err, sizeof err) != 0) {
             fprintf(stderr, "dvm: error: %s\n", err);
-            rc = -1;
+            fclose(f);
+        } else {
+            rc = stage_close(f, path);
         }
     }
     free(path);
@@ -716,12 +861,17 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
     /* outputs: only now, after a successful launch */
     if (o.out) {
         if (make_dirs(o.out) != 0) goto done;
+        stage sg = {NULL, 0, 0};
         for (int p = 0; p < np; p++) {
             dvm_param_info pi;
             dvm_kernel_param(k, p, &pi);
-            if (arr[p] && write_npy(ctx, o.out, pi.name, "", arr[p]) != 0) goto done;
-            if (der[p] && write_npy(ctx, o.out, pi.name, dsuffix, der[p]) != 0) goto done;
+            if ((arr[p] && write_npy(ctx, &sg, o.out, pi.name, "", arr[p]) != 0) ||
+                (der[p] && write_npy(ctx, &sg, o.out, pi.name, dsuffix, der[p]) != 0)) {
+                stage_abort(&sg);
+                goto done;
+            }
         }
+        if (stage_commit(&sg) != 0) goto done;
     } else {
         /* a summary of what the launch produced: arrays it may write, and every gradient/tangent */
         const dvm_variant_desc *var = &k->kd->v[mode == DVM_TANGENT ? DVM_V_TANGENT : DVM_V_FORWARD];

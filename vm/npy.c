@@ -304,8 +304,8 @@ done:
     return rc;
 }
 
-int dvm_npy_write(const char *path, dvm_dtype dtype, int rank, const int64_t *shape, const void *data,
-                  char *err, size_t errlen) {
+int dvm_npy_write_stream(FILE *f, const char *path, dvm_dtype dtype, int rank, const int64_t *shape, const void *data,
+                         char *err, size_t errlen) {
     if (rank < 0 || rank > DVM_NPY_MAX_RANK) return fail(err, errlen, path, "bad rank %d", rank);
     char dict[1024];
     size_t n = (size_t)snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
@@ -332,13 +332,20 @@ int dvm_npy_write(const char *path, dvm_dtype dtype, int rank, const int64_t *sh
     memcpy(head + 10, dict, n);
     memset(head + 10 + n, ' ', hlen - n - 1);
     head[total - 1] = '\n';
-    FILE *f = fopen(path, "wb");
-    if (!f) return fail(err, errlen, path, "cannot create: %s", strerror(errno));
     int ok = fwrite(head, 1, total, f) == total;
     if (ok && count > 0) ok = fwrite(data, 4, (size_t)count, f) == (size_t)count;
-    if (fclose(f) != 0) ok = 0;
+    if (ok) ok = fflush(f) == 0;
     if (!ok) return fail(err, errlen, path, "write failed: %s", strerror(errno));
     return 0;
+}
+
+int dvm_npy_write(const char *path, dvm_dtype dtype, int rank, const int64_t *shape, const void *data,
+                  char *err, size_t errlen) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return fail(err, errlen, path, "cannot create: %s", strerror(errno));
+    int rc = dvm_npy_write_stream(f, path, dtype, rank, shape, data, err, errlen);
+    if (fclose(f) != 0 && rc == 0) rc = fail(err, errlen, path, "write failed: %s", strerror(errno));
+    return rc;
 }
 
 void dvm_npy_free(dvm_npy *a) {

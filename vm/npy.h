@@ -5,6 +5,7 @@
 #ifndef DVM_NPY_H
 #define DVM_NPY_H
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include "dvm.h"
 
@@ -29,6 +30,9 @@ int dvm_npy_read(const char *path, dvm_npy *out, char *err, size_t errlen);
 /* Writes a v1.0 file with a header padded to a multiple of 64 bytes. */
 int dvm_npy_write(const char *path, dvm_dtype dtype, int rank, const int64_t *shape, const void *data,
                   char *err, size_t errlen);
+/* The same into an open stream (flushed, not closed); `path` names it in messages. */
+int dvm_npy_write_stream(FILE *f, const char *path, dvm_dtype dtype, int rank, const int64_t *shape, const void *data,
+                         char *err, size_t errlen);
 void dvm_npy_free(dvm_npy *a);
 
 #endif
