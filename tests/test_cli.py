@@ -124,7 +124,9 @@ def run_all(w):
     for cmd in ['compile', 'run', 'grad', 'jvp', 'disasm', 'verify', 'info']:
         check('%s --help' % cmd, [cmd, '--help'], 0, 'usage: dvm ' + cmd)
     check('--help', ['--help'], 0, 'dvm compile', 'dvm run', 'dvm grad', 'dvm jvp', 'dvm info')
-    check('grad --help names .grad', ['grad', '--help'], 0, 'NAME.grad=FILE.npy', '--ad-stack-size', '--default-ad-stack-size')
+    check('grad --help names .grad', ['grad', '--help'], 0, 'NAME.grad=FILE.npy', 'NAME.grad=VALUE', '--in-place',
+          '--ad-stack-size', '--default-ad-stack-size')
+    check('jvp --help names .dual', ['jvp', '--help'], 0, 'NAME.dual=FILE.npy', 'NAME.dual=VALUE')
 
     # ---- bad arguments: exit 1, naming the parameter ----
     check('unknown parameter', ['run', DAMP, 'damp', 'zz=1'] + good, 1, "no parameter 'zz'", 'rate')
@@ -207,6 +209,40 @@ def run_all(w):
         want = sum(d * rate ** s for d, s in zip(dx, steps))
         if abs(yd - want) > 1e-5:
             failures.append('jvp: y.dual = %r, expected %r' % (yd, want))
+    # a seed given as a number fills the whole gradient / tangent
+    for val in ['1', '2.5']:
+        rc, so, se = check('grad y.grad=%s' % val, ['grad', DAMP, 'damp'] + good + ['y.grad=' + val, '--out', j('o_gv')], 0)
+        if rc == 0:
+            g = read_npy(j('o_gv', 'x.grad.npy'))
+            want = [float(val) * rate ** s for s in steps]
+            if any(abs(a - b) > 1e-5 for a, b in zip(g, want)):
+                failures.append('grad y.grad=%s: x.grad = %r, expected %r' % (val, g, want))
+            if 'warning' in se:
+                failures.append('grad y.grad=%s: unexpected warning: %s' % (val, se.strip()))
+    rc, so, se = check('jvp x.dual=1', ['jvp', DAMP, 'damp'] + good + ['x.dual=1', '--out', j('o_jv')], 0)
+    if rc == 0 and abs(read_npy(j('o_jv', 'y.dual.npy'))[0] - sum(rate ** s for s in steps)) > 1e-5:
+        failures.append('jvp x.dual=1: y.dual = %r' % read_npy(j('o_jv', 'y.dual.npy')))
+    # no seed at all: every gradient is zero; the form stays valid (spec/cli.md), with a warning
+    rc, so, se = check('grad without a seed', ['grad', DAMP, 'damp'] + good, 0,
+                       'dvm: warning: no output seed', 'NAME.grad=FILE.npy or NAME.grad=1')
+
+    # an output over an input file (compared by inode: a hard link counts) is warned about,
+    # unless --in-place
+    ip = j('inplace')
+    os.makedirs(ip)
+    write_npy(j('inplace', 'x.npy'), '<f4', (4,), xs)
+    os.link(j('inplace', 'x.npy'), j('inplace', 'xl.npy'))
+    write_npy(j('inplace', 'y.npy'), '<f4', (1,), [0.0])
+    ipargs = ['run', DAMP, 'damp', 'x=xl.npy', 'steps=' + j('steps.npy'), 'y=y.npy', 'rate=0.9', '--out', '.']
+    rc, so, se = check('output over inputs', ipargs, 0, "output ./x.npy replaces the input file xl.npy (argument 'x')",
+                       "output ./y.npy replaces the input file y.npy (argument 'y')", '--in-place', cwd=ip)
+    if rc == 0 and abs(read_npy(j('inplace', 'y.npy'))[0] - damp_ref(xs)) > 1e-5:
+        failures.append('output over inputs: y.npy = %r' % read_npy(j('inplace', 'y.npy')))
+    rc, so, se = check('--in-place', ['run', DAMP, 'damp', 'x=x.npy', 'steps=' + j('steps.npy'), 'y=y.npy', 'rate=0.9',
+                                      '--out', '.', '--in-place'], 0, cwd=ip)
+    if 'warning' in se:
+        failures.append('--in-place: unexpected warning: %s' % se.strip())
+
     # damp's reverse pass never reads v, so the optimizer drops v's adstack: the same kernel
     # with sin(v) keeps one that can overflow
     damp_sin = j('damp_sin.dvk')

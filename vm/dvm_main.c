@@ -55,6 +55,8 @@ static const char *help_launch =
     "                            (while loops); default 256\n"
     "  --threads N               CPU backend worker threads (default: all cores; at most 4 x\n"
     "                            the online CPUs and at most 1024)\n"
+    "  --in-place                with --out, replace input files without a warning (an\n"
+    "                            output over an input file is otherwise warned about)\n"
     "  --time                    print compile, load and launch times to stderr\n"
     "\n"
     "A launch that fails writes no output files. Outputs are written to temporary files\n"
@@ -122,7 +124,7 @@ static int parse_count(const char *s, long long lo, long long max, long long *ou
 typedef struct opts {
     const char *backend, *out;
     long long device, ad_stack, default_ad_stack, threads;
-    int time;
+    int time, in_place;
 } opts;
 
 /* Recognizes an option at argv[*i]; 1 if it was one (consumed), 0 if not, -1 usage error. */
@@ -133,6 +135,10 @@ static int take_option(const char *cmd, int argc, char **argv, int *i, opts *o) 
     if (strncmp(a, "--", 2) != 0) return 0;
     if (!strcmp(a, "--time")) {
         o->time = 1;
+        return 1;
+    }
+    if (!strcmp(a, "--in-place")) {
+        o->in_place = 1;
         return 1;
     }
     size_t nl = strcspn(a, "=");
@@ -538,6 +544,31 @@ typedef struct binding {
     const char *value;
 } binding;
 
+/* An input file, known by device and inode so that another path to it is recognized. */
+typedef struct input_file {
+    dev_t dev;
+    ino_t ino;
+    const char *path, *arg, *suffix; /* borrowed; arg NULL for the program */
+} input_file;
+
+/* The input that `path` is, or NULL. */
+static const input_file *same_input(const input_file *in, int n, const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) return NULL;
+    for (int i = 0; i < n; i++)
+        if (in[i].dev == sb.st_dev && in[i].ino == sb.st_ino) return &in[i];
+    return NULL;
+}
+
+/* A seed given as a number (NAME.grad=1): the whole text must be one. */
+static int seed_number(const char *v, float *out) {
+    char *end = NULL;
+    float f = strtof(v, &end);
+    if (!*v || end == v || *end) return 0;
+    *out = f;
+    return 1;
+}
+
 /* Prints "  name: f32 (3,) [1, 2, 3]" with the first few values. */
 static void summarize(dvm_context *ctx, const char *name, const char *suffix, dvm_array *a) {
     int64_t shp[DVM_MAX_RANK], n = dvm_array_count(a);
@@ -701,9 +732,13 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
                                : mode == DVM_TANGENT ? "Launches KERNEL's tangent (forward mode): the primal outputs and, in every\n"
                                                        "output's .dual, the directional derivative along the given .dual inputs."
                                                      : "Launches KERNEL.";
-            const char *extra = mode == DVM_ADJOINT ? "  NAME.grad=FILE.npy        the initial gradient of an f32 array (default zero)\n"
-                                : mode == DVM_TANGENT ? "  NAME.dual=FILE.npy        the tangent of an f32 array (default zero)\n"
-                                                      : "";
+            const char *extra =
+                mode == DVM_ADJOINT ? "  NAME.grad=FILE.npy        the initial gradient of an f32 array (default zero); seed\n"
+                                      "                            an output here (without any, every gradient is zero)\n"
+                                      "  NAME.grad=VALUE           the same, VALUE in every element: y.grad=1\n"
+                : mode == DVM_TANGENT ? "  NAME.dual=FILE.npy        the tangent of an f32 array (default zero)\n"
+                                        "  NAME.dual=VALUE           the same, VALUE in every element: x.dual=1\n"
+                                      : "";
             const char *outs = mode == DVM_ADJOINT ? " and every gradient to DIR/NAME.grad.npy"
                                : mode == DVM_TANGENT ? " and every tangent to DIR/NAME.dual.npy"
                                                      : "";
@@ -743,7 +778,11 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
     dvm_args *args = NULL;
     int np = 0;
     dvm_array **arr = NULL, **der = NULL;
-    if (!names || !role) goto done;
+    float *seedv = NULL;  /* per parameter: a .grad/.dual given as a number */
+    char *has_seedv = NULL;
+    input_file *inputs = (input_file *)calloc((size_t)nb + 1, sizeof *inputs);
+    int ninputs = 0, nseeds = 0;
+    if (!names || !role || !inputs) goto done;
     for (int i = 0; i < nb; i++) {
         size_t l = (size_t)(b[i].value - 1 - b[i].name);
         names[i] = strndup(b[i].name, l);
@@ -787,7 +826,11 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
     np = dvm_kernel_param_count(k);
     arr = (dvm_array **)calloc((size_t)(np ? np : 1), sizeof *arr);
     der = (dvm_array **)calloc((size_t)(np ? np : 1), sizeof *der);
-    if (!arr || !der) goto done;
+    seedv = (float *)calloc((size_t)(np ? np : 1), sizeof *seedv);
+    has_seedv = (char *)calloc((size_t)(np ? np : 1), 1);
+    if (!arr || !der || !seedv || !has_seedv) goto done;
+    struct stat psb;
+    if (stat(prog, &psb) == 0) inputs[ninputs++] = (input_file){psb.st_dev, psb.st_ino, prog, NULL, ""};
     rc = EXIT_FAIL;
     for (int i = 0; i < nb; i++) {
         int pi_idx = -1;
@@ -812,7 +855,9 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
                         mode == DVM_ADJOINT ? "gradient" : "tangent", decl);
                 goto done;
             }
-            if (load_npy_arg(ctx, &pi, decl, dsuffix, b[i].value, &der[pi_idx]) != EXIT_OK) goto done;
+            nseeds++;
+            if (seed_number(b[i].value, &seedv[pi_idx])) has_seedv[pi_idx] = 1; /* filled once the shape is known */
+            else if (load_npy_arg(ctx, &pi, decl, dsuffix, b[i].value, &der[pi_idx]) != EXIT_OK) goto done;
         } else if (pi.is_array) {
             if (load_npy_arg(ctx, &pi, decl, "", b[i].value, &arr[pi_idx]) != EXIT_OK) goto done;
             if (dvm_args_array(ctx, args, pi.name, arr[pi_idx]) != DVM_OK) {
@@ -823,17 +868,39 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
             if (bind_scalar_text(ctx, args, &pi, decl, b[i].value) != EXIT_OK) goto done;
         }
     }
-    /* every f32 array gets a gradient / tangent the command can write out: zero if not given */
+    for (int i = 0; i < nb; i++) {
+        struct stat sb;
+        if (stat(b[i].value, &sb) == 0)
+            inputs[ninputs++] = (input_file){sb.st_dev, sb.st_ino, b[i].value, names[i], role[i] ? dsuffix : ""};
+    }
+    /* `dvm grad` with no seed at all computes only zero gradients: say how to give one
+     * (a warning: spec/cli.md keeps the form valid, gradients not given start at zero) */
+    if (mode == DVM_ADJOINT && nseeds == 0)
+        fprintf(stderr, "dvm: warning: no output seed, so every gradient is zero: give NAME.grad=FILE.npy or NAME.grad=1 "
+                        "for an output array\n");
+    /* every f32 array gets a gradient / tangent the command can write out: zero if not given,
+     * VALUE in every element if given as a number */
     for (int p = 0; p < np && mode != DVM_FORWARD; p++) {
         dvm_param_info pi;
         dvm_kernel_param(k, p, &pi);
         if (!pi.is_array || pi.dtype != DVM_F32 || !arr[p]) continue;
         if (!der[p]) {
-            int64_t shp[DVM_MAX_RANK];
+            int64_t shp[DVM_MAX_RANK], cnt = dvm_array_count(arr[p]);
             for (int a = 0; a < pi.rank; a++) shp[a] = dvm_array_dim(arr[p], a);
             if (dvm_array_create(ctx, DVM_F32, pi.rank, shp, &der[p]) != DVM_OK) {
                 ctx_error(ctx);
                 goto done;
+            }
+            if (has_seedv[p] && seedv[p] != 0.0f) {
+                float *fill = (float *)malloc((size_t)(cnt ? cnt : 1) * sizeof *fill);
+                if (!fill) goto done;
+                for (int64_t e = 0; e < cnt; e++) fill[e] = seedv[p];
+                dvm_status wst = dvm_array_write(ctx, der[p], fill, cnt);
+                free(fill);
+                if (wst != DVM_OK) {
+                    ctx_error(ctx);
+                    goto done;
+                }
             }
         }
         dvm_status st = mode == DVM_ADJOINT ? dvm_args_grad(ctx, args, pi.name, der[p]) : dvm_args_dual(ctx, args, pi.name, der[p]);
@@ -861,6 +928,22 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
     /* outputs: only now, after a successful launch */
     if (o.out) {
         if (make_dirs(o.out) != 0) goto done;
+        /* an output over an input file: warned about unless --in-place says it is meant (a
+         * warning: spec/cli.md keeps `--out DIR` writing every output, inputs included) */
+        for (int p = 0; p < np && !o.in_place; p++) {
+            dvm_param_info pi;
+            dvm_kernel_param(k, p, &pi);
+            for (int r = 0; r < 2; r++) {
+                if (!(r ? der[p] : arr[p])) continue;
+                char *path = out_path(o.out, pi.name, r ? dsuffix : "");
+                const input_file *in = path ? same_input(inputs, ninputs, path) : NULL;
+                if (in)
+                    fprintf(stderr, "dvm: warning: output %s replaces the input file %s (%s%s%s%s); pass --in-place if that is meant\n",
+                            path, in->path, in->arg ? "argument '" : "the program", in->arg ? in->arg : "", in->suffix,
+                            in->arg ? "'" : "");
+                free(path);
+            }
+        }
         stage sg = {NULL, 0, 0};
         for (int p = 0; p < np; p++) {
             dvm_param_info pi;
@@ -900,6 +983,9 @@ done:
     }
     free(arr);
     free(der);
+    free(seedv);
+    free(has_seedv);
+    free(inputs);
     dvm_args_destroy(args);
     dvm_module_destroy(m);
     dvm_context_destroy(ctx);
