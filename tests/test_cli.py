@@ -5,6 +5,7 @@ run/grad/jvp/compile/verify/disasm/info work on the spec's first kernel.
 
 usage: test_cli.py PATH/TO/dvm EXAMPLES_DIR      (python3 standard library only)"""
 import os
+import re
 import resource
 import shutil
 import signal
@@ -15,6 +16,7 @@ import tempfile
 
 DVM = os.path.abspath(sys.argv[1])
 EXAMPLES = os.path.abspath(sys.argv[2])
+CLI_DOC = os.path.join(os.path.dirname(EXAMPLES), 'docs', 'cli.md')
 DAMP = os.path.join(EXAMPLES, 'damp.dvk')
 failures = []
 
@@ -66,6 +68,78 @@ def limit_file_size(n):
 
 def temporaries(d):
     return [f for f in os.listdir(d) if '.tmp' in f]
+
+
+def documented_messages(path):
+    """The example messages of docs/cli.md: indented lines that start like an error, a
+    warning or a summary line; a more indented line after one continues it."""
+    msg = re.compile(r"^(dvm: (error|warning): |[\w.]+\.dvk:\d+(:\d+)?: error: |[\w.]+: (f32|i32) \()")
+    found, last_indent = [], None
+    for line in open(path).read().splitlines():
+        indent = len(line) - len(line.lstrip())
+        text = line.strip()
+        if indent >= 4 and msg.match(text):
+            found.append(text)
+            last_indent = indent
+        elif found and last_indent is not None and text and indent > last_indent:
+            found[-1] += ' ' + text
+        else:
+            last_indent = None
+    return found
+
+
+def check_documented_messages(w, good, j):
+    """Every example message in docs/cli.md is what the command prints, word for word."""
+    d = j('doc')
+    os.makedirs(d)
+    dj = lambda *p: os.path.join(d, *p)
+    write_npy(dj('x.npy'), '<f4', (4,), [1.0, 1.0, 1.0, 1.0])
+    write_npy(dj('y.npy'), '<f4', (4,), [0.0] * 4)
+    write_npy(dj('s.npy'), '<i4', (4,), [0, 1, 2, 3])
+    with open(dj('k.dvk'), 'w') as f:
+        f.write('kernel k(x: f32[n], y: f32[n]):\n    for i in range(n):\n        y[i] = x[i + 1]\n')
+    with open(dj('a.dvk'), 'w') as f:
+        f.write('kernel k(x: f32[n], s: i32[n], y: f32[n]):\n    for i in range(n):\n        v = x[i]\n'
+                '        for _ in range(s[i]):\n            v = sin(v) * v\n        y[i] = v\n')
+    f8 = j('doc_f8')
+    os.makedirs(f8)
+    with open(os.path.join(f8, 'x.npy'), 'wb') as f:
+        h = "{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }"
+        h += ' ' * ((64 - (10 + len(h) + 1) % 64) % 64) + '\n'
+        f.write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(h)) + h.encode() + struct.pack('<4d', 1, 2, 3, 4))
+    ex = ['examples/damp.dvk', 'damp', 'x=examples/data/x.npy', 'steps=examples/data/steps.npy',
+          'y=examples/data/y.npy', 'rate=0.9', 'y.grad=1']
+    root = os.path.dirname(EXAMPLES)
+    summary = (['grad'] + ex, root)
+    ip = j('doc_ip')
+    os.makedirs(ip)
+    write_npy(os.path.join(ip, 'x.npy'), '<f4', (4,), [1.0, 1.0, 1.0, 1.0])
+    # (a phrase that identifies the documented message, the command that prints it, its cwd)
+    producers = [
+        ("missing argument 'rate'", ['run', DAMP, 'damp'] + good[:3], w),
+        ("shape symbol 'n'", ['run', DAMP, 'damp', 'x=' + j('x.npy'), 'steps=' + j('steps3.npy')] + good[2:], w),
+        ('must have extent 1', ['run', DAMP, 'damp', 'y=' + j('y2.npy')] + good[:2] + good[3:], w),
+        ("unsupported dtype '<f8'", ['run', DAMP, 'damp', 'x=x.npy'] + good[1:], f8),
+        ('no output seed', ['grad', DAMP, 'damp'] + good, w),
+        ('replaces the input file', ['run', DAMP, 'damp', 'x=x.npy'] + good[1:] + ['--out', '.'], ip),
+        ('y: f32 (1,)',) + summary,
+        ('x.grad: f32',) + summary,
+        ('y.grad: f32',) + summary,
+        ('adstack overflow', ['grad', 'a.dvk', 'k', 'x=x.npy', 's=s.npy', 'y=y.npy', 'y.grad=1', '--ad-stack-size', '2'], d),
+        ('out of bounds', ['run', 'k.dvk', 'k', 'x=x.npy', 'y=y.npy'], d),
+    ]
+    docs = documented_messages(CLI_DOC)
+    if len(docs) < len(producers):
+        failures.append('docs/cli.md: found only %d example messages: %r' % (len(docs), docs))
+    for m in docs:
+        found = [(args, cwd) for key, args, cwd in producers if key in m]
+        if not found:
+            failures.append('docs/cli.md documents a message this test does not check: %r' % m)
+            continue
+        args, cwd = found[0]
+        rc, out, err = dvm(*args, cwd=cwd)
+        if m not in (out + err).splitlines():
+            failures.append('docs/cli.md: documented %r, but `dvm %s` printed %r' % (m, ' '.join(args), (out + err).strip()))
 
 
 def main():
@@ -284,6 +358,8 @@ def run_all(w):
     after = {f: open(j('o_atomic', f), 'rb').read() for f in os.listdir(o_atomic)}
     if after != before:
         failures.append('output write fails: the outputs changed: %r -> %r' % (sorted(before), sorted(after)))
+
+    check_documented_messages(w, good, j)
 
     # ---- compile, verify, disasm, info ----
     src = j('damp.dvk')
