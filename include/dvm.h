@@ -56,7 +56,8 @@ typedef struct dvm_context_opts {
     const char *backend; /* "cpu", "vulkan", "cuda", "hip" or "auto"/NULL: first available of
                             cuda, hip, vulkan, cpu */
     int device;          /* device index within the backend (0 = first) */
-    int threads;         /* CPU backend worker threads; 0 = all cores */
+    int threads;         /* CPU backend worker threads; 0 = all cores; at most 4 x the online
+                            CPUs and at most 1024 (more is DVM_ERR_USAGE) */
 } dvm_context_opts;
 
 /* Creates a context on a backend. On failure *out is still set (unless NULL) so that

@@ -45,6 +45,16 @@ int main(void) {
         printf("FAIL: no cpu context: %s\n", dvm_errmsg(ctx));
         return 1;
     }
+    /* absurd thread counts are refused before OpenMP sees them (it exited or crashed) */
+    for (int t = 0; t < 3; t++) {
+        static const int counts[3] = {1025, 32768, 65536};
+        dvm_context_opts bad = {"cpu", 0, counts[t]};
+        dvm_context *c2 = NULL;
+        dvm_status st = dvm_context_create(&bad, &c2);
+        EXPECT(st == DVM_ERR_USAGE && strstr(dvm_errmsg(c2), "thread count") && strstr(dvm_errmsg(c2), "more than the limit"),
+               "threads %d: status %d, message '%s'", counts[t], (int)st, dvm_errmsg(c2));
+        dvm_context_destroy(c2);
+    }
     dvm_module *m = NULL;
     if (dvm_compile(ctx, SRC, strlen(SRC), "t.dvk", &m) != DVM_OK) {
         printf("FAIL: compile: %s\n", dvm_errmsg(ctx));

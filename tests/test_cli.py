@@ -5,7 +5,10 @@ run/grad/jvp/compile/verify/disasm/info work on the spec's first kernel.
 
 usage: test_cli.py PATH/TO/dvm EXAMPLES_DIR      (python3 standard library only)"""
 import os
+import re
+import resource
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -13,6 +16,7 @@ import tempfile
 
 DVM = os.path.abspath(sys.argv[1])
 EXAMPLES = os.path.abspath(sys.argv[2])
+CLI_DOC = os.path.join(os.path.dirname(EXAMPLES), 'docs', 'cli.md')
 DAMP = os.path.join(EXAMPLES, 'damp.dvk')
 failures = []
 
@@ -38,13 +42,13 @@ def read_npy(path):
     return [x for x in struct.unpack('<%d%s' % (len(body) // 4, code), body)]
 
 
-def dvm(*args, cwd=None):
-    p = subprocess.run([DVM] + list(args), capture_output=True, text=True, timeout=120, cwd=cwd)
+def dvm(*args, cwd=None, preexec=None):
+    p = subprocess.run([DVM] + list(args), capture_output=True, text=True, timeout=120, cwd=cwd, preexec_fn=preexec)
     return p.returncode, p.stdout, p.stderr
 
 
-def check(name, args, rc_want, *needles, cwd=None):
-    rc, out, err = dvm(*args, cwd=cwd)
+def check(name, args, rc_want, *needles, cwd=None, preexec=None):
+    rc, out, err = dvm(*args, cwd=cwd, preexec=preexec)
     text = out + err
     if rc != rc_want:
         failures.append('%s: exit %d, expected %d; output: %s' % (name, rc, rc_want, text.strip()))
@@ -52,6 +56,90 @@ def check(name, args, rc_want, *needles, cwd=None):
         if n not in text:
             failures.append('%s: output lacks %r; output: %s' % (name, n, text.strip()))
     return rc, out, err
+
+
+def limit_file_size(n):
+    """A preexec_fn: writes past n bytes fail with EFBIG (SIGXFSZ ignored, as exec keeps it)."""
+    def f():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (n, n))
+    return f
+
+
+def temporaries(d):
+    return [f for f in os.listdir(d) if '.tmp' in f]
+
+
+def documented_messages(path):
+    """The example messages of docs/cli.md: indented lines that start like an error, a
+    warning or a summary line; a more indented line after one continues it."""
+    msg = re.compile(r"^(dvm: (error|warning): |[\w.]+\.dvk:\d+(:\d+)?: error: |[\w.]+: (f32|i32) \()")
+    found, last_indent = [], None
+    for line in open(path).read().splitlines():
+        indent = len(line) - len(line.lstrip())
+        text = line.strip()
+        if indent >= 4 and msg.match(text):
+            found.append(text)
+            last_indent = indent
+        elif found and last_indent is not None and text and indent > last_indent:
+            found[-1] += ' ' + text
+        else:
+            last_indent = None
+    return found
+
+
+def check_documented_messages(w, good, j):
+    """Every example message in docs/cli.md is what the command prints, word for word."""
+    d = j('doc')
+    os.makedirs(d)
+    dj = lambda *p: os.path.join(d, *p)
+    write_npy(dj('x.npy'), '<f4', (4,), [1.0, 1.0, 1.0, 1.0])
+    write_npy(dj('y.npy'), '<f4', (4,), [0.0] * 4)
+    write_npy(dj('s.npy'), '<i4', (4,), [0, 1, 2, 3])
+    with open(dj('k.dvk'), 'w') as f:
+        f.write('kernel k(x: f32[n], y: f32[n]):\n    for i in range(n):\n        y[i] = x[i + 1]\n')
+    with open(dj('a.dvk'), 'w') as f:
+        f.write('kernel k(x: f32[n], s: i32[n], y: f32[n]):\n    for i in range(n):\n        v = x[i]\n'
+                '        for _ in range(s[i]):\n            v = sin(v) * v\n        y[i] = v\n')
+    f8 = j('doc_f8')
+    os.makedirs(f8)
+    with open(os.path.join(f8, 'x.npy'), 'wb') as f:
+        h = "{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }"
+        h += ' ' * ((64 - (10 + len(h) + 1) % 64) % 64) + '\n'
+        f.write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(h)) + h.encode() + struct.pack('<4d', 1, 2, 3, 4))
+    ex = ['examples/damp.dvk', 'damp', 'x=examples/data/x.npy', 'steps=examples/data/steps.npy',
+          'y=examples/data/y.npy', 'rate=0.9', 'y.grad=1']
+    root = os.path.dirname(EXAMPLES)
+    summary = (['grad'] + ex, root)
+    ip = j('doc_ip')
+    os.makedirs(ip)
+    write_npy(os.path.join(ip, 'x.npy'), '<f4', (4,), [1.0, 1.0, 1.0, 1.0])
+    # (a phrase that identifies the documented message, the command that prints it, its cwd)
+    producers = [
+        ("missing argument 'rate'", ['run', DAMP, 'damp'] + good[:3], w),
+        ("shape symbol 'n'", ['run', DAMP, 'damp', 'x=' + j('x.npy'), 'steps=' + j('steps3.npy')] + good[2:], w),
+        ('must have extent 1', ['run', DAMP, 'damp', 'y=' + j('y2.npy')] + good[:2] + good[3:], w),
+        ("unsupported dtype '<f8'", ['run', DAMP, 'damp', 'x=x.npy'] + good[1:], f8),
+        ('no output seed', ['grad', DAMP, 'damp'] + good, w),
+        ('replaces the input file', ['run', DAMP, 'damp', 'x=x.npy'] + good[1:] + ['--out', '.'], ip),
+        ('y: f32 (1,)',) + summary,
+        ('x.grad: f32',) + summary,
+        ('y.grad: f32',) + summary,
+        ('adstack overflow', ['grad', 'a.dvk', 'k', 'x=x.npy', 's=s.npy', 'y=y.npy', 'y.grad=1', '--ad-stack-size', '2'], d),
+        ('out of bounds', ['run', 'k.dvk', 'k', 'x=x.npy', 'y=y.npy'], d),
+    ]
+    docs = documented_messages(CLI_DOC)
+    if len(docs) < len(producers):
+        failures.append('docs/cli.md: found only %d example messages: %r' % (len(docs), docs))
+    for m in docs:
+        found = [(args, cwd) for key, args, cwd in producers if key in m]
+        if not found:
+            failures.append('docs/cli.md documents a message this test does not check: %r' % m)
+            continue
+        args, cwd = found[0]
+        rc, out, err = dvm(*args, cwd=cwd)
+        if m not in (out + err).splitlines():
+            failures.append('docs/cli.md: documented %r, but `dvm %s` printed %r' % (m, ' '.join(args), (out + err).strip()))
 
 
 def main():
@@ -93,6 +181,11 @@ def run_all(w):
     check('unknown option', ['run', DAMP, 'damp', '--frob'] + good, 2, "unknown option '--frob'")
     check('option without value', ['run', DAMP, 'damp'] + good + ['--threads'], 2, "'--threads' needs a value")
     check('bad --threads', ['run', DAMP, 'damp', '--threads', 'many'] + good, 2, '--threads')
+    # OpenMP exited the process for 32768 threads and crashed for 65536: refused as usage errors
+    for t in ['1025', '32768', '65536']:
+        check('--threads %s' % t, ['run', DAMP, 'damp', '--threads', t, '--backend', 'cpu'] + good, 2,
+              'thread count %s is more than the limit' % t, 'online CPUs')
+    check('--threads 1', ['run', DAMP, 'damp', '--threads', '1', '--backend', 'cpu'] + good, 0)
     check('bad --ad-stack-size', ['grad', DAMP, 'damp', '--ad-stack-size', '-3'] + good, 2, '--ad-stack-size')
     check('bad --backend', ['run', DAMP, 'damp', '--backend', 'tpu'] + good, 2, "'tpu'")
     check('argument without =', ['run', DAMP, 'damp', 'x'] + good, 2, "unexpected argument 'x'")
@@ -105,7 +198,9 @@ def run_all(w):
     for cmd in ['compile', 'run', 'grad', 'jvp', 'disasm', 'verify', 'info']:
         check('%s --help' % cmd, [cmd, '--help'], 0, 'usage: dvm ' + cmd)
     check('--help', ['--help'], 0, 'dvm compile', 'dvm run', 'dvm grad', 'dvm jvp', 'dvm info')
-    check('grad --help names .grad', ['grad', '--help'], 0, 'NAME.grad=FILE.npy', '--ad-stack-size', '--default-ad-stack-size')
+    check('grad --help names .grad', ['grad', '--help'], 0, 'NAME.grad=FILE.npy', 'NAME.grad=VALUE', '--in-place',
+          '--ad-stack-size', '--default-ad-stack-size')
+    check('jvp --help names .dual', ['jvp', '--help'], 0, 'NAME.dual=FILE.npy', 'NAME.dual=VALUE')
 
     # ---- bad arguments: exit 1, naming the parameter ----
     check('unknown parameter', ['run', DAMP, 'damp', 'zz=1'] + good, 1, "no parameter 'zz'", 'rate')
@@ -188,6 +283,40 @@ def run_all(w):
         want = sum(d * rate ** s for d, s in zip(dx, steps))
         if abs(yd - want) > 1e-5:
             failures.append('jvp: y.dual = %r, expected %r' % (yd, want))
+    # a seed given as a number fills the whole gradient / tangent
+    for val in ['1', '2.5']:
+        rc, so, se = check('grad y.grad=%s' % val, ['grad', DAMP, 'damp'] + good + ['y.grad=' + val, '--out', j('o_gv')], 0)
+        if rc == 0:
+            g = read_npy(j('o_gv', 'x.grad.npy'))
+            want = [float(val) * rate ** s for s in steps]
+            if any(abs(a - b) > 1e-5 for a, b in zip(g, want)):
+                failures.append('grad y.grad=%s: x.grad = %r, expected %r' % (val, g, want))
+            if 'warning' in se:
+                failures.append('grad y.grad=%s: unexpected warning: %s' % (val, se.strip()))
+    rc, so, se = check('jvp x.dual=1', ['jvp', DAMP, 'damp'] + good + ['x.dual=1', '--out', j('o_jv')], 0)
+    if rc == 0 and abs(read_npy(j('o_jv', 'y.dual.npy'))[0] - sum(rate ** s for s in steps)) > 1e-5:
+        failures.append('jvp x.dual=1: y.dual = %r' % read_npy(j('o_jv', 'y.dual.npy')))
+    # no seed at all: every gradient is zero; the form stays valid (spec/cli.md), with a warning
+    rc, so, se = check('grad without a seed', ['grad', DAMP, 'damp'] + good, 0,
+                       'dvm: warning: no output seed', 'NAME.grad=FILE.npy or NAME.grad=1')
+
+    # an output over an input file (compared by inode: a hard link counts) is warned about,
+    # unless --in-place
+    ip = j('inplace')
+    os.makedirs(ip)
+    write_npy(j('inplace', 'x.npy'), '<f4', (4,), xs)
+    os.link(j('inplace', 'x.npy'), j('inplace', 'xl.npy'))
+    write_npy(j('inplace', 'y.npy'), '<f4', (1,), [0.0])
+    ipargs = ['run', DAMP, 'damp', 'x=xl.npy', 'steps=' + j('steps.npy'), 'y=y.npy', 'rate=0.9', '--out', '.']
+    rc, so, se = check('output over inputs', ipargs, 0, "output ./x.npy replaces the input file xl.npy (argument 'x')",
+                       "output ./y.npy replaces the input file y.npy (argument 'y')", '--in-place', cwd=ip)
+    if rc == 0 and abs(read_npy(j('inplace', 'y.npy'))[0] - damp_ref(xs)) > 1e-5:
+        failures.append('output over inputs: y.npy = %r' % read_npy(j('inplace', 'y.npy')))
+    rc, so, se = check('--in-place', ['run', DAMP, 'damp', 'x=x.npy', 'steps=' + j('steps.npy'), 'y=y.npy', 'rate=0.9',
+                                      '--out', '.', '--in-place'], 0, cwd=ip)
+    if 'warning' in se:
+        failures.append('--in-place: unexpected warning: %s' % se.strip())
+
     # damp's reverse pass never reads v, so the optimizer drops v's adstack: the same kernel
     # with sin(v) keeps one that can overflow
     damp_sin = j('damp_sin.dvk')
@@ -198,6 +327,40 @@ def run_all(w):
     if os.path.isdir(j('o_small')) and os.listdir(j('o_small')):
         failures.append('overflowing grad wrote %s' % os.listdir(j('o_small')))
 
+    # ---- outputs are replaced all together, or not at all ----
+    o_atomic = j('o_atomic')
+    os.makedirs(o_atomic)
+    write_npy(j('o_atomic', 'x.npy'), '<f4', (2,), [7.0, 7.0])  # old content to keep
+    os.makedirs(j('o_atomic', 'steps.npy'))  # the second output cannot be written there
+    check('second output fails', ['run', DAMP, 'damp'] + good + ['--out', o_atomic], 1, 'steps.npy', 'is a directory')
+    if read_npy(j('o_atomic', 'x.npy')) != [7.0, 7.0]:
+        failures.append('second output fails: the first output x.npy was replaced: %r' % read_npy(j('o_atomic', 'x.npy')))
+    if os.path.exists(j('o_atomic', 'y.npy')):
+        failures.append('second output fails: y.npy was written')
+    if temporaries(o_atomic):
+        failures.append('second output fails: temporaries left: %r' % temporaries(o_atomic))
+    os.rmdir(j('o_atomic', 'steps.npy'))
+    rc, _, _ = check('outputs replaced', ['run', DAMP, 'damp'] + good + ['--out', o_atomic], 0)
+    if rc == 0:
+        if sorted(os.listdir(o_atomic)) != ['steps.npy', 'x.npy', 'y.npy']:
+            failures.append('outputs replaced: directory holds %r' % sorted(os.listdir(o_atomic)))
+        if read_npy(j('o_atomic', 'x.npy')) != xs:
+            failures.append('outputs replaced: x.npy = %r' % read_npy(j('o_atomic', 'x.npy')))
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = os.stat(j('o_atomic', 'y.npy')).st_mode & 0o777
+        if mode != 0o666 & ~umask:
+            failures.append('outputs replaced: a new output has mode %o, expected %o' % (mode, 0o666 & ~umask))
+    # a write that fails (the file size limit) leaves every old output and no temporaries
+    before = {f: open(j('o_atomic', f), 'rb').read() for f in os.listdir(o_atomic)}
+    check('output write fails', ['run', DAMP, 'damp'] + good[:3] + ['rate=0.5', '--out', o_atomic], 1, 'write failed',
+          preexec=limit_file_size(100))
+    after = {f: open(j('o_atomic', f), 'rb').read() for f in os.listdir(o_atomic)}
+    if after != before:
+        failures.append('output write fails: the outputs changed: %r -> %r' % (sorted(before), sorted(after)))
+
+    check_documented_messages(w, good, j)
+
     # ---- compile, verify, disasm, info ----
     src = j('damp.dvk')
     shutil.copy(DAMP, src)
@@ -207,6 +370,15 @@ def run_all(w):
         failures.append('compile: default output damp.dvb missing')
         return
     check('compile -o', ['compile', src, '-o', j('other.dvb')], 0)
+    # a blob write that fails keeps the previous blob (it was truncated, then removed)
+    good_blob = open(blob, 'rb').read()
+    check('compile write fails', ['compile', src, '-o', blob], 1, 'damp.dvb', 'write failed', preexec=limit_file_size(100))
+    if not os.path.exists(blob) or open(blob, 'rb').read() != good_blob:
+        failures.append('compile write fails: the previous blob was destroyed')
+        with open(blob, 'wb') as f:
+            f.write(good_blob)
+    if temporaries(w):
+        failures.append('compile write fails: temporaries left: %r' % temporaries(w))
     check('verify', ['verify', blob], 0, 'valid')
     check('run a blob', ['run', blob, 'damp'] + good + ['--out', j('o_blob')], 0)
     if os.path.exists(j('o_blob', 'y.npy')) and abs(read_npy(j('o_blob', 'y.npy'))[0] - damp_ref(xs)) > 1e-5:

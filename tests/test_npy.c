@@ -138,6 +138,70 @@ int main(void) {
     n = image(buf, 1, 0, HDR, six, 12);
     expect_error("extra data", buf, n, "extra bytes");
 
+    /* shapes whose element count overflows: refused by checked arithmetic, naming the file */
+    n = image(buf, 1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 1099511627776), }\n", NULL, 0);
+    expect_error("2^40 x 2^40 elements", buf, n, "shape (1099511627776, 1099511627776) is too large");
+    n = image(buf, 1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (1048576, 1048576, 2), }\n", NULL, 0);
+    expect_error("2^41 elements", buf, n, "is too large (more than 2^40 elements)");
+    int64_t s_big0[3] = {(int64_t)1 << 40, (int64_t)1 << 40, 0};
+    n = image(buf, 1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 1099511627776, 0), }\n", NULL, 0);
+    expect_ok("a zero extent makes any shape empty", buf, n, DVM_F32, 3, s_big0);
+    {
+        /* a v2.0 header longer than DVM_NPY_MAX_HEADER is refused before it is read */
+        size_t hl = DVM_NPY_MAX_HEADER + 64;
+        unsigned char *big = (unsigned char *)malloc(12 + hl + 8);
+        if (big) {
+            memcpy(big, "\x93NUMPY\x02\x00", 8);
+            big[8] = (unsigned char)(hl & 0xff);
+            big[9] = (unsigned char)(hl >> 8);
+            big[10] = (unsigned char)(hl >> 16);
+            big[11] = 0;
+            const char *d = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
+            memset(big + 12, ' ', hl);
+            memcpy(big + 12, d, strlen(d));
+            big[12 + hl - 1] = '\n';
+            memcpy(big + 12 + hl, two, 8);
+            expect_error("header over the limit", big, 12 + hl + 8, "longer than the limit of 65536 bytes");
+            free(big);
+        }
+    }
+
+    /* reading a file: only the header and the announced data are read, and the file's size
+     * must match (before the fix, /dev/zero was read until memory ran out) */
+    {
+        static const struct {
+            const char *what;
+            size_t dlen;
+            const char *want;
+        } bad[] = {{"file with truncated data", 6, "test_npy_bad.npy: truncated data"},
+                   {"file with extra data", 12, "test_npy_bad.npy: extra bytes after the data"}};
+        for (size_t t = 0; t < sizeof bad / sizeof bad[0]; t++) {
+            n = image(buf, 1, 0, HDR, six, bad[t].dlen);
+            FILE *f = fopen("test_npy_bad.npy", "wb");
+            if (f) {
+                fwrite(buf, 1, n, f);
+                fclose(f);
+            }
+            dvm_npy a;
+            char e[1024] = "";
+            if (dvm_npy_read("test_npy_bad.npy", &a, e, sizeof e) == 0 || !strstr(e, bad[t].want)) {
+                printf("FAIL %s: message \"%s\", expected one containing \"%s\"\n", bad[t].what, e, bad[t].want);
+                failures++;
+            }
+            remove("test_npy_bad.npy");
+        }
+        dvm_npy a;
+        char e[1024] = "";
+        FILE *z = fopen("/dev/zero", "rb");
+        if (z) {
+            fclose(z);
+            if (dvm_npy_read("/dev/zero", &a, e, sizeof e) == 0 || !strstr(e, "/dev/zero: not a .npy file")) {
+                printf("FAIL /dev/zero: message \"%s\", expected \"/dev/zero: not a .npy file\"\n", e);
+                failures++;
+            }
+        }
+    }
+
     /* write then read back: the header is padded to 64 bytes and the values survive */
     const char *path = "test_npy_roundtrip.npy";
     char err[1024] = "";

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "runtime.h"
 #include "../bytecode/blob.h"
 #include "../compiler/compile.h"
@@ -40,6 +41,17 @@ const char *dvm_dtype_name(dvm_dtype t) { return t == DVM_F32 ? "f32" : t == DVM
 
 /* ---- contexts ---- */
 
+/* The most CPU worker threads a context accepts: OpenMP exits the process (32768) or
+ * crashes (65536) on absurd counts, so they are refused before it sees them. */
+#define DVM_THREADS_PER_CPU 4
+#define DVM_MAX_THREADS 1024
+
+static int thread_limit(int *cpus) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    *cpus = n > 0 && n < DVM_MAX_THREADS ? (int)n : DVM_MAX_THREADS;
+    return *cpus * DVM_THREADS_PER_CPU < DVM_MAX_THREADS ? *cpus * DVM_THREADS_PER_CPU : DVM_MAX_THREADS;
+}
+
 dvm_status dvm_context_create(const dvm_context_opts *opts, dvm_context **out) {
     if (out) *out = NULL;
     if (!out) return DVM_ERR_USAGE;
@@ -51,6 +63,10 @@ dvm_status dvm_context_create(const dvm_context_opts *opts, dvm_context **out) {
     dvm_backend_opts bo = {opts ? opts->device : 0, opts ? opts->threads : 0};
     if (bo.device < 0) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "device index %d is negative", bo.device);
     if (bo.threads < 0) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "thread count %d is negative", bo.threads);
+    int cpus, max_threads = thread_limit(&cpus);
+    if (bo.threads > max_threads)
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "thread count %d is more than the limit of %d (%d x the %d online CPUs, at most %d)",
+                        bo.threads, max_threads, DVM_THREADS_PER_CPU, cpus, DVM_MAX_THREADS);
     char why[1024];
     if (strcmp(want, "auto") != 0) {
         if (strcmp(want, "cpu") && strcmp(want, "vulkan") && strcmp(want, "cuda") && strcmp(want, "hip"))

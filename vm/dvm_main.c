@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include "dvm.h"
 #include "vm/npy.h"
 #include "vm/runtime.h"
@@ -51,10 +53,14 @@ static const char *help_launch =
     "  --ad-stack-size N         force every adstack to capacity N\n"
     "  --default-ad-stack-size N capacity of adstacks whose bound the compiler cannot derive\n"
     "                            (while loops); default 256\n"
-    "  --threads N               CPU backend worker threads (default: all cores)\n"
+    "  --threads N               CPU backend worker threads (default: all cores; at most 4 x\n"
+    "                            the online CPUs and at most 1024)\n"
+    "  --in-place                with --out, replace input files without a warning (an\n"
+    "                            output over an input file is otherwise warned about)\n"
     "  --time                    print compile, load and launch times to stderr\n"
     "\n"
-    "A launch that fails writes no output files.\n";
+    "A launch that fails writes no output files. Outputs are written to temporary files\n"
+    "in DIR and renamed over the old files only once all were written.\n";
 
 static const char *help_compile =
     "usage: dvm compile SRC.dvk [-o OUT.dvb] [--time]\n"
@@ -118,7 +124,7 @@ static int parse_count(const char *s, long long lo, long long max, long long *ou
 typedef struct opts {
     const char *backend, *out;
     long long device, ad_stack, default_ad_stack, threads;
-    int time;
+    int time, in_place;
 } opts;
 
 /* Recognizes an option at argv[*i]; 1 if it was one (consumed), 0 if not, -1 usage error. */
@@ -129,6 +135,10 @@ static int take_option(const char *cmd, int argc, char **argv, int *i, opts *o) 
     if (strncmp(a, "--", 2) != 0) return 0;
     if (!strcmp(a, "--time")) {
         o->time = 1;
+        return 1;
+    }
+    if (!strcmp(a, "--in-place")) {
+        o->in_place = 1;
         return 1;
     }
     size_t nl = strcspn(a, "=");
@@ -177,7 +187,7 @@ static int take_option(const char *cmd, int argc, char **argv, int *i, opts *o) 
         o->default_ad_stack = v;
         return 1;
     case 5:
-        if (parse_count(val, 1, 65536, &v)) break;
+        if (parse_count(val, 1, INT_MAX, &v)) break; /* the library says what is too many */
         o->threads = v;
         return 1;
     }
@@ -188,7 +198,7 @@ static int take_option(const char *cmd, int argc, char **argv, int *i, opts *o) 
 
 static int is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
 
-static dvm_context *open_ctx(const opts *o, int *rc) {
+static dvm_context *open_ctx(const char *cmd, const opts *o, int *rc) {
     dvm_context_opts co = {o ? o->backend : "cpu", o ? (int)o->device : 0, o ? (int)o->threads : 0};
     dvm_context *ctx = NULL;
     dvm_status st = dvm_context_create(&co, &ctx);
@@ -196,11 +206,138 @@ static dvm_context *open_ctx(const opts *o, int *rc) {
         if (ctx) ctx_error(ctx);
         else fprintf(stderr, "dvm: error: cannot create a context (out of memory)\n");
         *rc = st == DVM_ERR_USAGE ? EXIT_USAGE : EXIT_FAIL;
+        if (st == DVM_ERR_USAGE && cmd) fprintf(stderr, "(see `dvm %s --help`)\n", cmd);
         dvm_context_destroy(ctx);
         return NULL;
     }
     dvm_context_cli_remedies(ctx, 1);
     return ctx;
+}
+
+/* ---- output files: each written to a temporary beside its target (same directory, so the
+ * same filesystem), synced, and renamed over the targets only once all were written. A
+ * failure removes the temporaries and leaves every old file as it was. ---- */
+
+typedef struct staged_file {
+    char *tmp, *final;
+} staged_file;
+
+typedef struct stage {
+    staged_file *f;
+    int n, cap;
+} stage;
+
+/* Creates "DIR/.BASE.tmpXXXXXX" for target `final`, with the mode `final` has (or would get
+ * from fopen: 0666 less the umask). Returns the open stream, or NULL after an error message. */
+static FILE *stage_open(stage *s, const char *final) {
+    if (s->n == s->cap) {
+        int nc = s->cap ? s->cap * 2 : 8;
+        staged_file *nf = (staged_file *)realloc(s->f, (size_t)nc * sizeof *nf);
+        if (!nf) return NULL;
+        s->f = nf;
+        s->cap = nc;
+    }
+    const char *slash = strrchr(final, '/');
+    size_t dl = slash ? (size_t)(slash - final) + 1 : 0, l = strlen(final) + 16;
+    char *tmp = (char *)malloc(l), *fin = strdup(final);
+    if (!tmp || !fin) {
+        free(tmp);
+        free(fin);
+        fprintf(stderr, "dvm: error: out of memory\n");
+        return NULL;
+    }
+    snprintf(tmp, l, "%.*s.%s.tmpXXXXXX", (int)dl, final, final + dl);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        fprintf(stderr, "dvm: error: %s: cannot create a temporary file beside it: %s\n", final, strerror(errno));
+        free(tmp);
+        free(fin);
+        return NULL;
+    }
+    struct stat sb;
+    mode_t mode;
+    if (stat(final, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        mode = sb.st_mode & 07777;
+    } else {
+        mode_t um = umask(0);
+        umask(um);
+        mode = 0666 & ~um;
+    }
+    FILE *f = fchmod(fd, mode) == 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        fprintf(stderr, "dvm: error: %s: cannot open a temporary file: %s\n", final, strerror(errno));
+        close(fd);
+        remove(tmp);
+        free(tmp);
+        free(fin);
+        return NULL;
+    }
+    s->f[s->n].tmp = tmp;
+    s->f[s->n].final = fin;
+    s->n++;
+    return f;
+}
+
+/* Flushes, syncs and closes a stream from stage_open; 0 or -1 after an error message. */
+static int stage_close(FILE *f, const char *final) {
+    int ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (fclose(f) != 0) ok = 0;
+    if (!ok) fprintf(stderr, "dvm: error: %s: write failed: %s\n", final, strerror(errno));
+    return ok ? 0 : -1;
+}
+
+/* Removes every temporary (after a failure, or what a failed commit left). */
+static void stage_abort(stage *s) {
+    for (int i = 0; i < s->n; i++) {
+        if (s->f[i].tmp) remove(s->f[i].tmp);
+        free(s->f[i].tmp);
+        free(s->f[i].final);
+    }
+    free(s->f);
+    memset(s, 0, sizeof *s);
+}
+
+/* Renames every temporary over its target, after checking that each target can be replaced
+ * (a directory cannot), then syncs the directories. 0, or -1 after an error message. */
+static int stage_commit(stage *s) {
+    for (int i = 0; i < s->n; i++) {
+        struct stat sb;
+        if (lstat(s->f[i].final, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "dvm: error: %s: is a directory, cannot write the output there; no output was written\n",
+                    s->f[i].final);
+            stage_abort(s);
+            return -1;
+        }
+    }
+    for (int i = 0; i < s->n; i++) {
+        if (rename(s->f[i].tmp, s->f[i].final) != 0) {
+            fprintf(stderr, "dvm: error: %s: cannot rename the new file into place: %s (%d earlier output%s replaced)\n",
+                    s->f[i].final, strerror(errno), i, i == 1 ? " was" : "s were");
+            stage_abort(s);
+            return -1;
+        }
+        free(s->f[i].tmp);
+        s->f[i].tmp = NULL;
+    }
+    /* the renames themselves are durable once their directory is synced (the outputs of
+     * one command share one directory: sync each distinct one once) */
+    char *last = NULL;
+    for (int i = 0; i < s->n; i++) {
+        const char *slash = strrchr(s->f[i].final, '/');
+        char *dir = slash ? strndup(s->f[i].final, (size_t)(slash - s->f[i].final) + 1) : strdup("./");
+        if (dir && (!last || strcmp(dir, last) != 0)) {
+            int fd = open(dir, O_RDONLY);
+            if (fd >= 0) {
+                fsync(fd); /* some filesystems refuse to sync a directory; the data is synced anyway */
+                close(fd);
+            }
+        }
+        free(last);
+        last = dir;
+    }
+    free(last);
+    stage_abort(s); /* nothing left to remove: frees the names */
+    return 0;
 }
 
 /* ---- compile ---- */
@@ -238,7 +375,7 @@ static int cmd_compile(int argc, char **argv) {
         out = defout;
     }
     int rc = EXIT_FAIL;
-    dvm_context *ctx = open_ctx(NULL, &rc);
+    dvm_context *ctx = open_ctx(NULL, NULL, &rc);
     dvm_module *m = NULL;
     void *blob = NULL;
     size_t len = 0;
@@ -275,18 +412,24 @@ static int cmd_compile(int argc, char **argv) {
         ctx_error(ctx);
         goto done;
     }
-    f = fopen(out, "wb");
+    /* a temporary beside OUT, renamed over it: a failed write leaves the previous blob */
+    stage sg = {NULL, 0, 0};
+    f = stage_open(&sg, out);
     if (!f) {
-        fprintf(stderr, "dvm: error: %s: cannot create: %s\n", out, strerror(errno));
+        stage_abort(&sg);
         goto done;
     }
-    int ok = fwrite(blob, 1, len, f) == len;
-    if (fclose(f) != 0) ok = 0;
-    if (!ok) {
-        fprintf(stderr, "dvm: error: %s: write failed\n", out);
-        remove(out);
+    if (fwrite(blob, 1, len, f) != len) {
+        fprintf(stderr, "dvm: error: %s: write failed: %s\n", out, strerror(errno));
+        fclose(f);
+        stage_abort(&sg);
         goto done;
     }
+    if (stage_close(f, out) != 0) {
+        stage_abort(&sg);
+        goto done;
+    }
+    if (stage_commit(&sg) != 0) goto done;
     printf("%s: %d kernel%s, %zu bytes\n", out, dvm_module_kernel_count(m), dvm_module_kernel_count(m) == 1 ? "" : "s", len);
     rc = EXIT_OK;
 done:
@@ -312,7 +455,7 @@ static int cmd_disasm(int argc, char **argv) {
     }
     if (!prog) return usage_error("disasm", "missing the program (a .dvk or .dvb file)%s", "");
     int rc = EXIT_FAIL;
-    dvm_context *ctx = open_ctx(NULL, &rc);
+    dvm_context *ctx = open_ctx(NULL, NULL, &rc);
     dvm_module *m = NULL;
     char *text = NULL;
     if (!ctx) return rc;
@@ -341,7 +484,7 @@ static int cmd_verify(int argc, char **argv) {
     }
     if (!path) return usage_error("verify", "missing the blob file%s", "");
     int rc = EXIT_FAIL;
-    dvm_context *ctx = open_ctx(NULL, &rc);
+    dvm_context *ctx = open_ctx(NULL, NULL, &rc);
     if (!ctx) return rc;
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -401,6 +544,31 @@ typedef struct binding {
     const char *value;
 } binding;
 
+/* An input file, known by device and inode so that another path to it is recognized. */
+typedef struct input_file {
+    dev_t dev;
+    ino_t ino;
+    const char *path, *arg, *suffix; /* borrowed; arg NULL for the program */
+} input_file;
+
+/* The input that `path` is, or NULL. */
+static const input_file *same_input(const input_file *in, int n, const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) return NULL;
+    for (int i = 0; i < n; i++)
+        if (in[i].dev == sb.st_dev && in[i].ino == sb.st_ino) return &in[i];
+    return NULL;
+}
+
+/* A seed given as a number (NAME.grad=1): the whole text must be one. */
+static int seed_number(const char *v, float *out) {
+    char *end = NULL;
+    float f = strtof(v, &end);
+    if (!*v || end == v || *end) return 0;
+    *out = f;
+    return 1;
+}
+
 /* Prints "  name: f32 (3,) [1, 2, 3]" with the first few values. */
 static void summarize(dvm_context *ctx, const char *name, const char *suffix, dvm_array *a) {
     int64_t shp[DVM_MAX_RANK], n = dvm_array_count(a);
@@ -427,7 +595,17 @@ static void summarize(dvm_context *ctx, const char *name, const char *suffix, dv
     free(v);
 }
 
-static int write_npy(dvm_context *ctx, const char *dir, const char *name, const char *suffix, dvm_array *a) {
+/* "DIR/NAMESUFFIX.npy", malloc'd. */
+static char *out_path(const char *dir, const char *name, const char *suffix) {
+    size_t pl = strlen(dir) + strlen(name) + strlen(suffix) + 8;
+    char *path = (char *)malloc(pl);
+    if (path) snprintf(path, pl, "%s/%s%s.npy", dir, name, suffix);
+    return path;
+}
+
+/* Reads array a back and writes it to a temporary for DIR/NAMESUFFIX.npy (renamed by
+ * stage_commit once every output was written). */
+static int write_npy(dvm_context *ctx, stage *sg, const char *dir, const char *name, const char *suffix, dvm_array *a) {
     int64_t shp[DVM_MAX_RANK], n = dvm_array_count(a);
     int rank = dvm_array_rank(a);
     for (int k = 0; k < rank; k++) shp[k] = dvm_array_dim(a, k);
@@ -437,16 +615,16 @@ static int write_npy(dvm_context *ctx, const char *dir, const char *name, const 
         free(v);
         return ctx_error(ctx);
     }
-    size_t pl = strlen(dir) + strlen(name) + strlen(suffix) + 8;
-    char *path = (char *)malloc(pl);
+    char *path = out_path(dir, name, suffix);
     char err[1024];
-    int rc = 0;
-    if (!path) rc = -1;
-    else {
-        snprintf(path, pl, "%s/%s%s.npy", dir, name, suffix);
-        if (dvm_npy_write(path, dvm_array_dtype(a), rank, shp, v, err, sizeof err) != 0) {
+    int rc = -1;
+    FILE *f = path ? stage_open(sg, path) : NULL;
+    if (f) {
+        if (dvm_npy_write_stream(f, path, dvm_array_dtype(a), rank, shp, v, err, sizeof err) != 0) {
             fprintf(stderr, "dvm: error: %s\n", err);
-            rc = -1;
+            fclose(f);
+        } else {
+            rc = stage_close(f, path);
         }
     }
     free(path);
@@ -554,9 +732,13 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
                                : mode == DVM_TANGENT ? "Launches KERNEL's tangent (forward mode): the primal outputs and, in every\n"
                                                        "output's .dual, the directional derivative along the given .dual inputs."
                                                      : "Launches KERNEL.";
-            const char *extra = mode == DVM_ADJOINT ? "  NAME.grad=FILE.npy        the initial gradient of an f32 array (default zero)\n"
-                                : mode == DVM_TANGENT ? "  NAME.dual=FILE.npy        the tangent of an f32 array (default zero)\n"
-                                                      : "";
+            const char *extra =
+                mode == DVM_ADJOINT ? "  NAME.grad=FILE.npy        the initial gradient of an f32 array (default zero); seed\n"
+                                      "                            an output here (without any, every gradient is zero)\n"
+                                      "  NAME.grad=VALUE           the same, VALUE in every element: y.grad=1\n"
+                : mode == DVM_TANGENT ? "  NAME.dual=FILE.npy        the tangent of an f32 array (default zero)\n"
+                                        "  NAME.dual=VALUE           the same, VALUE in every element: x.dual=1\n"
+                                      : "";
             const char *outs = mode == DVM_ADJOINT ? " and every gradient to DIR/NAME.grad.npy"
                                : mode == DVM_TANGENT ? " and every tangent to DIR/NAME.dual.npy"
                                                      : "";
@@ -596,7 +778,11 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
     dvm_args *args = NULL;
     int np = 0;
     dvm_array **arr = NULL, **der = NULL;
-    if (!names || !role) goto done;
+    float *seedv = NULL;  /* per parameter: a .grad/.dual given as a number */
+    char *has_seedv = NULL;
+    input_file *inputs = (input_file *)calloc((size_t)nb + 1, sizeof *inputs);
+    int ninputs = 0, nseeds = 0;
+    if (!names || !role || !inputs) goto done;
     for (int i = 0; i < nb; i++) {
         size_t l = (size_t)(b[i].value - 1 - b[i].name);
         names[i] = strndup(b[i].name, l);
@@ -624,7 +810,7 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
             }
     }
     double t0 = now_ms();
-    ctx = open_ctx(&o, &rc);
+    ctx = open_ctx(cmd, &o, &rc);
     if (!ctx) goto done;
     double t1 = now_ms();
     if (dvm_load_file(ctx, prog, &m) != DVM_OK) {
@@ -640,7 +826,11 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
     np = dvm_kernel_param_count(k);
     arr = (dvm_array **)calloc((size_t)(np ? np : 1), sizeof *arr);
     der = (dvm_array **)calloc((size_t)(np ? np : 1), sizeof *der);
-    if (!arr || !der) goto done;
+    seedv = (float *)calloc((size_t)(np ? np : 1), sizeof *seedv);
+    has_seedv = (char *)calloc((size_t)(np ? np : 1), 1);
+    if (!arr || !der || !seedv || !has_seedv) goto done;
+    struct stat psb;
+    if (stat(prog, &psb) == 0) inputs[ninputs++] = (input_file){psb.st_dev, psb.st_ino, prog, NULL, ""};
     rc = EXIT_FAIL;
     for (int i = 0; i < nb; i++) {
         int pi_idx = -1;
@@ -665,7 +855,9 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
                         mode == DVM_ADJOINT ? "gradient" : "tangent", decl);
                 goto done;
             }
-            if (load_npy_arg(ctx, &pi, decl, dsuffix, b[i].value, &der[pi_idx]) != EXIT_OK) goto done;
+            nseeds++;
+            if (seed_number(b[i].value, &seedv[pi_idx])) has_seedv[pi_idx] = 1; /* filled once the shape is known */
+            else if (load_npy_arg(ctx, &pi, decl, dsuffix, b[i].value, &der[pi_idx]) != EXIT_OK) goto done;
         } else if (pi.is_array) {
             if (load_npy_arg(ctx, &pi, decl, "", b[i].value, &arr[pi_idx]) != EXIT_OK) goto done;
             if (dvm_args_array(ctx, args, pi.name, arr[pi_idx]) != DVM_OK) {
@@ -676,17 +868,39 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
             if (bind_scalar_text(ctx, args, &pi, decl, b[i].value) != EXIT_OK) goto done;
         }
     }
-    /* every f32 array gets a gradient / tangent the command can write out: zero if not given */
+    for (int i = 0; i < nb; i++) {
+        struct stat sb;
+        if (stat(b[i].value, &sb) == 0)
+            inputs[ninputs++] = (input_file){sb.st_dev, sb.st_ino, b[i].value, names[i], role[i] ? dsuffix : ""};
+    }
+    /* `dvm grad` with no seed at all computes only zero gradients: say how to give one
+     * (a warning: spec/cli.md keeps the form valid, gradients not given start at zero) */
+    if (mode == DVM_ADJOINT && nseeds == 0)
+        fprintf(stderr, "dvm: warning: no output seed, so every gradient is zero: give NAME.grad=FILE.npy or NAME.grad=1 "
+                        "for an output array\n");
+    /* every f32 array gets a gradient / tangent the command can write out: zero if not given,
+     * VALUE in every element if given as a number */
     for (int p = 0; p < np && mode != DVM_FORWARD; p++) {
         dvm_param_info pi;
         dvm_kernel_param(k, p, &pi);
         if (!pi.is_array || pi.dtype != DVM_F32 || !arr[p]) continue;
         if (!der[p]) {
-            int64_t shp[DVM_MAX_RANK];
+            int64_t shp[DVM_MAX_RANK], cnt = dvm_array_count(arr[p]);
             for (int a = 0; a < pi.rank; a++) shp[a] = dvm_array_dim(arr[p], a);
             if (dvm_array_create(ctx, DVM_F32, pi.rank, shp, &der[p]) != DVM_OK) {
                 ctx_error(ctx);
                 goto done;
+            }
+            if (has_seedv[p] && seedv[p] != 0.0f) {
+                float *fill = (float *)malloc((size_t)(cnt ? cnt : 1) * sizeof *fill);
+                if (!fill) goto done;
+                for (int64_t e = 0; e < cnt; e++) fill[e] = seedv[p];
+                dvm_status wst = dvm_array_write(ctx, der[p], fill, cnt);
+                free(fill);
+                if (wst != DVM_OK) {
+                    ctx_error(ctx);
+                    goto done;
+                }
             }
         }
         dvm_status st = mode == DVM_ADJOINT ? dvm_args_grad(ctx, args, pi.name, der[p]) : dvm_args_dual(ctx, args, pi.name, der[p]);
@@ -714,12 +928,33 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
     /* outputs: only now, after a successful launch */
     if (o.out) {
         if (make_dirs(o.out) != 0) goto done;
+        /* an output over an input file: warned about unless --in-place says it is meant (a
+         * warning: spec/cli.md keeps `--out DIR` writing every output, inputs included) */
+        for (int p = 0; p < np && !o.in_place; p++) {
+            dvm_param_info pi;
+            dvm_kernel_param(k, p, &pi);
+            for (int r = 0; r < 2; r++) {
+                if (!(r ? der[p] : arr[p])) continue;
+                char *path = out_path(o.out, pi.name, r ? dsuffix : "");
+                const input_file *in = path ? same_input(inputs, ninputs, path) : NULL;
+                if (in)
+                    fprintf(stderr, "dvm: warning: output %s replaces the input file %s (%s%s%s%s); pass --in-place if that is meant\n",
+                            path, in->path, in->arg ? "argument '" : "the program", in->arg ? in->arg : "", in->suffix,
+                            in->arg ? "'" : "");
+                free(path);
+            }
+        }
+        stage sg = {NULL, 0, 0};
         for (int p = 0; p < np; p++) {
             dvm_param_info pi;
             dvm_kernel_param(k, p, &pi);
-            if (arr[p] && write_npy(ctx, o.out, pi.name, "", arr[p]) != 0) goto done;
-            if (der[p] && write_npy(ctx, o.out, pi.name, dsuffix, der[p]) != 0) goto done;
+            if ((arr[p] && write_npy(ctx, &sg, o.out, pi.name, "", arr[p]) != 0) ||
+                (der[p] && write_npy(ctx, &sg, o.out, pi.name, dsuffix, der[p]) != 0)) {
+                stage_abort(&sg);
+                goto done;
+            }
         }
+        if (stage_commit(&sg) != 0) goto done;
     } else {
         /* a summary of what the launch produced: arrays it may write, and every gradient/tangent */
         const dvm_variant_desc *var = &k->kd->v[mode == DVM_TANGENT ? DVM_V_TANGENT : DVM_V_FORWARD];
@@ -748,6 +983,9 @@ done:
     }
     free(arr);
     free(der);
+    free(seedv);
+    free(has_seedv);
+    free(inputs);
     dvm_args_destroy(args);
     dvm_module_destroy(m);
     dvm_context_destroy(ctx);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
@@ -87,7 +88,7 @@ static int parse_shape(hdr *h, dvm_npy *a) {
         int64_t v = 0;
         while (h->i < h->n && h->s[h->i] >= '0' && h->s[h->i] <= '9') {
             v = v * 10 + (h->s[h->i] - '0');
-            if (v > ((int64_t)1 << 40)) return -3;
+            if (v > DVM_NPY_MAX_COUNT) return -3;
             h->i++;
         }
         if (a->rank >= DVM_NPY_MAX_RANK) return -2;
@@ -109,8 +110,11 @@ static void shape_str(const dvm_npy *a, char *buf, size_t len) {
     if (n < len) snprintf(buf + n, len - n, a->rank == 1 ? ",)" : ")");
 }
 
-int dvm_npy_parse(const void *buf, size_t len, const char *name, dvm_npy *out, char *err, size_t errlen) {
-    const unsigned char *b = (const unsigned char *)buf;
+/* Parses the magic, version and header dict at the start of b (len bytes, at least the
+ * whole header); sets out's dtype, rank, shape and count, *dstart to the data's offset and
+ * *need to its byte size. The element count and byte size are checked, never overflowed. */
+static int parse_header(const unsigned char *b, size_t len, const char *name, dvm_npy *out, size_t *dstart, size_t *need,
+                        char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (len < 10 || memcmp(b, npy_magic, 6) != 0)
         return fail(err, errlen, name, "not a .npy file (missing the \\x93NUMPY magic)");
@@ -126,6 +130,8 @@ int dvm_npy_parse(const void *buf, size_t len, const char *name, dvm_npy *out, c
     } else {
         return fail(err, errlen, name, "unsupported .npy format version %u.%u (expected 1.0, 2.0 or 3.0)", major, minor);
     }
+    if (hlen > DVM_NPY_MAX_HEADER)
+        return fail(err, errlen, name, "header of %zu bytes is longer than the limit of %d bytes", hlen, DVM_NPY_MAX_HEADER);
     if (hlen > len - hstart)
         return fail(err, errlen, name, "header length %zu runs past the end of the file (%zu bytes)", hlen, len);
     if (hlen == 0 || b[hstart + hlen - 1] != '\n')
@@ -187,62 +193,128 @@ int dvm_npy_parse(const void *buf, size_t len, const char *name, dvm_npy *out, c
         return fail(err, errlen, name, "unsupported dtype '%s' (expected '<f4' for f32 or '<i4' for i32)", descr);
     }
     if (fortran) return fail(err, errlen, name, "fortran_order is True (expected a C-order array; use numpy.ascontiguousarray)");
+    /* checked: each dimension is at most 2^40, but a product of two would overflow int64 */
     int64_t count = 1;
-    for (int k = 0; k < out->rank; k++) {
+    int empty = 0;
+    for (int k = 0; k < out->rank; k++) empty |= out->shape[k] == 0;
+    for (int k = 0; k < out->rank && !empty; k++) {
+        if (count > DVM_NPY_MAX_COUNT / out->shape[k]) {
+            char sh[160];
+            shape_str(out, sh, sizeof sh);
+            return fail(err, errlen, name, "shape %s is too large (more than 2^40 elements)", sh);
+        }
         count *= out->shape[k];
-        if (count > ((int64_t)1 << 40)) return fail(err, errlen, name, "shape is too large");
     }
-    out->count = count;
-    size_t dstart = hstart + hlen, have = len - dstart;
-    uint64_t need = (uint64_t)count * 4u;
-    if (have != need) {
-        char sh[128];
-        shape_str(out, sh, sizeof sh);
-        return fail(err, errlen, name, "%s data: shape %s of '%s' needs %llu bytes but the file holds %zu",
-                    have < need ? "truncated" : "extra bytes after the", sh, descr, (unsigned long long)need, have);
-    }
-    out->data = malloc(need ? (size_t)need : 1);
-    if (!out->data) return fail(err, errlen, name, "out of memory");
-    memcpy(out->data, b + dstart, (size_t)need);
+    out->count = empty ? 0 : count;
+    if ((uint64_t)out->count > (uint64_t)SIZE_MAX / 4u)
+        return fail(err, errlen, name, "shape of %lld elements is too large for this machine's memory", (long long)out->count);
+    *dstart = hstart + hlen;
+    *need = (size_t)out->count * 4u;
     return 0;
 }
 
+/* The data size must be exactly what the shape says. */
+static int check_data_size(const dvm_npy *a, const char *name, size_t need, uint64_t have, char *err, size_t errlen) {
+    if (have == need) return 0;
+    char sh[160];
+    shape_str(a, sh, sizeof sh);
+    return fail(err, errlen, name, "%s data: shape %s of '%s' needs %zu bytes but the file holds %llu",
+                have < need ? "truncated" : "extra bytes after the", sh, a->dtype == DVM_F32 ? "<f4" : "<i4", need,
+                (unsigned long long)have);
+}
+
+int dvm_npy_parse(const void *buf, size_t len, const char *name, dvm_npy *out, char *err, size_t errlen) {
+    const unsigned char *b = (const unsigned char *)buf;
+    size_t dstart = 0, need = 0;
+    if (parse_header(b, len, name, out, &dstart, &need, err, errlen)) return -1;
+    if (check_data_size(out, name, need, len - dstart, err, errlen)) return -1;
+    out->data = malloc(need ? need : 1);
+    if (!out->data) return fail(err, errlen, name, "out of memory");
+    memcpy(out->data, b + dstart, need);
+    return 0;
+}
+
+/* Reads only what the header says: the header (at most DVM_NPY_MAX_HEADER bytes), then
+ * exactly the data, after checking it against the file's size; never the whole file blindly. */
 int dvm_npy_read(const char *path, dvm_npy *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
     if (!f) return fail(err, errlen, path, "cannot open: %s", strerror(errno));
-    unsigned char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 65536;
-            unsigned char *nb = (unsigned char *)realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return fail(err, errlen, path, "out of memory");
-            }
-            buf = nb;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0) break;
+    unsigned char pre[12];
+    size_t n = fread(pre, 1, sizeof pre, f), dstart = 0, need = 0;
+    unsigned char *head = NULL;
+    int rc = -1;
+    if (ferror(f)) {
+        fail(err, errlen, path, "read error: %s", strerror(errno));
+        goto done;
     }
-    int bad = ferror(f);
+    /* the header's length, from the prefix (parse_header says what is wrong with a bad one) */
+    size_t hlen = n >= 10 ? ((size_t)pre[8] | (size_t)pre[9] << 8) : 0, hstart = 10;
+    if (n >= 12 && pre[6] != 1) {
+        hlen |= (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
+        hstart = 12;
+    }
+    if (hlen > DVM_NPY_MAX_HEADER) hlen = DVM_NPY_MAX_HEADER + 1; /* parse_header refuses it */
+    size_t hn = n < 10 ? n : hstart + (hlen <= DVM_NPY_MAX_HEADER ? hlen : 0);
+    if (hn < n) hn = n;
+    head = (unsigned char *)malloc(hn ? hn : 1);
+    if (!head) {
+        fail(err, errlen, path, "out of memory");
+        goto done;
+    }
+    memcpy(head, pre, n);
+    size_t got = n + (hn > n ? fread(head + n, 1, hn - n, f) : 0);
+    if (ferror(f)) {
+        fail(err, errlen, path, "read error: %s", strerror(errno));
+        goto done;
+    }
+    if (parse_header(head, got, path, out, &dstart, &need, err, errlen)) goto done;
+    /* the file must hold exactly the data: a regular file by its size, anything else by reading */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) &&
+        check_data_size(out, path, need, (uint64_t)sb.st_size < dstart ? 0 : (uint64_t)sb.st_size - dstart, err, errlen))
+        goto done;
+    if (got != dstart && fseek(f, (long)dstart, SEEK_SET) != 0) {
+        fail(err, errlen, path, "cannot seek to the data: %s", strerror(errno));
+        goto done;
+    }
+    out->data = malloc(need ? need : 1);
+    if (!out->data) {
+        fail(err, errlen, path, "out of memory (%zu bytes of data)", need);
+        goto done;
+    }
+    size_t r = need ? fread(out->data, 1, need, f) : 0;
+    if (ferror(f)) {
+        fail(err, errlen, path, "read error: %s", strerror(errno));
+        goto done;
+    }
+    if (r < need) {
+        check_data_size(out, path, need, r, err, errlen);
+        goto done;
+    }
+    if (fgetc(f) != EOF) {
+        check_data_size(out, path, need, (uint64_t)need + 1, err, errlen);
+        goto done;
+    }
+    rc = 0;
+done:
+    if (rc) dvm_npy_free(out);
+    free(head);
     fclose(f);
-    int rc = bad ? fail(err, errlen, path, "read error") : dvm_npy_parse(buf, n, path, out, err, errlen);
-    free(buf);
     return rc;
 }
 
-int dvm_npy_write(const char *path, dvm_dtype dtype, int rank, const int64_t *shape, const void *data,
-                  char *err, size_t errlen) {
+int dvm_npy_write_stream(FILE *f, const char *path, dvm_dtype dtype, int rank, const int64_t *shape, const void *data,
+                         char *err, size_t errlen) {
     if (rank < 0 || rank > DVM_NPY_MAX_RANK) return fail(err, errlen, path, "bad rank %d", rank);
     char dict[1024];
     size_t n = (size_t)snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
                                 dtype == DVM_F32 ? "<f4" : "<i4");
     int64_t count = 1;
     for (int k = 0; k < rank; k++) {
+        if (shape[k] < 0 || (shape[k] && count > DVM_NPY_MAX_COUNT / shape[k]))
+            return fail(err, errlen, path, "shape dimension %d (%lld) is negative or makes the array too large", k,
+                        (long long)shape[k]);
         n += (size_t)snprintf(dict + n, sizeof dict - n, k ? ", %lld" : "%lld", (long long)shape[k]);
         count *= shape[k];
     }
@@ -260,13 +332,20 @@ int dvm_npy_write(const char *path, dvm_dtype dtype, int rank, const int64_t *sh
     memcpy(head + 10, dict, n);
     memset(head + 10 + n, ' ', hlen - n - 1);
     head[total - 1] = '\n';
-    FILE *f = fopen(path, "wb");
-    if (!f) return fail(err, errlen, path, "cannot create: %s", strerror(errno));
     int ok = fwrite(head, 1, total, f) == total;
     if (ok && count > 0) ok = fwrite(data, 4, (size_t)count, f) == (size_t)count;
-    if (fclose(f) != 0) ok = 0;
+    if (ok) ok = fflush(f) == 0;
     if (!ok) return fail(err, errlen, path, "write failed: %s", strerror(errno));
     return 0;
+}
+
+int dvm_npy_write(const char *path, dvm_dtype dtype, int rank, const int64_t *shape, const void *data,
+                  char *err, size_t errlen) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return fail(err, errlen, path, "cannot create: %s", strerror(errno));
+    int rc = dvm_npy_write_stream(f, path, dtype, rank, shape, data, err, errlen);
+    if (fclose(f) != 0 && rc == 0) rc = fail(err, errlen, path, "write failed: %s", strerror(errno));
+    return rc;
 }
 
 void dvm_npy_free(dvm_npy *a) {
