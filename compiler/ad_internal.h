@@ -27,6 +27,14 @@ typedef struct ad_ctx {
     const ir_stmt **first; /* the textually first site, when it is outside loops: the value
                               it overwrites was never defined, so it needs no push */
     int *deriv;            /* primal var -> adjoint (or tangent) var, -1 */
+    /* useful assignments: the value they give may reach a gradient (autodiff.c, find_useful);
+       keys of an open-addressing set, and the live-in sets of loops, kept between visits */
+    const ir_stmt **useful;
+    size_t nuseful, capuseful;
+    const ir_stmt **lkey;
+    uint64_t **lset;
+    size_t nloops, caploops;
+    int nwords;            /* 64-bit words of a set of variables */
     int *stk;              /* var -> its adstack, -1 */
     ir_stack *stacks;
     int nstacks, capstacks;

@@ -4,6 +4,7 @@
  * forward sweep that pushes every overwritten value the reverse sweep needs, then a reverse
  * sweep that pops them back ("restore on pop") while it accumulates adjoints. */
 #include "ad_internal.h"
+#include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- building IR */
@@ -417,6 +418,154 @@ int ad_active(const ad_ctx *c, const ir_expr *e) {
     }
 }
 
+/* ---------------------------------------------------------------- useful assignments */
+/* An assignment `v = e` (v adjointable) is useful when the value it gives may reach a
+ * gradient: read, on some path, by an f32 store or += to an f32 array, or by another useful
+ * assignment (backward liveness of the adjointable variables, to a fixed point over loops).
+ * Only useful ones reset v's adjoint and propagate it into e, and only their reads keep
+ * stacks. A useless one's adjoint is zero (no use of its value adds to it, and each use's
+ * reaching definitions are useful, so they reset it), but its partial derivatives are
+ * evaluated at its own primal values, which may be inf or NaN where nothing reads them (a
+ * variable that overflows and feeds no output): -0.0 * inf is NaN, and it would flow on into
+ * its operands' adjoints and from there into the gradients. */
+static size_t stab_slot(const ir_stmt *const *key, size_t cap, const ir_stmt *s) {
+    size_t h = (size_t)(((uint64_t)(uintptr_t)s >> 4) * 0x9E3779B97F4A7C15ull >> 17) & (cap - 1);
+    while (key[h] && key[h] != s) h = (h + 1) & (cap - 1);
+    return h;
+}
+/* grows a table (keys, and values when val is not NULL) to hold one more, at most half full */
+static int stab_grow(ad_ctx *c, const ir_stmt ***key, uint64_t ***val, size_t n, size_t *cap) {
+    if (2 * (n + 1) <= *cap) return 0;
+    size_t nc = *cap ? 2 * *cap : 64;
+    const ir_stmt **k = ad_alloc(c, sizeof *k * nc);
+    uint64_t **v = val ? ad_alloc(c, sizeof *v * nc) : NULL;
+    if (c->oom) return -1;
+    for (size_t i = 0; i < *cap; i++) {
+        if (!(*key)[i]) continue;
+        size_t h = stab_slot(k, nc, (*key)[i]);
+        k[h] = (*key)[i];
+        if (val) v[h] = (*val)[i];
+    }
+    *key = k;
+    if (val) *val = v;
+    *cap = nc;
+    return 0;
+}
+static int useful(const ad_ctx *c, const ir_stmt *s) {
+    return c->capuseful && c->useful[stab_slot(c->useful, c->capuseful, s)] == s;
+}
+static void set_useful(ad_ctx *c, const ir_stmt *s) {
+    if (useful(c, s) || stab_grow(c, &c->useful, NULL, c->nuseful, &c->capuseful)) return;
+    c->useful[stab_slot(c->useful, c->capuseful, s)] = s;
+    c->nuseful++;
+}
+/* the live-in set a loop reached at its last visit (zero at the first): the fixed point of
+ * the next visit, whose live-out only grows, starts there, so nested loops cost no more
+ * passes than their sets grow */
+static uint64_t *loop_set(ad_ctx *c, const ir_stmt *s) {
+    size_t h = c->caploops ? stab_slot(c->lkey, c->caploops, s) : 0;
+    if (c->caploops && c->lkey[h] == s) return c->lset[h];
+    uint64_t *set = ad_alloc(c, sizeof(uint64_t) * (size_t)c->nwords);
+    if (c->oom || stab_grow(c, &c->lkey, &c->lset, c->nloops, &c->caploops)) return NULL;
+    h = stab_slot(c->lkey, c->caploops, s);
+    c->lkey[h] = s;
+    c->lset[h] = set;
+    c->nloops++;
+    return set;
+}
+/* adds to L the variables whose adjoints ad_prop(e) would reach */
+static void use_vars(const ad_ctx *c, const ir_expr *e, uint64_t *L) {
+    if (!e || e->type != DVM_T_F32) return;
+    switch (e->kind) {
+    case IR_VAR:
+        if (e->var >= 0 && e->var < c->nv1 && adjointable(c, e->var)) L[e->var >> 6] |= 1ull << (e->var & 63);
+        return;
+    case IR_LOAD: case IR_CONST: case IR_SHAPE: return;
+    case IR_SELECT: case IR_COND: use_vars(c, e->b, L); use_vars(c, e->c, L); return;
+    default: use_vars(c, e->a, L); use_vars(c, e->b, L); return;
+    }
+}
+static int is_f32_slot(const ad_ctx *c, int slot);
+static void live_block(ad_ctx *c, const ir_block *b, uint64_t *L);
+/* L: the variables live after s (their value may reach a gradient); becomes those live before */
+static void live_stmt(ad_ctx *c, const ir_stmt *s, uint64_t *L) {
+    int nw = c->nwords;
+    switch (s->kind) {
+    case IR_ASSIGN: {
+        int v = s->var;
+        if (v < 0 || v >= c->nv1 || !adjointable(c, v)) return;
+        int live = (L[v >> 6] >> (v & 63)) & 1;
+        L[v >> 6] &= ~(1ull << (v & 63));
+        if (live) {
+            set_useful(c, s);
+            use_vars(c, s->e, L);
+        }
+        return;
+    }
+    case IR_STORE:
+    case IR_ATOMIC:
+        if (is_f32_slot(c, s->slot) && (s->kind == IR_STORE || s->op == DVM_OP_ATOMADDF)) use_vars(c, s->e, L);
+        return;
+    case IR_IF: {
+        uint64_t *o = malloc(sizeof(uint64_t) * (size_t)nw);
+        if (!o) {
+            c->oom = 1;
+            return;
+        }
+        memcpy(o, L, sizeof(uint64_t) * (size_t)nw);
+        live_block(c, &s->body, L);
+        live_block(c, &s->orelse, o);
+        for (int w = 0; w < nw; w++) L[w] |= o[w];
+        free(o);
+        return;
+    }
+    case IR_WHILE:
+    case IR_FOR: { /* head = out | live-in(body, head): the body may run 0 or more times */
+        uint64_t *head = loop_set(c, s), *t = malloc(sizeof(uint64_t) * (size_t)nw);
+        if (!head || !t) {
+            free(t);
+            c->oom = 1;
+            return;
+        }
+        for (int w = 0; w < nw; w++) head[w] |= L[w];
+        for (int changed = 1; changed && !c->oom;) {
+            memcpy(t, head, sizeof(uint64_t) * (size_t)nw);
+            live_block(c, &s->body, t);
+            changed = 0;
+            for (int w = 0; w < nw; w++) {
+                changed |= (t[w] & ~head[w]) != 0;
+                head[w] |= t[w];
+            }
+        }
+        memcpy(L, head, sizeof(uint64_t) * (size_t)nw);
+        free(t);
+        return;
+    }
+    default:
+        return;
+    }
+}
+static void live_block(ad_ctx *c, const ir_block *b, uint64_t *L) {
+    for (int i = b->n - 1; i >= 0 && !c->oom; i--) live_stmt(c, b->s[i], L);
+}
+/* the tops in reverse order from the end, where nothing is live (globals are no outputs);
+ * a parallel body runs 0 or more times, each iteration with its own locals */
+static void find_useful(ad_ctx *c, const ir_top *pre, int nt) {
+    c->nwords = c->nv1 / 64 + 1;
+    uint64_t *L = ad_alloc(c, sizeof(uint64_t) * (size_t)c->nwords);
+    uint64_t *b = ad_alloc(c, sizeof(uint64_t) * (size_t)c->nwords);
+    if (c->oom) return;
+    for (int t = nt - 1; t >= 0 && !c->oom; t--) {
+        if (pre[t].parallel) {
+            memcpy(b, L, sizeof(uint64_t) * (size_t)c->nwords);
+            live_block(c, &pre[t].body, b);
+            for (int w = 0; w < c->nwords; w++) L[w] |= b[w];
+        } else if (pre[t].stmt) {
+            live_stmt(c, pre[t].stmt, L);
+        }
+    }
+}
+
 static void mark_reads(ad_ctx *c, const ir_expr *e) {
     if (!e) return;
     if (e->kind == IR_VAR && e->var >= 0 && e->var < c->nv1) c->rread[e->var] = 1;
@@ -439,7 +588,7 @@ static void analyse_stmt(ad_ctx *c, const ir_stmt *s, int loop, int par) {
     switch (s->kind) {
     case IR_ASSIGN:
         site(c, s->var, loop, s->e, s);
-        if (adjointable(c, s->var) && ad_active(c, s->e)) mark_reads(c, s->e);
+        if (useful(c, s) && ad_active(c, s->e)) mark_reads(c, s->e);
         break;
     case IR_STORE:
     case IR_ATOMIC:
@@ -603,7 +752,7 @@ static void gen_stmt(ad_ctx *c, const ir_stmt *s, ir_block *fwd, ir_block *rev) 
         int st = needs_stack(c, s->var) && c->first[s->var] != s ? var_stack(c, s->var) : -1;
         if (st >= 0) ad_push_stmt(c, fwd, st_push(c, st, ad_var(c, s->var), s->line));
         ad_push_stmt(c, fwd, (ir_stmt *)s);
-        if (adjointable(c, s->var)) {
+        if (useful(c, s)) { /* a useless one only restores v (no adjoint: find_useful) */
             int a = adj_of(c, s->var);
             int top = c->tmptop;
             ir_expr *t = NULL;
@@ -834,6 +983,8 @@ static int adjoint(ad_ctx *c) {
     c->stk = ad_alloc(c, sizeof(int) * nv);
     if (c->oom) return -1;
     for (int i = 0; i < c->nv1; i++) c->deriv[i] = c->stk[i] = -1;
+    find_useful(c, pre, nt);
+    if (c->oom) return -1;
     for (int t = 0; t < nt; t++) {
         if (pre[t].parallel) {
             analyse_block(c, &pre[t].body, 0, 1);

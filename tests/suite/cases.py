@@ -1482,3 +1482,97 @@ kernel rec(x: f32[n, m], y: f32[n, m]):
         for j in range(1, m):
             y[i, j] = y[i, j - 1] * x[i, j]
 ''', 'rec', {'x': F(3, 4), 'y': F(3, 4)}, _recurrence)
+
+# ---------------------------------------------------------------- values that reach no gradient
+# Assignments whose value reaches no output get no reverse work (compiler/autodiff.c,
+# find_useful): their partial derivatives, evaluated at values that overflow to inf or NaN
+# where nothing reads them, would turn a zero adjoint into NaN (0 * inf). Each case below
+# gave NaN gradients before; the first also overflowed v0's adstack at the default capacity.
+def _dead_wfw(d):
+    for i in range(len(d['a'].data)):
+        d['L'][0] += 1.0  # v0 and v1 feed nothing: L does not depend on p
+case('dead_nan_while_for_while', '''
+kernel k(p: f32[m], a: i32[n], L: f32[1]):
+    for i in range(n):
+        v1 = p[1]
+        it2 = 0
+        while v1 < 1.59 and it2 < a[i] + 2:
+            it2 += 1
+            for j in range(a[i]):
+                it9 = 0
+                while v1 < 1.57 and it9 < a[i] + 2:
+                    it9 += 1
+                    v1 = v1 * 1.25 + 0.1
+                    v0 = sqrt((v1 - p[(j + 1) % m]) * (v1 - p[(j + 1) % m]) + 0.5)
+                    v0 = (v0 / (1.0 + v0 * v0)) / (1.0 + (v0 / (1.0 + v0 * v0)) * (v0 / (1.0 + v0 * v0)))
+        L[0] += 1.0
+''', 'k', {'p': Arr('f4', (3,), [-0.18138, -0.92246, 0.68435]), 'a': Arr('i4', (3,), [3, 5, 1]),
+          'L': Arr('f4', (1,), [0.0])}, _dead_wfw, grad=True)
+
+
+def _dead_def(d):
+    for i in range(len(d['x'])):
+        d['y'][i] = d['x'][i] * 2.0
+case('dead_nan_overwritten_def', '''
+kernel k(x: f32[n], y: f32[n]):
+    for i in range(n):
+        v = 1.0 / (x[i] - x[i])
+        v = x[i] * 2.0
+        y[i] = v
+''', 'k', {'x': F(8), 'y': F(8)}, _dead_def, grad=True)
+
+
+def _dead_global(d):
+    g = d['x'][0]
+    for i in range(len(d['x'])):
+        d['y'][i] = d['x'][i] * g
+case('dead_nan_serial_global', '''
+kernel k(x: f32[n], y: f32[n]):
+    g = x[0]
+    h = sqrt(g - g - 1.0)
+    for i in range(n):
+        y[i] = x[i] * g
+''', 'k', {'x': F(8), 'y': F(8)}, _dead_global, grad=True)
+
+
+def _dead_in_branches(d):
+    for i in range(len(d['x'])):
+        d['y'][i] = d['x'][i] * d['x'][i] + d['x'][i] * 3.0
+case('dead_nan_under_loop_and_if', '''
+kernel k(x: f32[n], c: i32[n], y: f32[n]):
+    for i in range(n):
+        s = x[i]
+        for j in range(c[i]):
+            s = s * 10.0
+            t = s * s
+            w = t / t
+        v = x[i]
+        if x[i] > -0.5:
+            u = log(x[i] - 2.0)
+            u = u * u
+        y[i] = v * v + x[i] * 3.0
+''', 'k', {'x': F(8), 'c': I(8, lo=0, hi=60), 'y': F(8)}, _dead_in_branches, grad=True)
+
+
+def _dead_fwf(d):
+    for i in range(len(d['x'])):
+        v = d['x'][i]
+        for j in range(d['c'][i]):
+            for _ in range(d['c'][i]):
+                v = v * 0.5 + 1.0
+        d['y'][i] = v
+case('dead_nan_for_while_for', '''
+kernel k(x: f32[n], c: i32[n], y: f32[n]):
+    for i in range(n):
+        v = x[i]
+        w = x[i]
+        for j in range(c[i]):
+            it = 0
+            while it < c[i]:
+                it += 1
+                for q in range(3):
+                    w = w * 1e10
+                    u = w / (w * w)
+                v = v * 0.5 + 1.0
+        y[i] = v
+''', 'k', {'x': F(8), 'c': I(8, lo=0, hi=5), 'y': F(8)}, _dead_fwf, grad=True)
