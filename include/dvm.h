@@ -39,9 +39,9 @@ typedef enum dvm_mode {
     DVM_FORWARD = 0, /* the kernel itself */
     DVM_ADJOINT = 1, /* reverse mode: runs the kernel (arrays hold its inputs, as for
                         DVM_FORWARD), then its adjoint, which adds dL/dx into every gradient.
-                        The adjoint reads primal arrays as they were BEFORE this launch (the
-                        host's snapshot), so in-place updates like y[i] = y[i] * y[i] get
-                        exact gradients. */
+                        The reverse of each top-level statement reads the arrays as they were
+                        when that statement ran, so in-place updates and arrays passed from
+                        one statement to the next get exact gradients (docs/autodiff.md). */
     DVM_TANGENT = 2  /* forward mode: primal outputs and their tangents */
 } dvm_mode;
 
@@ -154,6 +154,37 @@ typedef struct dvm_launch_stats {
  * arrays hold what they held before the call. `stats` may be NULL. */
 dvm_status dvm_launch(dvm_context *ctx, const dvm_kernel *k, dvm_args *args,
                       const dvm_launch_opts *opts, dvm_launch_stats *stats);
+
+/* ---- tapes: gradients through a sequence of launches (docs/autodiff.md, "Tapes") ---- */
+typedef struct dvm_tape dvm_tape;
+typedef struct dvm_tape_stats {
+    int forward_launches;  /* launches backward ran forward again (checkpointing) */
+    int adjoint_launches;
+    int checkpoints;       /* checkpoints the budget allowed besides the initial state */
+    int64_t saved_bytes;   /* copies the tape holds between launches and backward */
+    int64_t work_bytes;    /* the working state backward allocates (outside the budget) */
+} dvm_tape_stats;
+/* memory_budget: 0 keeps a copy of every array a recorded launch overwrites (no recomputation);
+ * > 0 keeps at most that many bytes: the arrays' contents before the first launch that writes
+ * them, then checkpoints during backward, recomputing launches between them (binomial
+ * schedule). The gradients are the same. */
+dvm_status dvm_tape_create(dvm_context *ctx, int64_t memory_budget, dvm_tape **out);
+void dvm_tape_destroy(dvm_tape *t);
+/* Runs a forward launch of k (as dvm_launch with DVM_FORWARD) and records it with its
+ * bindings (args may be rebound or destroyed afterwards). A recorded array must not be changed
+ * other than by recorded launches until backward. Fails, recording nothing, like dvm_launch,
+ * and for a kernel without an adjoint. */
+dvm_status dvm_tape_launch(dvm_tape *t, const dvm_kernel *k, dvm_args *args);
+/* Binds the gradient array of an f32 array (its shape): backward adds dL/d(a's value before
+ * the first recorded launch) into it; what it holds before backward is the seed of a's final
+ * value. Arrays without one get a zeroed gradient of their own during backward. */
+dvm_status dvm_tape_grad(dvm_tape *t, dvm_array *a, dvm_array *grad);
+/* Runs every recorded launch's adjoint, the last first, each on the arrays as they were when
+ * it ran; the arrays themselves keep their final values. `stats` may be NULL. */
+dvm_status dvm_tape_backward(dvm_tape *t, dvm_tape_stats *stats);
+/* Forgets the records and the gradient bindings (the copies are freed). */
+void dvm_tape_reset(dvm_tape *t);
+int dvm_tape_count(const dvm_tape *t);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,10 @@
+# The tape of launches (vm/tape.c): 1000 mass-spring steps, an unbounded tape against a
+# budgeted one (binomial checkpointing) and finite differences; on the CPU, and on Vulkan and
+# CUDA where a device exists (77: skipped, never passed).
+add_executable(test_tape tests/test_tape.c)
+target_link_libraries(test_tape PRIVATE dvm m)
+foreach(be cpu vulkan cuda hip)
+  add_test(NAME tape_${be} COMMAND test_tape ${be})
+  set_tests_properties(tape_${be} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+endforeach()
+set_tests_properties(tape_vulkan PROPERTIES LABELS nosan)
