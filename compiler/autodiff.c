@@ -223,6 +223,16 @@ static void rchk_expr(rchk *r, const ir_expr *e) {
     rchk_expr(r, e->c);
 }
 static void rchk_block(rchk *r, const ir_block *b);
+/* every store and atomic of b, nested ones included */
+static void rchk_mark(rchk *r, const ir_block *b) {
+    for (int i = 0; i < b->n; i++) {
+        const ir_stmt *s = b->s[i];
+        if ((s->kind == IR_STORE || s->kind == IR_ATOMIC) && s->slot >= 0 && s->slot < r->c->nfslots && !r->stored[s->slot])
+            r->stored[s->slot] = s;
+        rchk_mark(r, &s->body);
+        rchk_mark(r, &s->orelse);
+    }
+}
 static void rchk_stmt(rchk *r, const ir_stmt *s) {
     for (int i = 0; i < s->nidx; i++) rchk_expr(r, s->idx[i]);
     rchk_expr(r, s->e);
@@ -238,8 +248,9 @@ static void rchk_stmt(rchk *r, const ir_stmt *s) {
         break;
     case IR_WHILE:
     case IR_FOR:
-        /* twice: a read in a later iteration follows the stores of an earlier one */
-        rchk_block(r, &s->body);
+        /* a read in a later iteration follows the stores of an earlier one: the body's stores
+           count from its start (marked first, so each body is walked once per level) */
+        rchk_mark(r, &s->body);
         rchk_block(r, &s->body);
         break;
     default:
