@@ -74,6 +74,6 @@ foreach(be cpu vulkan cuda hip)
   endif()
   add_test(NAME grad_fuzz_${be} COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/suite/grad_fuzz.py
            --dvm $<TARGET_FILE:dvm_cli> --backend ${be} --count ${n} --features ${DVM_GRAD_FUZZ_FEATURES})
-  set_tests_properties(grad_fuzz_${be} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+  set_tests_properties(grad_fuzz_${be} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 endforeach()
 set_tests_properties(grad_fuzz_vulkan PROPERTIES LABELS nosan)

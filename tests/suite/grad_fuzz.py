@@ -29,7 +29,8 @@ Features (--features a,b,c; default: every feature this dvm compiles):
   math      sin cos tanh, exp of bounded arguments, sqrt(x*x + c), division by 1 + x*x
   stages    several parallel loops passing data through a scratch array (tmp[i] = ...; later
             out[i] = tmp[(i + 1) % n] * ...)
-  accum     an accumulator `acc[0] += ...` read by a later parallel loop
+  accum     an accumulator `acc[0] += ...` read by a later parallel loop (or by a serial
+            statement after the loops); with stages / inplace, `tmp[i] += ...`, `u[i] += ...`
   serial    serial top-level statements (`total[0] = 0.0`, `g = tanh(x[0] + s)` read by loops)
   inplace   in-place updates `u[i] = sin(u[i]) * 0.9 + ...`
   recur     a serial recurrence through an array in one iteration: y[i, j] = y[i, j - 1] * ...
@@ -552,7 +553,11 @@ class Gen:
                 body.append(pb + f'    y[i, {j}] = tanh(y[i, {j} - 1] * x2[i, {j}] + {e})')
             if s == u_stage:
                 e, b = self.bexpr(ctx, 1)
-                body.append(pb + f'u[i] = {self.squash(f"sin(u[i]) * 0.9 + {e}", 0.9 + b)[0]}')
+                if on('accum') and rng.random() < 0.3:
+                    # an element accumulated in place (no plain store), read by later loops
+                    body.append(pb + f'u[i] += {self.squash(f"sin(u[i]) * 0.5 + {e}", 0.5 + b)[0]}')
+                else:
+                    body.append(pb + f'u[i] = {self.squash(f"sin(u[i]) * 0.9 + {e}", 0.9 + b)[0]}')
             # the data earlier stages (or earlier time steps) left: read it here, mostly, so
             # that the multi-stage features are exercised and not just declared
             carried = [arr for arr, (kind, _) in readable.items() if arr not in ('x', 'x2') and kind != 'own']
@@ -561,7 +566,11 @@ class Gen:
                 for r in carried:
                     if rng.random() < 0.7:
                         e, b = self.squash(f'{e} + tanh({self.read(ctx, r)[0]}) * 0.5', b + 0.5)
-                body.append(pb + f'{arr}[i] = {e}')
+                op = '+=' if arr == 'tmp' and on('accum') and rng.random() < 0.4 else '='
+                body.append(pb + f'{arr}[i] {op} {e}')
+        if 'acc' in arrays and rng.random() < 0.3:
+            # a serial statement reading the accumulator after the parallel loops
+            body.append(top + 'acc[0] = tanh(acc[0]) * 0.5 + x[0]')
         if on('serial') and rng.random() < 0.3:
             body.append(top + 'total[0] = total[0] * 0.5 + x[0]')
         params = [f'{a}: {t}[{", ".join(sh)}]' for a, (t, sh) in arrays.items()] + ['k: i32', 's: f32']
