@@ -54,3 +54,20 @@ set_property(TEST nofail_fuzz_vulkan APPEND PROPERTY ENVIRONMENT DVM_NOFAIL_COUN
 set(DVM_PART_FUZZ ${CMAKE_CURRENT_SOURCE_DIR}/tests/suite/partition_fuzz.py)
 add_test(NAME partition_fuzz_cpu_lanes COMMAND ${Python3_EXECUTABLE} ${DVM_PART_FUZZ} --dvm $<TARGET_FILE:dvm_cli> --backend cpu --seed 7)
 set_tests_properties(partition_fuzz_cpu_lanes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 ENVIRONMENT DVM_CPU_LANES=1)
+
+# Random differentiable kernels (dynamic and while loops, if/elif/else, break/continue, helpers,
+# nonlinear math, several stages, in-place updates, serial statements) through run, grad and
+# jvp, against a dual-number reference in Python over the same program (tests/suite/grad_fuzz.py).
+# Every feature this dvm compiles is on (grad_fuzz.py drops `timeloop` while it does not parse);
+# a refusal is not a failure, a wrong gradient is. `grad_fuzz.py --always FEATURE` gives the
+# counts of one feature (bench/RESULTS.md).
+foreach(be cpu vulkan cuda hip)
+  set(n 300)
+  if(NOT be STREQUAL "cpu")
+    set(n 60)
+  endif()
+  add_test(NAME grad_fuzz_${be} COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/suite/grad_fuzz.py
+           --dvm $<TARGET_FILE:dvm_cli> --backend ${be} --count ${n})
+  set_tests_properties(grad_fuzz_${be} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+endforeach()
+set_tests_properties(grad_fuzz_vulkan PROPERTIES LABELS nosan)
