@@ -49,6 +49,9 @@ typedef struct ad_ctx {
     int cur_top;           /* top being generated (-1 serial) */
     int replay;            /* the forward sweep also runs the stores, atomics and asserts: the
                               adjoint of serial top-level code is that code's only run */
+    unsigned char *restore; /* per forward top and slot (top * nfslots + slot): the parallel
+                              top reads back what it stores into the slot, so its reverse
+                              replays those stores and restores them (autodiff.c, rchk) */
     int *tmps[2];          /* f32 temporaries: [0] serial (IR_GLOBAL), [1] parallel (IR_LOCAL) */
     int ntmps[2], captmps[2], tmptop;
     /* sizer */

@@ -193,12 +193,15 @@ static void reg_loop(ad_ctx *c, ad_loop **arr, int *n, int *cap, const ir_stmt *
 /* ---------------------------------------------------------------- reads after stores within a statement */
 /* Each top-level statement's reverse sweep sees the arrays as they were before that statement
  * ran (vm/launch.c versions them between statements). A value that one statement stores (or
- * accumulates into) and then reads back itself is not among them: the adjoint refuses such a
- * kernel (k->no_adjoint; `run` and `jvp` are unaffected). */
+ * accumulates into) and then reads back itself is not among them. In a parallel loop the
+ * reverse of each iteration replays those stores, saving what each overwrote, and restores it
+ * on the way back (gen_stmt, c->restore); serial code that does it gets no adjoint
+ * (k->no_adjoint; `run` and `jvp` are unaffected). */
 typedef struct rchk {
     ad_ctx *c;
     const ir_stmt **stored; /* per forward slot: the first store or atomic of this statement */
     const char *why;        /* the first refusal */
+    unsigned char *restore; /* a parallel top: per slot, read after a store (no refusal) */
 } rchk;
 
 static void rchk_expr(rchk *r, const ir_expr *e) {
@@ -206,7 +209,9 @@ static void rchk_expr(rchk *r, const ir_expr *e) {
     if (e->kind == IR_LOAD) {
         for (int i = 0; i < e->nidx; i++) rchk_expr(r, e->idx[i]);
         const ir_stmt *st = e->slot >= 0 && e->slot < r->c->nfslots ? r->stored[e->slot] : NULL;
-        if (st && !r->why) {
+        if (st && r->restore) {
+            r->restore[e->slot] = 1;
+        } else if (st && !r->why) {
             const ir_kernel *k = r->c->k;
             r->why = dvm_arena_printf(r->c->A,
                                       "%d:%d: error: kernel '%s' has no gradient: '%s' is read after a %s to it at %d:%d "
@@ -262,11 +267,15 @@ static void rchk_block(rchk *r, const ir_block *b) {
 }
 static const char *reads_after_stores(ad_ctx *c) {
     const ir_variant *f = &c->k->v[DVM_V_FORWARD];
-    rchk r = {c, ad_alloc(c, sizeof(ir_stmt *) * (size_t)(f->nslots + 1)), NULL};
+    rchk r = {c, ad_alloc(c, sizeof(ir_stmt *) * (size_t)(f->nslots + 1)), NULL, NULL};
+    c->restore = ad_alloc(c, (size_t)f->ntops * (size_t)f->nslots + 1);
     if (c->oom) return NULL;
     for (int t = 0; t < f->ntops && !r.why; t++) {
         const ir_top *tp = &f->tops[t];
         memset(r.stored, 0, sizeof(ir_stmt *) * (size_t)(f->nslots + 1));
+        /* a parallel iteration's reverse replays its own stores (each iteration owns what it
+           reads back: anything else is a race); serial code is refused */
+        r.restore = tp->parallel ? c->restore + (size_t)t * (size_t)f->nslots : NULL;
         if (tp->parallel) {
             for (int d = 0; d < tp->ndim; d++) rchk_expr(&r, tp->stop[d]);
             for (int d = 0; d < tp->ndim; d++) rchk_expr(&r, tp->start[d]);
@@ -756,6 +765,36 @@ static const ad_loop *find_loop(const ad_loop *arr, int n, const ir_stmt *s) {
     return NULL;
 }
 
+/* A store or atomic of a parallel top into a slot that the top reads back (c->restore): the
+   forward sweep saves the element's value and stores again, so that later reads see what the
+   forward saw; the reverse, first thing at this statement, puts the saved value back, so that
+   the rules of this statement and of those before it read the element as it was then. The
+   arrays the reverse runs on are the host's copy from before the statement (vm/launch.c), so
+   a thread writes only copies, and each iteration leaves it as it found it. */
+static void replay_store(ad_ctx *c, const ir_stmt *s, ir_block *fwd, ir_block *rev) {
+    if (!c->par || c->cur_top < 0 || !c->restore || s->slot < 0 || s->slot >= c->nfslots ||
+        !c->restore[(size_t)c->cur_top * (size_t)c->nfslots + (size_t)s->slot])
+        return;
+    const ir_kernel *k = c->k;
+    const int type = k->params[k->v[DVM_V_FORWARD].slots[s->slot].param].type;
+    const char *aname = k->params[k->v[DVM_V_FORWARD].slots[s->slot].param].name;
+    ir_expr *old = ad_ex(c, IR_LOAD, type, s->line, s->col);
+    old->slot = s->slot;
+    old->nidx = s->nidx;
+    for (int i = 0; i < s->nidx; i++) old->idx[i] = s->idx[i];
+    int st = new_stack(c, type, -1, dvm_arena_printf(c->A, "element of '%s' stored at line %d", aname, s->line), s->line);
+    int v = hidden(c, dvm_arena_printf(c->A, "element of '%s' stored at line %d", aname, s->line), type, s->line);
+    ad_push_stmt(c, fwd, st_push(c, st, old, s->line));
+    ad_push_stmt(c, fwd, (ir_stmt *)s);
+    ad_push_stmt(c, rev, st_pop(c, st, v, s->line));
+    ir_stmt *put = ad_st(c, IR_STORE, s->line, s->col);
+    put->slot = s->slot;
+    put->nidx = s->nidx;
+    for (int i = 0; i < s->nidx; i++) put->idx[i] = s->idx[i];
+    put->e = ad_var(c, v);
+    ad_push_stmt(c, rev, put);
+}
+
 /* One statement: its forward-sweep code goes to fwd, its reverse-sweep code to rev. */
 static void gen_stmt(ad_ctx *c, const ir_stmt *s, ir_block *fwd, ir_block *rev) {
     switch (s->kind) {
@@ -781,6 +820,7 @@ static void gen_stmt(ad_ctx *c, const ir_stmt *s, ir_block *fwd, ir_block *rev) 
     }
     case IR_STORE: /* the stage's forward stored; its seed moves into e */
         if (c->replay) ad_push_stmt(c, fwd, (ir_stmt *)s);
+        replay_store(c, s, fwd, rev);
         if (is_f32_slot(c, s->slot)) {
             int top = c->tmptop;
             ir_expr *ld = ad_ex(c, IR_LOAD, DVM_T_F32, s->line, s->col);
@@ -800,6 +840,7 @@ static void gen_stmt(ad_ctx *c, const ir_stmt *s, ir_block *fwd, ir_block *rev) 
         return;
     case IR_ATOMIC:
         if (c->replay) ad_push_stmt(c, fwd, (ir_stmt *)s);
+        replay_store(c, s, fwd, rev);
         if (s->op == DVM_OP_ATOMADDF && is_f32_slot(c, s->slot) && ad_active(c, s->e)) {
             int top = c->tmptop;
             ir_expr *ld = ad_ex(c, IR_LOAD, DVM_T_F32, s->line, s->col);

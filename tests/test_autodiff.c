@@ -971,14 +971,16 @@ static void test_break_sizing(void) {
     check_kernel("break sizing", in, sc, gen_default, 1e-6);
 }
 
-/* a read after a store to the same array within one top-level statement leaves the kernel
-   without an adjoint, with the place of the store; the forward and the tangent remain */
+/* a read after a store to the same array within one serial top-level statement leaves the
+   kernel without an adjoint, with the place of the store; the forward and the tangent remain */
 static void test_reject(void) {
     kernel("reject");
     int n = sym("n");
     int x = arr("x", DVM_T_F32, 1, SYM(n)), y = arr("y", DVM_T_F32, 1, SYM(n));
-    int i = PIDX("i"), j = L("j", DVM_T_I32);
-    par(i, V(n), blk(1, FORS(j, KI(1), V(n), blk(1, STO(y, V(j), NULL, MUL(LD(y, SUBI(V(j), KI(1)), NULL), LD(x, V(i), NULL)))))));
+    int c = G("c", DVM_T_I32);
+    ser(ASG(c, KI(1)));
+    ser(WHL(B(DVM_OP_LTI, V(c), V(n)), blk(2, STO(y, V(c), NULL, MUL(LD(y, SUBI(V(c), KI(1)), NULL), LD(x, V(c), NULL))),
+                                          ASG(c, ADDI(V(c), KI(1))))));
     dvm_diags d;
     dvm_diags_init(&d, "t.dvk", "", 0);
     int rc = dvm_autodiff(M, &d);
@@ -1012,6 +1014,23 @@ static void test_stages(void) {
     check_kernel("stages", in, sc, gen_default, 1e-6);
 }
 
+/* a recurrence through an array within one parallel iteration: the reverse replays the
+   stores and restores them (autodiff.c replay_store) */
+static void test_recurrence_in_place(void) {
+    kernel("rec");
+    int n = sym("n"), m = sym("m");
+    int x = arr("x", DVM_T_F32, 2, SYM(n), SYM(m)), y = arr("y", DVM_T_F32, 2, SYM(n), SYM(m));
+    int i = PIDX("i"), j = L("j", DVM_T_I32);
+    par(i, V(n), blk(1, FORS(j, KI(1), V(m), blk(1, STO(y, V(i), V(j), ADD(U(DVM_OP_SIN, MUL(LD(y, V(i), SUBI(V(j), KI(1))),
+                                                                                         LD(x, V(i), V(j)))),
+                                                                     LD(y, V(i), V(j))))))));
+    differentiate();
+    CHECK(K->v[DVM_V_ADJOINT].present && !K->no_adjoint, "rec: no adjoint: %s", K->no_adjoint ? K->no_adjoint : "?");
+    init in[] = {{2, {3, 5}, NULL}, {2, {3, 5}, NULL}};
+    double sc[8] = {0};
+    check_kernel("recurrence in place", in, sc, gen_default, 1e-6);
+}
+
 int main(void) {
     test_dynamic_recurrence();
     test_nested_triangular();
@@ -1022,6 +1041,7 @@ int main(void) {
     test_break_sizing();
     test_reject();
     test_stages();
+    test_recurrence_in_place();
     if (fails) {
         printf("%d check(s) failed\n", fails);
         return 1;

@@ -1469,19 +1469,40 @@ kernel g(x: f32[n], y: f32[n], z: f32[n]):
 ''', 'g', {'x': F(4), 'y': F(4), 'z': F(4)}, _global_from_array, grad=True)
 
 
-# a serial recurrence through an array within one statement: runs forward; its gradient is
-# refused (run_suite.py's error checks)
+# a serial recurrence through an array within one parallel iteration: the reverse replays the
+# stores and restores them
 def _recurrence(d):
     n, m = d['y'].shape
     for i in range(n):
         for j in range(1, m):
             d['y'][i, j] = d['y'][i, j - 1] * d['x'][i, j]
-case('stages_recurrence_forward', '''
+case('stages_recurrence', '''
 kernel rec(x: f32[n, m], y: f32[n, m]):
     for i in range(n):
         for j in range(1, m):
             y[i, j] = y[i, j - 1] * x[i, j]
-''', 'rec', {'x': F(3, 4), 'y': F(3, 4)}, _recurrence)
+''', 'rec', {'x': F(3, 4), 'y': F(3, 4)}, _recurrence, grad=True)
+
+
+# within one parallel loop: a scratch element stored then read, an element += then read, and
+# an element updated in place by a serial loop (sin(u) * 0.9 + x, three times)
+def _within(d):
+    n = len(d['x'].data)
+    for i in range(n):
+        d['tmp'][i] = d['x'][i] * d['x'][i]
+        d['acc'][i] += d['tmp'][i] * 0.5
+        d['out'][i] = math.sin(d['tmp'][i]) * d['acc'][i]
+        for _ in range(3):
+            d['u'][i] = math.sin(d['u'][i]) * 0.9 + d['x'][i]
+case('stages_within_loop', '''
+kernel w(x: f32[n], tmp: f32[n], acc: f32[n], out: f32[n], u: f32[n]):
+    for i in range(n):
+        tmp[i] = x[i] * x[i]
+        acc[i] += tmp[i] * 0.5
+        out[i] = sin(tmp[i]) * acc[i]
+        for t in range(3):
+            u[i] = sin(u[i]) * 0.9 + x[i]
+''', 'w', {'x': F(6), 'tmp': F(6), 'acc': F(6), 'out': F(6), 'u': F(6)}, _within, grad=True)
 
 # ---------------------------------------------------------------- values that reach no gradient
 # Assignments whose value reaches no output get no reverse work (compiler/autodiff.c,

@@ -69,12 +69,13 @@ def error_checks(r):
          '        for _ in range(s[i]):\n            v = v * v\n        y[i] = v\n',
          {'x': Arr('f4', (3,), [0.5, 0.6, 0.7]), 's': Arr('i4', (3,), [2, 9, 3]), 'y': Arr('f4', (3,), [0] * 3)},
          ['adstack overflow', "'v'", 'ad-stack-size'], ['--ad-stack-size', '2']),
-        # a value stored and read back within one top-level statement: `run` works, `grad` refuses
+        # a value stored and read back within one serial top-level statement: `run` works,
+        # `grad` refuses
         ('grad_read_after_store',
-         'kernel k(x: f32[n, m], y: f32[n, m]):\n    for i in range(n):\n        for j in range(1, m):\n'
-         '            y[i, j] = y[i, j - 1] * x[i, j]\n',
-         {'x': Arr('f4', (2, 3), [1] * 6), 'y': Arr('f4', (2, 3), [1] * 6)},
-         ['4:23', 'no gradient', "'y' is read after a store to it at 4:13"], []),
+         'kernel k(x: f32[n], y: f32[n]):\n    c = 1\n    while c < n:\n'
+         '        y[c] = y[c - 1] * x[c]\n        c += 1\n',
+         {'x': Arr('f4', (3,), [1] * 3), 'y': Arr('f4', (3,), [1] * 3)},
+         ['4:16', 'no gradient', "'y' is read after a store to it at 4:9"], []),
     ]
     fails = []
     for name, src, d, want, extra_args in checks:
