@@ -920,11 +920,11 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
     if (o.time)
         fprintf(stderr,
                 "dvm: backend %s (%s): context %.3f ms, %s %.3f ms, arguments %.3f ms, launch %.3f ms "
-                "(sizing %.3f ms%s, exec %.3f ms, adstack heap %lld bytes, snapshots %lld bytes, versions %lld bytes)\n",
+                "(sizing %.3f ms%s, exec %.3f ms, adstack heap %lld bytes, snapshots %lld bytes, versions %lld bytes, retries %d)\n",
                 dvm_context_backend(ctx), dvm_context_device(ctx), t1 - t0,
                 strlen(prog) > 4 && !strcmp(prog + strlen(prog) - 4, ".dvk") ? "compile" : "load", t2 - t1, t3 - t2, t4 - t3,
                 ls.size_ms, ls.sizes_cached ? ", cached" : "", ls.exec_ms, (long long)ls.heap_bytes,
-                (long long)ls.snapshot_bytes, (long long)ls.version_bytes);
+                (long long)ls.snapshot_bytes, (long long)ls.version_bytes, ls.retries);
     /* outputs: only now, after a successful launch */
     if (o.out) {
         if (make_dirs(o.out) != 0) goto done;
