@@ -9,10 +9,12 @@
 #include "runtime.h"
 
 #define DVM_DEFAULT_AD_STACK 256
-/* An adstack with no formula that overflows grows by this factor and the launch reruns, while
-   the adstack heap stays within DVM_AUTO_HEAP_MAX bytes (unless the user set its capacity) */
+/* An adstack with no formula that overflows grows by this factor and the launch reruns
+   (unless the user set a capacity), while the adstack heap stays within DVM_AUTO_HEAP_MAX
+   bytes: a slot per worker thread on the CPU, a slot per resident lane on a GPU (about 2^18
+   on an H100: 8192 entries a thread for one stack) */
 #define DVM_AUTO_GROWTH 4
-#define DVM_AUTO_HEAP_MAX ((int64_t)1 << 30)
+#define DVM_AUTO_HEAP_MAX ((int64_t)1 << 33)
 /* serial steps one size-program evaluation may take before it is an error, not a hang */
 #define DVM_SIZER_WALK_CAP ((int64_t)1 << 26)
 
@@ -836,6 +838,15 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
                      " (grown automatically over %d reruns; %lld entries would take an adstack heap over the %lld bytes "
                      "that automatic growth allows)",
                      L->st.retries, (long long)to, (long long)DVM_AUTO_HEAP_MAX);
+            break;
+        }
+        /* allocated before anything is undone, so that a device without the memory keeps this message */
+        if (dvm_heap_reserve(&ctx->scratch.heap, ctx->vt, ctx->be, (size_t)gl.total_words * 4, err, sizeof err) != 0) {
+            size_t n = strlen(ctx->err);
+            snprintf(ctx->err + n, sizeof ctx->err - n,
+                     " (grown automatically over %d reruns; the adstack heap of %lld bytes for %lld entries cannot be "
+                     "allocated: %s)",
+                     L->st.retries, (long long)gl.total_words * 4, (long long)to, err);
             break;
         }
         char rerr[512] = "";
