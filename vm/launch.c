@@ -1,7 +1,8 @@
 /* launch.c: dvm_launch, following the protocol at the top of vm/backend.h: bind and check
  * the arguments, fill the uniforms, size the adstacks (cached), lay out the heap, snapshot
  * every array the launch may write, run, and on a runtime error restore the snapshots and
- * turn the error record into a message with the source location. */
+ * turn the error record into a message with the source location; an adstack with no formula
+ * that overflows grows instead, and the launch runs again (run_variant). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
