@@ -148,6 +148,7 @@ typedef struct dvm_launch_stats {
     int64_t version_bytes;  /* adjoint launches: arrays copied between the forward's top-level
                                statements, for earlier statements' reverse sweeps (docs/autodiff.md) */
     int sizes_cached;
+    int retries; /* reruns after an adstack with no formula overflowed and was grown (docs/autodiff.md) */
 } dvm_launch_stats;
 
 /* Runs the kernel (or its adjoint / tangent). On failure nothing is written to any array:

@@ -1,5 +1,6 @@
 /* test_api.c: the C API's contracts: binding errors name the parameter, a failed launch
- * leaves every array as it was, adjoint sizes are cached and invalidated by writes. */
+ * leaves every array as it was, adjoint sizes are cached and invalidated by writes, a while
+ * loop's adstack grows to the trips it makes without adding gradients twice. */
 #include <stdio.h>
 #include <string.h>
 #include "dvm.h"
@@ -36,7 +37,19 @@ static const char *SRC =
     "        y[0] += v\n"
     "kernel copy(x: f32[n], y: f32[m]):\n"
     "    for i in range(1, n):\n"
-    "        y[i] = x[i - 1] + x[i]\n";
+    "        y[i] = x[i - 1] + x[i]\n"
+    /* v's stack has no formula (a while loop): its capacity comes from the trips the loop
+     * makes; the second statement's reverse runs first and adds 3 * z.grad into x.grad */
+    "kernel wsin(x: f32[n], c: i32[n], y: f32[n], z: f32[n]):\n"
+    "    for i in range(n):\n"
+    "        v = x[i]\n"
+    "        j = 0\n"
+    "        while j < c[i]:\n"
+    "            v = sin(v)\n"
+    "            j += 1\n"
+    "        y[i] = v\n"
+    "    for i in range(n):\n"
+    "        z[i] += x[i] * 3.0\n";
 
 int main(void) {
     dvm_context_opts co = {"cpu", 0, 0};
@@ -215,6 +228,63 @@ int main(void) {
     dvm_args_destroy(ac);
     dvm_array_destroy(cxg);
     dvm_array_destroy(cyg);
+
+    /* a while loop of 1000 trips overflows the default capacity (256): the launch grows the
+       stack and reruns, and adds each gradient once (x.grad[0]: c = 0, so 1 from y and 3
+       from z); the next launch starts at the learned size; a default the user gives is an
+       override, so it fails as before and writes nothing */
+    const dvm_kernel *kw;
+    dvm_args *aw;
+    EXPECT(dvm_kernel_find(ctx, m, "wsin", &kw) == DVM_OK && dvm_args_create(ctx, kw, &aw) == DVM_OK, "wsin: %s",
+           dvm_errmsg(ctx));
+    dvm_array *wc, *wy, *wz, *wxg, *wyg, *wzg;
+    dvm_array_create(ctx, DVM_I32, 1, n4, &wc);
+    dvm_array_create(ctx, DVM_F32, 1, n4, &wy);
+    dvm_array_create(ctx, DVM_F32, 1, n4, &wz);
+    dvm_array_create(ctx, DVM_F32, 1, n4, &wxg);
+    dvm_array_create(ctx, DVM_F32, 1, n4, &wyg);
+    dvm_array_create(ctx, DVM_F32, 1, n4, &wzg);
+    int32_t wcv[4] = {0, 1000, 5, 700};
+    float wx[4] = {0.5f, 1, -2, 0.25f}, wauto[4], wforced[4], wseed[4] = {1, 1, 1, 1}, wbefore[4], wafter[4];
+    dvm_array_write(ctx, x, wx, 4);
+    dvm_array_write(ctx, wc, wcv, 4);
+    dvm_args_array(ctx, aw, "x", x);
+    dvm_args_array(ctx, aw, "c", wc);
+    dvm_args_array(ctx, aw, "y", wy);
+    dvm_args_array(ctx, aw, "z", wz);
+    dvm_args_grad(ctx, aw, "x", wxg);
+    dvm_args_grad(ctx, aw, "y", wyg);
+    dvm_args_grad(ctx, aw, "z", wzg);
+    dvm_launch_stats ws;
+    for (int run = 0; run < 3; run++) {
+        /* run 0: grown from 256 (retries); 1: from the learned size; 2: forced, never grown */
+        dvm_launch_opts wo = {DVM_ADJOINT, run == 2 ? 1000 : 0, 0};
+        dvm_array_write(ctx, wxg, gzero, 4);
+        dvm_array_write(ctx, wyg, wseed, 4);
+        dvm_array_write(ctx, wzg, wseed, 4);
+        EXPECT(dvm_launch(ctx, kw, aw, &wo, &ws) == DVM_OK, "wsin adjoint %d: %s", run, dvm_errmsg(ctx));
+        EXPECT(run == 0 ? ws.retries > 0 : ws.retries == 0, "wsin adjoint %d: %d retries", run, ws.retries);
+        dvm_array_read(ctx, wxg, run == 2 ? wforced : wauto, 4);
+        EXPECT(wauto[0] == 4.0f, "wsin adjoint %d: x.grad[0] = %g, expected 4 (1 + 3: added once)", run, (double)wauto[0]);
+    }
+    EXPECT(!memcmp(wauto, wforced, sizeof wauto), "wsin: grown x.grad %g %g %g %g, forced %g %g %g %g", (double)wauto[0],
+           (double)wauto[1], (double)wauto[2], (double)wauto[3], (double)wforced[0], (double)wforced[1], (double)wforced[2],
+           (double)wforced[3]);
+    dvm_launch_opts wdef = {DVM_ADJOINT, 0, 256};
+    dvm_array_write(ctx, wyg, wseed, 4);
+    dvm_array_read(ctx, wxg, wbefore, 4);
+    EXPECT(dvm_launch(ctx, kw, aw, &wdef, &ws) == DVM_ERR_RUNTIME && strstr(dvm_errmsg(ctx), "adstack overflow") &&
+               strstr(dvm_errmsg(ctx), "'v'") && strstr(dvm_errmsg(ctx), "capacity of 256") && ws.retries == 0,
+           "wsin with default_ad_stack_size 256: %s, %d retries", dvm_errmsg(ctx), ws.retries);
+    dvm_array_read(ctx, wxg, wafter, 4);
+    EXPECT(!memcmp(wbefore, wafter, sizeof wbefore), "a failed wsin adjoint changed x.grad");
+    dvm_args_destroy(aw);
+    dvm_array_destroy(wc);
+    dvm_array_destroy(wy);
+    dvm_array_destroy(wz);
+    dvm_array_destroy(wxg);
+    dvm_array_destroy(wyg);
+    dvm_array_destroy(wzg);
 
     dvm_args_destroy(af);
     dvm_args_destroy(as);

@@ -13,7 +13,9 @@
  *  4. snapshot: every array slot with `writes` set is copied (be->copy) so that a failed
  *     launch can be undone.
  *  5. be->exec() runs the variant's tasks in order; the first runtime error stops it.
- *  6. on a runtime error: restore the snapshots, format the message from the record.
+ *  6. on a runtime error: restore the snapshots, format the message from the record. An
+ *     adstack overflow of a stack with no formula (DVM_SZ_DEFAULT), when the user set no
+ *     capacity, instead restores them, grows that stack and goes back to 3.
  * An ADJOINT launch (dvm_launch with DVM_ADJOINT) runs the ADJOINT variant alone: its
  * phase-0 tasks are the forward, its phase-1 tasks the reverse sweeps, run as windows with
  * the arrays each stage's reverse must see (vm/launch.c run_stages).

@@ -52,7 +52,8 @@ static const char *help_launch =
     "                            each output array is printed\n"
     "  --ad-stack-size N         force every adstack to capacity N\n"
     "  --default-ad-stack-size N capacity of adstacks whose bound the compiler cannot derive\n"
-    "                            (while loops); default 256\n"
+    "                            (while loops); without it they start at 256 and grow (the\n"
+    "                            launch reruns) to the trips the loops make\n"
     "  --threads N               CPU backend worker threads (default: all cores; at most 4 x\n"
     "                            the online CPUs and at most 1024)\n"
     "  --in-place                with --out, replace input files without a warning (an\n"
@@ -920,11 +921,11 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
     if (o.time)
         fprintf(stderr,
                 "dvm: backend %s (%s): context %.3f ms, %s %.3f ms, arguments %.3f ms, launch %.3f ms "
-                "(sizing %.3f ms%s, exec %.3f ms, adstack heap %lld bytes, snapshots %lld bytes, versions %lld bytes)\n",
+                "(sizing %.3f ms%s, exec %.3f ms, adstack heap %lld bytes, snapshots %lld bytes, versions %lld bytes, retries %d)\n",
                 dvm_context_backend(ctx), dvm_context_device(ctx), t1 - t0,
                 strlen(prog) > 4 && !strcmp(prog + strlen(prog) - 4, ".dvk") ? "compile" : "load", t2 - t1, t3 - t2, t4 - t3,
                 ls.size_ms, ls.sizes_cached ? ", cached" : "", ls.exec_ms, (long long)ls.heap_bytes,
-                (long long)ls.snapshot_bytes, (long long)ls.version_bytes);
+                (long long)ls.snapshot_bytes, (long long)ls.version_bytes, ls.retries);
     /* outputs: only now, after a successful launch */
     if (o.out) {
         if (make_dirs(o.out) != 0) goto done;

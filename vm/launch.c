@@ -1,7 +1,8 @@
 /* launch.c: dvm_launch, following the protocol at the top of vm/backend.h: bind and check
  * the arguments, fill the uniforms, size the adstacks (cached), lay out the heap, snapshot
  * every array the launch may write, run, and on a runtime error restore the snapshots and
- * turn the error record into a message with the source location. */
+ * turn the error record into a message with the source location; an adstack with no formula
+ * that overflows grows instead, and the launch runs again (run_variant). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,12 @@
 #include "runtime.h"
 
 #define DVM_DEFAULT_AD_STACK 256
+/* An adstack with no formula that overflows grows by this factor and the launch reruns
+   (unless the user set a capacity), while the adstack heap stays within DVM_AUTO_HEAP_MAX
+   bytes: a slot per worker thread on the CPU, a slot per resident lane on a GPU (about 2^18
+   on an H100: 8192 entries a thread for one stack) */
+#define DVM_AUTO_GROWTH 4
+#define DVM_AUTO_HEAP_MAX ((int64_t)1 << 33)
 /* serial steps one size-program evaluation may take before it is an error, not a hang */
 #define DVM_SIZER_WALK_CAP ((int64_t)1 << 26)
 
@@ -23,6 +30,7 @@ static const char *pstr(const dvm_program *p, uint32_t off) { return off < p->ns
 void dvm_size_cache_free(dvm_size_cache *c) {
     free(c->key);
     free(c->caps);
+    free(c->learned);
     free(c->load_slot);
     memset(c, 0, sizeof *c);
 }
@@ -93,6 +101,7 @@ typedef struct launch {
     uint8_t *known[DVM_V_COUNT];
     uint32_t host_tasks[DVM_V_COUNT];
     int may_fail[DVM_V_COUNT];
+    dvm_rt_error rt; /* the last runtime error record (rt_fail): run_variant grows the stack it names */
 } launch;
 
 static const char *variant_label(uint32_t vk) {
@@ -263,6 +272,7 @@ static dvm_status rt_fail(launch *L, uint32_t vk, const dvm_exec *x, const dvm_r
     const dvm_program *p = L->p;
     const dvm_kernel_desc *kd = L->k->kd;
     const dvm_variant_desc *var = &kd->v[vk];
+    L->rt = *rt;
     char loc[512] = "", msg[2048];
     uint32_t line = 0, col = 0;
     if (rt->node < p->nnodes) {
@@ -674,23 +684,29 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
     x.stack_off = off;
     x.stack_cap = caps;
     x.nstacks = nst;
-    /* 2. sizes */
+    /* 2. sizes. A stack with no formula (DVM_SZ_DEFAULT) starts at the default capacity, or at
+       what an earlier launch with the same key grew it to. When the user set neither
+       capacity (grow), such a stack that overflows grows and the launch reruns (5). */
+    const int grow = L->o->ad_stack_size == 0 && L->o->default_ad_stack_size == 0;
     int64_t def = L->o->default_ad_stack_size > 0 ? L->o->default_ad_stack_size : DVM_DEFAULT_AD_STACK;
-    int need_sizer = 0;
+    int need_sizer = 0, has_default = 0;
     for (uint32_t i = 0; i < nst; i++) {
         const dvm_stack_desc *sd = &p->stacks[var->stack_begin + i];
         if (L->o->ad_stack_size > 0) caps[i] = L->o->ad_stack_size;
         else if (sd->sizing == DVM_SZ_CONSTANT) caps[i] = sd->const_cap;
-        else if (sd->sizing == DVM_SZ_DEFAULT) caps[i] = def;
-        else need_sizer = 1;
+        else if (sd->sizing == DVM_SZ_DEFAULT) {
+            caps[i] = def;
+            has_default = 1;
+        } else need_sizer = 1;
     }
-    if (need_sizer) {
-        dvm_size_cache *c = &L->k->cache[vk];
+    dvm_size_cache *c = &L->k->cache[vk];
+    int keyed = 0; /* c holds this launch's key */
+    if (need_sizer || (grow && has_default)) {
         if (!c->scanned && scan_load_slots(p, var, c) != 0) {
             st = dvm_fail(ctx, DVM_ERR_NOMEM, 0, "kernel '%s'%s: out of memory", kname, vl);
             goto done;
         }
-        size_t keylen = nu + 2;
+        size_t keylen = nu + 3;
         for (uint32_t j = 0; j < ns; j++) keylen += c->load_slot[j] ? 4 : 0;
         uint32_t *key = (uint32_t *)malloc(keylen * sizeof *key);
         if (!key) {
@@ -702,6 +718,7 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
         q = nu;
         key[q++] = (uint32_t)def;
         key[q++] = (uint32_t)((uint64_t)def >> 32);
+        key[q++] = (uint32_t)grow; /* a default the user gave is an override: nothing learned applies */
         for (uint32_t j = 0; j < ns; j++) {
             if (!c->load_slot[j]) continue;
             const dvm_array *a = slot_array(L, &p->slots[var->slot_begin + j]);
@@ -712,25 +729,33 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
             key[q++] = (uint32_t)(a->version >> 32);
         }
         if (c->valid && c->keylen == keylen && c->ncaps == nst && !memcmp(c->key, key, keylen * sizeof *key)) {
-            for (uint32_t i = 0; i < nst; i++)
-                if (p->stacks[var->stack_begin + i].sizing == DVM_SZ_PROGRAM) caps[i] = c->caps[i];
+            for (uint32_t i = 0; i < nst; i++) {
+                const uint8_t sz = p->stacks[var->stack_begin + i].sizing;
+                if (sz == DVM_SZ_PROGRAM) caps[i] = c->caps[i];
+                else if (sz == DVM_SZ_DEFAULT && grow && c->learned && c->learned[i] > caps[i]) caps[i] = c->learned[i];
+            }
             free(key);
-            L->cached = 1;
+            L->cached = need_sizer;
+            keyed = 1;
         } else {
-            dvm_size_job job = {p, x.loaded, var, ns, bufs, len, shape, uni, nu, DVM_SIZER_WALK_CAP};
-            dvm_rt_error rt;
-            memset(&rt, 0, sizeof rt);
-            double t0 = now_ms();
-            int rc = ctx->vt->size(ctx->be, &job, caps, &rt, err, sizeof err);
-            L->st.size_ms += now_ms() - t0;
-            L->sized = 1;
-            if (rc != 0) {
-                free(key);
-                st = rc == 1 ? rt_fail(L, vk, &x, &rt)
-                             : dvm_fail(ctx, DVM_ERR_BACKEND, 0, "kernel '%s'%s: sizing the adstacks failed: %s", kname, vl, err);
-                goto done;
+            if (need_sizer) {
+                dvm_size_job job = {p, x.loaded, var, ns, bufs, len, shape, uni, nu, DVM_SIZER_WALK_CAP};
+                dvm_rt_error rt;
+                memset(&rt, 0, sizeof rt);
+                double t0 = now_ms();
+                int rc = ctx->vt->size(ctx->be, &job, caps, &rt, err, sizeof err);
+                L->st.size_ms += now_ms() - t0;
+                L->sized = 1;
+                if (rc != 0) {
+                    free(key);
+                    st = rc == 1 ? rt_fail(L, vk, &x, &rt)
+                                 : dvm_fail(ctx, DVM_ERR_BACKEND, 0, "kernel '%s'%s: sizing the adstacks failed: %s", kname, vl, err);
+                    goto done;
+                }
             }
             int64_t *nc = (int64_t *)realloc(c->caps, (nst ? nst : 1) * sizeof *nc);
+            free(c->learned);
+            c->learned = NULL;
             if (!nc) {
                 free(key);
                 c->valid = 0;
@@ -742,39 +767,116 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
                 c->keylen = keylen;
                 c->ncaps = nst;
                 c->valid = 1;
+                keyed = 1;
             }
         }
     }
-    for (uint32_t i = 0; i < nst; i++)
-        if (caps[i] < 0 || caps[i] > DVM_SIZE_SAT) {
-            const dvm_stack_desc *sd = &p->stacks[var->stack_begin + i];
-            st = dvm_fail(ctx, DVM_ERR_RUNTIME, 0, "kernel '%s'%s: adstack '%s' (line %u) would need %lld entries, more than the limit of %lld",
-                          kname, vl, pstr(p, sd->name), sd->line, (long long)caps[i], (long long)DVM_SIZE_SAT);
+    /* what a rerun starts from: the uniforms before any task, the versions kept so far */
+    uint32_t *uni0 = NULL;
+    int64_t *grown = NULL;
+    const int64_t version_bytes0 = L->st.version_bytes;
+    if (grow && has_default) {
+        uni0 = (uint32_t *)malloc((nu ? nu : 1) * sizeof *uni0);
+        grown = (int64_t *)malloc((nst ? nst : 1) * sizeof *grown);
+        if (!uni0 || !grown) {
+            free(uni0);
+            free(grown);
+            st = dvm_fail(ctx, DVM_ERR_NOMEM, 0, "kernel '%s'%s: out of memory", kname, vl);
             goto done;
         }
-    /* 4. heap (heap/heap.h owns the layout and its growth) */
+        memcpy(uni0, uni, nu * sizeof *uni);
+    }
     x.nthread_slots = ctx->vt->slots(ctx->be, &x);
-    dvm_heap_layout hl;
-    if (dvm_heap_layout_compute(caps, nst, x.nthread_slots, off, &hl, err, sizeof err) != 0) {
-        st = dvm_fail(ctx, DVM_ERR_RUNTIME, 0, "kernel '%s'%s: adstack heap: %s; lower the adstack sizes or the thread count",
-                      kname, vl, err);
-        goto done;
+    for (;;) {
+        for (uint32_t i = 0; i < nst; i++)
+            if (caps[i] < 0 || caps[i] > DVM_SIZE_SAT) {
+                const dvm_stack_desc *sd = &p->stacks[var->stack_begin + i];
+                st = dvm_fail(ctx, DVM_ERR_RUNTIME, 0, "kernel '%s'%s: adstack '%s' (line %u) would need %lld entries, more than the limit of %lld",
+                              kname, vl, pstr(p, sd->name), sd->line, (long long)caps[i], (long long)DVM_SIZE_SAT);
+                goto run_done;
+            }
+        /* 4. heap (heap/heap.h owns the layout and its growth) */
+        dvm_heap_layout hl;
+        if (dvm_heap_layout_compute(caps, nst, x.nthread_slots, off, &hl, err, sizeof err) != 0) {
+            st = dvm_fail(ctx, DVM_ERR_RUNTIME, 0, "kernel '%s'%s: adstack heap: %s; lower the adstack sizes or the thread count",
+                          kname, vl, err);
+            goto run_done;
+        }
+        x.stride = hl.stride;
+        size_t hbytes = (size_t)hl.total_words * 4;
+        /* every exec gets a real buffer, even one with no stacks */
+        if (dvm_heap_reserve(&ctx->scratch.heap, ctx->vt, ctx->be, hbytes > 64 ? hbytes : 64, err, sizeof err) != 0) {
+            st = dvm_fail(ctx, DVM_ERR_BACKEND, 0,
+                          "kernel '%s'%s: cannot allocate the adstack heap of %zu bytes (%lld thread slots of %lld words): %s; "
+                          "lower the adstack sizes or the thread count",
+                          kname, vl, hbytes, (long long)x.nthread_slots, (long long)hl.stride, err);
+            goto run_done;
+        }
+        x.heap = ctx->scratch.heap.buf;
+        if ((int64_t)ctx->scratch.heap.bytes > L->st.heap_bytes) L->st.heap_bytes = (int64_t)ctx->scratch.heap.bytes;
+        if (hl.min_words * 4 > L->st.heap_min_bytes) L->st.heap_min_bytes = hl.min_words * 4;
+        /* 5. run */
+        memset(&L->rt, 0, sizeof L->rt);
+        st = run_stages(L, vk, &x, bufs);
+        if (st == DVM_OK || !grow || !has_default) break;
+        /* An overflow of a stack with no formula: grow it, undo the attempt, run again. The
+           error record says which stack, not how many entries it needs (the thread stops at
+           the first push too many), so capacities grow geometrically. Every stack with no
+           formula at the same capacity grows with it: stacks pushed in one while loop need the
+           same count, and each rerun costs up to a launch. */
+        const dvm_rt_error *rt = &L->rt;
+        if (st != DVM_ERR_RUNTIME || rt->code != DVM_RT_ADSTACK_OVERFLOW || rt->p[0] < 0 || (uint64_t)rt->p[0] >= nst ||
+            p->stacks[var->stack_begin + (uint32_t)rt->p[0]].sizing != DVM_SZ_DEFAULT)
+            break;
+        const int64_t from = caps[(uint32_t)rt->p[0]], to = from * DVM_AUTO_GROWTH;
+        for (uint32_t i = 0; i < nst; i++)
+            grown[i] = p->stacks[var->stack_begin + i].sizing == DVM_SZ_DEFAULT && caps[i] == from ? to : caps[i];
+        dvm_heap_layout gl;
+        if (to > DVM_SIZE_SAT || dvm_heap_layout_compute(grown, nst, x.nthread_slots, off, &gl, err, sizeof err) != 0 ||
+            gl.total_words * 4 > DVM_AUTO_HEAP_MAX) {
+            size_t n = strlen(ctx->err);
+            snprintf(ctx->err + n, sizeof ctx->err - n,
+                     " (grown automatically over %d reruns; %lld entries would take an adstack heap over the %lld bytes "
+                     "that automatic growth allows)",
+                     L->st.retries, (long long)to, (long long)DVM_AUTO_HEAP_MAX);
+            break;
+        }
+        /* allocated before anything is undone, so that a device without the memory keeps this message */
+        if (dvm_heap_reserve(&ctx->scratch.heap, ctx->vt, ctx->be, (size_t)gl.total_words * 4, err, sizeof err) != 0) {
+            size_t n = strlen(ctx->err);
+            snprintf(ctx->err + n, sizeof ctx->err - n,
+                     " (grown automatically over %d reruns; the adstack heap of %lld bytes for %lld entries cannot be "
+                     "allocated: %s)",
+                     L->st.retries, (long long)gl.total_words * 4, (long long)to, err);
+            break;
+        }
+        char rerr[512] = "";
+        if (restore_snapshots(L, rerr, sizeof rerr) != 0) break; /* dvm_launch restores again and says so */
+        memcpy(uni, uni0, nu * sizeof *uni);
+        /* the unbound gradients (scratch arrays) start at zero again, as check_bindings left them */
+        for (uint32_t j = 0; j < ns; j++) {
+            dvm_array *a = slot_array(L, &p->slots[var->slot_begin + j]);
+            if (!is_scratch(L, a) || !a->count) continue;
+            float *z = (float *)calloc((size_t)a->count, 4);
+            st = z ? dvm_array_write(ctx, a, z, a->count) : dvm_fail(ctx, DVM_ERR_NOMEM, 0, "kernel '%s'%s: out of memory", kname, vl);
+            free(z);
+            if (st != DVM_OK) goto run_done;
+        }
+        L->nscratch = L->nsnaps;
+        L->st.version_bytes = version_bytes0;
+        memcpy(caps, grown, nst * sizeof *caps);
+        L->st.retries++;
+        dvm_clear_err(ctx);
     }
-    x.stride = hl.stride;
-    size_t hbytes = (size_t)hl.total_words * 4;
-    /* every exec gets a real buffer, even one with no stacks */
-    if (dvm_heap_reserve(&ctx->scratch.heap, ctx->vt, ctx->be, hbytes > 64 ? hbytes : 64, err, sizeof err) != 0) {
-        st = dvm_fail(ctx, DVM_ERR_BACKEND, 0,
-                      "kernel '%s'%s: cannot allocate the adstack heap of %zu bytes (%lld thread slots of %lld words): %s; "
-                      "lower the adstack sizes or the thread count",
-                      kname, vl, hbytes, (long long)x.nthread_slots, (long long)hl.stride, err);
-        goto done;
+    /* the next launch with this key starts at the capacities that were enough */
+    if (st == DVM_OK && L->st.retries && keyed && c->valid && c->ncaps == nst) {
+        if (!c->learned) c->learned = (int64_t *)calloc(nst ? nst : 1, sizeof *c->learned);
+        for (uint32_t i = 0; c->learned && i < nst; i++)
+            if (p->stacks[var->stack_begin + i].sizing == DVM_SZ_DEFAULT) c->learned[i] = caps[i];
     }
-    x.heap = ctx->scratch.heap.buf;
-    if ((int64_t)ctx->scratch.heap.bytes > L->st.heap_bytes) L->st.heap_bytes = (int64_t)ctx->scratch.heap.bytes;
-    if (hl.min_words * 4 > L->st.heap_min_bytes) L->st.heap_min_bytes = hl.min_words * 4;
-    /* 5. run */
-    st = run_stages(L, vk, &x, bufs);
+run_done:
+    free(uni0);
+    free(grown);
 done:
     free(bufs);
     free(len);

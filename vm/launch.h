@@ -9,15 +9,19 @@
 #include "../heap/heap.h"
 
 /* Stack capacities computed by the sizer for one (kernel, variant), reused while the key is
- * the same: the uniforms, the default stack size, and the identity and version of every
- * array that a size program reads (SZ_LOAD). Shapes are in the uniforms (shape symbols)
- * or literal, so they need no key words of their own. */
+ * the same: the uniforms, the default stack size (and whether the user gave it), and the
+ * identity and version of every array that a size program reads (SZ_LOAD). Shapes are in
+ * the uniforms (shape symbols) or literal, so they need no key words of their own. The
+ * capacities learned by growing stacks with no formula share the key. */
 typedef struct dvm_size_cache {
     int valid;
     uint32_t *key;
     size_t keylen;
     int64_t *caps; /* nstacks of the variant */
     uint32_t ncaps;
+    /* per stack with no formula (DVM_SZ_DEFAULT): the capacity a launch with this key grew it
+       to after an overflow (vm/launch.c, run_variant), 0 if none; the next launch starts there */
+    int64_t *learned;
     int scanned;        /* load_slots has been computed */
     uint8_t *load_slot; /* per array slot: 1 if some size program reads its elements */
 } dvm_size_cache;

@@ -1220,6 +1220,36 @@ kernel k(x: f32[n], y: f32[n]):
         y[i] = v
 ''', 'k', {'x': F(10, lo=0.05, hi=1.0), 'y': F(10)}, _while_break, grad=True, seed=13)
 
+
+def _while_long(d):
+    n = len(d['x'])
+    for i in range(n):
+        v = d['x'][i]
+        j = 0
+        while j < d['c'][i]:
+            v = math.sin(v + j * 0.001) * 0.5 + d['x'][i]
+            j += 1
+        d['y'][i] = v
+    for i in range(n):
+        d['z'][i] += d['x'][i] * d['x'][i]
+# About 1000 trips a thread, the count read from the data: more than the default capacity of a
+# stack with no formula (256), with no option given. The launch grows the stacks and reruns
+# (vm/launch.c run_variant); the second statement's reverse has added into x.grad before the
+# first one's overflows (a `+=` keeps its seed z.grad), so a rerun that did not restore x.grad
+# would add that twice.
+case('while_long_no_knob', '''
+kernel k(x: f32[n], c: i32[n], y: f32[n], z: f32[n]):
+    for i in range(n):
+        v = x[i]
+        j = 0
+        while j < c[i]:
+            v = sin(v + j * 0.001) * 0.5 + x[i]
+            j += 1
+        y[i] = v
+    for i in range(n):
+        z[i] += x[i] * x[i]
+''', 'k', {'x': F(10), 'c': I(10, lo=700, hi=1300), 'y': F(10), 'z': F(10)}, _while_long, grad=True, seed=5)
+
 CASES = C
 
 
