@@ -115,7 +115,11 @@ uint64_t dvm_ops_hash(void);
 
 enum dvm_variant_kind { DVM_V_FORWARD = 0, DVM_V_ADJOINT = 1, DVM_V_TANGENT = 2, DVM_V_COUNT = 3 };
 enum dvm_slot_role { DVM_ROLE_PRIMAL = 0, DVM_ROLE_GRAD = 1, DVM_ROLE_DUAL = 2 };
-enum dvm_task_kind { DVM_TASK_SERIAL = 0, DVM_TASK_PARALLEL = 1 };
+/* DVM_TASK_REPEAT: the next `body` tasks of the variant run once per trip of a serial loop of
+   top-level statements, the host setting uniform ext_u[1] to the trip's value, from
+   U[start_u[0]] (0 when DVM_NO_SLOT) up to U[ext_u[0]] (down, in an adjoint's phase 1). Its own
+   code is one END; backends never run it (vm/launch.c runs the trips). */
+enum dvm_task_kind { DVM_TASK_SERIAL = 0, DVM_TASK_PARALLEL = 1, DVM_TASK_REPEAT = 2 };
 enum dvm_stack_sizing { DVM_SZ_CONSTANT = 0, DVM_SZ_PROGRAM = 1, DVM_SZ_DEFAULT = 2 };
 
 typedef struct dvm_param_desc {

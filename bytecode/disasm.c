@@ -217,12 +217,22 @@ static void list_variant(dctx *d, const dvm_kernel_desc *k, int vi) {
                 add(&l, ") -> r%u", t->idx_reg[dd]);
             }
             add(&l, ")");
+        } else if (t->kind == DVM_TASK_REPEAT) {
+            add(&l, "repeat the next %u tasks for ", t->body);
+            add_uniform(&l, p, k, t->ext_u[1]);
+            add(&l, " in [");
+            if (t->start_u[0] != DVM_NO_SLOT) add_uniform(&l, p, k, t->start_u[0]);
+            else add(&l, "0");
+            add(&l, ", ");
+            add_uniform(&l, p, k, t->ext_u[0]);
+            add(&l, ")%s", t->phase ? ", last trip first" : "");
         } else {
             add(&l, "serial");
         }
+        if (t->phase || t->stage) add(&l, ", stage %u%s", t->stage, t->phase ? " reverse" : "");
         add(&l, ", %u regs, nodes %u..%u (line %u)", t->nregs, t->code_begin, t->code_begin + t->code_len - 1,
             t->line);
-        if (t->body) add(&l, ", prologue 0..%u (once per thread), body from %u", t->body - 1u, t->body);
+        if (t->body && t->kind != DVM_TASK_REPEAT) add(&l, ", prologue 0..%u (once per thread), body from %u", t->body - 1u, t->body);
         emit_line(d, &l);
         list_nodes(d, k, v, t->code_begin, t->code_len, "      ");
     }

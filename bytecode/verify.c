@@ -206,8 +206,27 @@ static int check_task_node(vctx *c, const opctx *o, const dvm_node *n) {
 
 static int check_task(vctx *c, const dvm_kernel_desc *k, const dvm_variant_desc *v, const dvm_task_desc *t) {
     const dvm_program *p = c->p;
-    if (t->kind != DVM_TASK_SERIAL && t->kind != DVM_TASK_PARALLEL)
-        return vfail(c, "kind %u is neither serial (0) nor parallel (1)", t->kind);
+    if (t->kind != DVM_TASK_SERIAL && t->kind != DVM_TASK_PARALLEL && t->kind != DVM_TASK_REPEAT)
+        return vfail(c, "kind %u is neither serial (0), parallel (1) nor repeat (2)", t->kind);
+    if (t->kind == DVM_TASK_REPEAT) {
+        /* the host reads its bounds and sets its variable; its body follows it, in its phase,
+           with no REPEAT inside */
+        const uint32_t ti = (uint32_t)(t - &p->tasks[v->task_begin]);
+        if (t->code_len != 1 || !range_ok(t->code_begin, 1, p->nnodes) || p->nodes[t->code_begin].op != DVM_OP_END)
+            return vfail(c, "a repeat task's code is one END");
+        if (t->ext_u[0] >= v->nuniforms || t->ext_u[1] >= v->nuniforms ||
+            (t->start_u[0] != DVM_NO_SLOT && t->start_u[0] >= v->nuniforms))
+            return vfail(c, "a repeat task's uniform slots (stop %u, start %u, variable %u) are not < the variant's %u uniforms",
+                         t->ext_u[0], t->start_u[0], t->ext_u[1], v->nuniforms);
+        if ((uint64_t)ti + 1 + t->body > v->ntasks)
+            return vfail(c, "a repeat task's body of %u tasks runs past the variant's %u tasks", t->body, v->ntasks);
+        for (uint32_t j = ti + 1; j <= ti + t->body; j++) {
+            const dvm_task_desc *b = &p->tasks[v->task_begin + j];
+            if (b->kind == DVM_TASK_REPEAT) return vfail(c, "a repeat task inside the body of another (task %u)", j);
+            if (b->phase != t->phase) return vfail(c, "task %u of a repeat task's body is in another phase", j);
+        }
+        return 0;
+    }
     if (t->nregs < 1 || t->nregs > DVM_MAX_REGS)
         return vfail(c, "nregs %u is not in 1..%d", t->nregs, DVM_MAX_REGS);
     if (t->kind == DVM_TASK_PARALLEL) {

@@ -131,6 +131,8 @@ int ad_tangent(ad_ctx *c) {
     v->present = 1;
     v->tops = tops;
     v->ntops = n;
+    v->loops = f->loops;
+    v->nloops = f->nloops;
     v->nstacks = 0;
     v->stacks = NULL;
     return ad_derived_slots(c, v, f, DVM_ROLE_DUAL);

@@ -994,13 +994,14 @@ static void add_top(ad_ctx *c, ir_top **tops, int *n, int *cap, const ir_top *t)
     }
     (*tops)[(*n)++] = *t;
 }
-static void add_serial(ad_ctx *c, ir_top **tops, int *n, int *cap, const ir_block *b, int line, int stage, int phase) {
+static void add_serial(ad_ctx *c, ir_top **tops, int *n, int *cap, const ir_block *b, const ir_top *of, int phase) {
     for (int i = 0; i < b->n; i++) {
         ir_top t = {0};
         t.stmt = b->s[i];
-        t.line = line;
-        t.stage = stage;
+        t.line = of->line;
+        t.stage = (int)(of - c->k->v[DVM_V_FORWARD].tops);
         t.phase = phase;
+        t.loop = of->loop;
         add_top(c, tops, n, cap, &t);
     }
 }
@@ -1044,7 +1045,7 @@ static int adjoint(ad_ctx *c) {
             for (int d = 0; d < pre[t].ndim; d++) mark_global_reads(c, pre[t].stop[d]);
             for (int d = 0; d < pre[t].ndim; d++) mark_global_reads(c, pre[t].start[d]);
         } else if (pre[t].stmt) {
-            analyse_stmt(c, pre[t].stmt, 0, 0);
+            analyse_stmt(c, pre[t].stmt, pre[t].loop != 0, 0); /* a serial loop's statements repeat */
         }
     }
     /* Stage t is top-level statement t. Phase 0 runs every stage forward: a parallel loop as
@@ -1059,7 +1060,19 @@ static int adjoint(ad_ctx *c) {
     if (c->oom) return -1;
     c->par = 0;
     c->cur_top = -1;
+    ir_block *sdst = &sfwd; /* a serial loop's sweeps go in a for over its trips, for the sizes */
+    int sloop = 0;
     for (int t = 0; t < nt; t++) {
+        if (pre[t].loop != sloop) {
+            sloop = pre[t].loop;
+            sdst = &sfwd;
+            if (sloop) {
+                const ir_loop *L = &f->loops[sloop - 1];
+                ir_stmt *lf = st_for(c, L->var, L->start ? L->start : ad_ki(c, 0), L->stop, L->line, L->col);
+                ad_push_stmt(c, &sfwd, lf);
+                sdst = &lf->body;
+            }
+        }
         if (f->tops[t].parallel) {
             ir_top p = f->tops[t];
             p.stage = t;
@@ -1070,13 +1083,13 @@ static int adjoint(ad_ctx *c) {
             c->replay = 1;
             gen_stmt(c, pre[t].stmt, &one, &srev[t]);
             c->replay = 0;
-            ad_append(c, &sfwd, &one);
-            add_serial(c, &tops, &ntops, &captops, &one, pre[t].line, t, 0);
+            ad_append(c, sdst, &one);
+            add_serial(c, &tops, &ntops, &captops, &one, &f->tops[t], 0);
         }
     }
     for (int t = nt - 1; t >= 0; t--) {
         if (!pre[t].parallel) {
-            add_serial(c, &tops, &ntops, &captops, &srev[t], pre[t].line, t, 1);
+            add_serial(c, &tops, &ntops, &captops, &srev[t], &f->tops[t], 1);
             continue;
         }
         c->par = 1;
@@ -1105,6 +1118,8 @@ static int adjoint(ad_ctx *c) {
     v->ntops = ntops;
     v->stacks = c->stacks;
     v->nstacks = c->nstacks;
+    v->loops = f->loops;
+    v->nloops = f->nloops;
     return ad_derived_slots(c, v, f, DVM_ROLE_GRAD);
 }
 

@@ -1169,6 +1169,10 @@ typedef struct loop_iter {
 static int lower_iter(ctx *c, const ast_stmt *s, loop_iter *it, ir_block *pre) {
     const ast_expr *e = s->value;
     memset(it, 0, sizeof *it);
+    if (e->kind == AE_CALL && !strcmp(e->str, "serial")) {
+        err(c, e->line, e->col, "serial(range(...)) is a loop of top-level statements: it may only be a statement of the kernel's body");
+        return -1;
+    }
     if (e->kind != AE_CALL || (strcmp(e->str, "range") && strcmp(e->str, "ndrange") && strcmp(e->str, "static"))) {
         err(c, e->line, e->col, "expected range(...), ndrange(...) or static(range(N)) after 'in'");
         return -1;
@@ -1556,11 +1560,99 @@ static void lower_parallel(ctx *c, const ast_stmt *s, top_list *tops) {
     tops->v[ti].body = body; /* tops->v may have moved while the body was lowered */
 }
 
+static int is_serial_loop(const ast_stmt *s) {
+    return s->kind == AS_FOR && s->value->kind == AE_CALL && !strcmp(s->value->str, "serial");
+}
+
+typedef struct loop_list {
+    ir_loop *v;
+    int n, cap;
+} loop_list;
+
+static void lower_top(ctx *c, const ast_stmt *s, top_list *tops, loop_list *loops, int *stop);
+
+/* `for t in serial(range(...)):` at top level: its statements become tops of the loop */
+static void lower_serial_loop(ctx *c, const ast_stmt *s, top_list *tops, loop_list *loops) {
+    const ast_expr *e = s->value;
+    const ast_expr *r = e->nargs == 1 ? e->args[0] : NULL;
+    if (!r || r->kind != AE_CALL || strcmp(r->str, "range") || r->nargs < 1 || r->nargs > 2) {
+        err(c, e->line, e->col, "serial(...) takes one range(stop) or range(start, stop)");
+        return;
+    }
+    if (s->ntargets != 1) {
+        err(c, s->targets[1]->line, s->targets[1]->col, "serial(range(...)) has one loop variable but %d were given", s->ntargets);
+        return;
+    }
+    if (check_loop_var(c, s->targets[0])) return;
+    ir_block pre = {0};
+    ir_expr *b[2] = {NULL, NULL};
+    for (int i = 0; i < r->nargs; i++) {
+        b[i] = lower_typed(c, r->args[i], &pre, DVM_T_I32, "a range bound");
+        if (b[i] && b[i]->type != DVM_T_I32) {
+            err(c, r->args[i]->line, r->args[i]->col, "range bounds must be i32, got %s", tname(b[i]->type));
+            b[i] = NULL;
+        }
+        if (!b[i]) return;
+    }
+    serial_tops(c, tops, &pre);
+    if (loops->n == loops->cap) {
+        int nc = loops->cap ? 2 * loops->cap : 4;
+        ir_loop *v = dvm_arena_grow(c->a, loops->v, (size_t)loops->cap * sizeof *v, (size_t)nc * sizeof *v);
+        if (!v) {
+            c->oom = 1;
+            return;
+        }
+        loops->v = v;
+        loops->cap = nc;
+    }
+    const ast_expr *t = s->targets[0];
+    ir_loop *L = &loops->v[loops->n];
+    memset(L, 0, sizeof *L);
+    L->var = new_var(c, t->str, DVM_T_I32, t->line, t->col);
+    if (L->var < 0) return;
+    L->start = r->nargs == 2 ? b[0] : NULL;
+    L->stop = r->nargs == 2 ? b[1] : b[0];
+    L->line = s->line;
+    L->col = s->col;
+    const int id = ++loops->n;
+    int mark = scope_mark(c);
+    binding *bd = bind(c, t->name, BK_VAR, t->line, t->col);
+    if (bd) {
+        bd->var = L->var;
+        bd->loopvar = 1;
+    }
+    const int first = tops->n;
+    int stop = 0;
+    for (int i = 0; i < s->body.n && !c->oom && !stop; i++) {
+        const ast_stmt *q = s->body.s[i];
+        if (is_serial_loop(q)) {
+            err(c, q->line, q->col, "serial loops of top-level statements do not nest; use range(...) inside a parallel loop");
+            continue;
+        }
+        lower_top(c, q, tops, loops, &stop);
+    }
+    scope_pop(c, mark);
+    for (int i = first; i < tops->n; i++) tops->v[i].loop = id;
+}
+
 static int is_parallel_for(const ast_stmt *s) {
     return s->kind == AS_FOR && s->value->kind == AE_CALL && (!strcmp(s->value->str, "range") || !strcmp(s->value->str, "ndrange"));
 }
 
 /* Starts lowering kernel k: its outermost frame kf (the caller's), no inlining under way. */
+/* One statement of a kernel's body (or of a serial loop's): a parallel loop, or serial code. */
+static void lower_top(ctx *c, const ast_stmt *s, top_list *tops, loop_list *loops, int *stop) {
+    (void)loops;
+    if (is_parallel_for(s)) {
+        lower_parallel(c, s, tops);
+        return;
+    }
+    ir_block b = {0};
+    int r = lower_stmt(c, s, &b);
+    serial_tops(c, tops, &b);
+    if (r & TERM) *stop = 1;
+}
+
 static void begin_kernel(ctx *c, ir_kernel *k, frame *kf, int in_parallel) {
     memset(kf, 0, sizeof *kf);
     kf->id = ++c->nframes;
@@ -1671,22 +1763,20 @@ static ir_kernel *lower_kernel(ctx *c, ast_func *f) {
         }
     }
     top_list tops = {0};
-    for (int i = 0; i < f->body.n && !c->oom; i++) {
+    loop_list loops = {0};
+    int stop = 0;
+    for (int i = 0; i < f->body.n && !c->oom && !stop; i++) {
         const ast_stmt *s = f->body.s[i];
-        if (is_parallel_for(s)) {
-            lower_parallel(c, s, &tops);
-            continue;
-        }
-        ir_block b = {0};
-        int r = lower_stmt(c, s, &b);
-        serial_tops(c, &tops, &b);
-        if (r & TERM) break;
+        if (is_serial_loop(s)) lower_serial_loop(c, s, &tops, &loops);
+        else lower_top(c, s, &tops, &loops, &stop);
     }
     scope_pop(c, mark);
     ir_variant *v = &k->v[DVM_V_FORWARD];
     v->present = 1;
     v->tops = tops.v;
     v->ntops = tops.n;
+    v->loops = loops.v;
+    v->nloops = loops.n;
     v->slots = slots;
     v->nslots = nslots;
     return k;

@@ -156,25 +156,88 @@ static int direct_uslot(emit_variant *ev, const ir_expr *e) {
     return emit_var_uslot(ev, e->var);
 }
 
+/* A serial loop's REPEAT task (dvm_task_desc): its bounds in uniforms (computed once, by a
+   serial task before the first REPEAT of the loop in this variant: an adjoint's reverse
+   reuses the forward's), the loop variable's uniform; `body` is patched when the loop ends. */
+static int emit_loop_begin(emit_variant *ev, const ir_top *top, int *bound_u, uint32_t *marker) {
+    emit_prog *ep = ev->ep;
+    const ir_loop *L = &ev->v->loops[top->loop - 1];
+    int *u = &bound_u[2 * (top->loop - 1)];
+    ev->stage = top->stage;
+    ev->phase = top->phase;
+    if (u[0] < 0) {
+        ir_expr *hid[2];
+        int hid_u[2], nhid = 0;
+        const ir_expr *b[2] = {L->stop, L->start};
+        for (int i = 0; i < 2; i++) {
+            if (!b[i] || (i == 1 && b[i]->kind == IR_CONST && b[i]->k.i == 0)) {
+                u[i] = DVM_NO_SLOT;
+                continue;
+            }
+            u[i] = direct_uslot(ev, b[i]);
+            if (u[i] < 0) {
+                u[i] = emit_hidden_uslot(ev, L->line, L->col);
+                hid[nhid] = (ir_expr *)b[i];
+                hid_u[nhid++] = u[i];
+            }
+        }
+        if (nhid && emit_task_serial(ev, NULL, 0, hid, hid_u, nhid, L->line)) return 1;
+    }
+    int tu = emit_var_uslot(ev, L->var);
+    if (tu < 0 || u[0] < 0) return 1;
+    *marker = ep->ntasks;
+    if (emit_task_serial(ev, NULL, 0, NULL, NULL, 0, L->line)) return 1;
+    dvm_task_desc *m = &ep->tasks[*marker];
+    m->kind = DVM_TASK_REPEAT;
+    m->ext_u[0] = (uint16_t)u[0];
+    m->start_u[0] = (uint16_t)u[1];
+    m->ext_u[1] = (uint16_t)tu;
+    return 0;
+}
+
 static int emit_variant_tasks(emit_variant *ev) {
     const ir_variant *v = ev->v;
     emit_prog *ep = ev->ep;
     int ntops = v->ntops;
     ir_stmt **pend = calloc((size_t)ntops + 1, sizeof *pend);
-    if (!pend && ntops) {
+    int *bound_u = malloc(sizeof(int) * 2 * (size_t)(v->nloops + 1));
+    if ((!pend && ntops) || !bound_u) {
+        free(pend);
+        free(bound_u);
         ep->oom = 1;
         return 1;
     }
-    int npend = 0, pend_line = 0, pend_stage = 0, pend_phase = 0;
-    for (int t = 0; t < ntops && !ev->failed && !ep->oom; t++) {
-        const ir_top *top = &v->tops[t];
+    for (int i = 0; i < 2 * v->nloops; i++) bound_u[i] = -1;
+    int npend = 0, pend_line = 0, pend_stage = 0, pend_phase = 0, cur_loop = 0;
+    uint32_t marker = 0;
+    for (int t = 0; t <= ntops && !ev->failed && !ep->oom; t++) {
+        const ir_top *top = t < ntops ? &v->tops[t] : NULL;
         /* serial statements share a task within one stage and phase only: the host may act
            between stages (vm/launch.c) */
-        if (npend && (top->stage != pend_stage || top->phase != pend_phase)) {
+        if (npend && (!top || top->stage != pend_stage || top->phase != pend_phase || top->loop != cur_loop)) {
             ev->stage = pend_stage;
             ev->phase = pend_phase;
             if (emit_task_serial(ev, pend, npend, NULL, NULL, 0, pend_line)) break;
             npend = 0;
+        }
+        if (cur_loop && (!top || top->loop != cur_loop || top->phase != ep->tasks[marker].phase)) {
+            uint32_t body = ep->ntasks - marker - 1;
+            if (body > UINT16_MAX) {
+                dvm_diag(ep->d, v->loops[cur_loop - 1].line, v->loops[cur_loop - 1].col,
+                         "kernel '%s': a serial loop of %u tasks, more than %d", ev->k->name, body, UINT16_MAX);
+                ev->failed = 1;
+                break;
+            }
+            ep->tasks[marker].body = (uint16_t)body;
+            cur_loop = 0;
+        }
+        if (!top) break;
+        if (top->loop && top->loop != cur_loop) {
+            if (top->loop > v->nloops || emit_loop_begin(ev, top, bound_u, &marker)) {
+                ev->failed = 1;
+                break;
+            }
+            cur_loop = top->loop;
         }
         if (!top->parallel) {
             if (!top->stmt) continue;
@@ -230,12 +293,8 @@ static int emit_variant_tasks(emit_variant *ev) {
         }
         if (emit_task_parallel(ev, top, ext_u, start_u)) break;
     }
-    if (npend && !ev->failed && !ep->oom) {
-        ev->stage = pend_stage;
-        ev->phase = pend_phase;
-        emit_task_serial(ev, pend, npend, NULL, NULL, 0, pend_line);
-    }
     free(pend);
+    free(bound_u);
     return ev->failed || ep->oom;
 }
 

@@ -134,7 +134,18 @@ typedef struct ir_top {
     /* adjoint variants: the top-level statement of the forward this top belongs to, and its
        phase (0: that statement's forward, 1: its reverse sweep); dvm_task_desc.stage/phase */
     int stage, phase;
+    int loop; /* the serial loop of top-level statements it is in (ir_variant.loops, + 1), or 0;
+                 a loop's tops are consecutive */
 } ir_top;
+
+/* `for var in serial(range(start, stop)):` at top level: its tops (ir_top.loop) run in order
+   once per trip, with var (an IR_GLOBAL i32 that nothing else assigns) set by the host; the
+   bounds are evaluated once, on entry. */
+typedef struct ir_loop {
+    int var;
+    ir_expr *start, *stop; /* start may be NULL (0) */
+    int line, col;
+} ir_loop;
 
 /* Size expressions: how many entries an adstack needs per thread (ops.def SZ_*). */
 enum ir_size_kind {
@@ -171,6 +182,8 @@ typedef struct ir_variant {
     int nslots;
     ir_stack *stacks;
     int nstacks;
+    ir_loop *loops; /* serial loops of top-level statements (shared by every variant) */
+    int nloops;
 } ir_variant;
 
 typedef struct ir_kernel {

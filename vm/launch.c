@@ -549,95 +549,231 @@ static dvm_status exec_window(launch *L, uint32_t vk, dvm_exec *x, uint32_t firs
     return DVM_OK;
 }
 
-/* Step 5. A variant whose tasks are all phase 0 runs in one window. An adjoint runs its
-   ordered stages (docs/autodiff.md): phase 0 runs stage 0, 1, ... forward; phase 1 runs their
-   reverse sweeps, the last stage first, and the reverse sweep of stage s must read every
-   primal array as it was before stage s ran forward. An array that no stage at or after s
-   writes is still as it was: the reverse reads it in place. Otherwise it reads the copy
-   taken just before the first stage w >= s that writes it, so that copy is taken when some
-   stage between the previous writer of the array and w reads it in reverse. Each copy is one
-   scratch buffer, shared by every stage that reads that version; nothing else is copied. */
+/* Step 5, the ordered stages (docs/autodiff.md). A variant with neither reverse (phase-1) nor
+   REPEAT tasks runs in one window. Otherwise the host walks its tasks: a REPEAT runs the tasks
+   of its body once per trip of its serial loop (the last trip first in phase 1), setting the
+   loop variable's uniform; every other run of consecutive tasks of one stage is a window.
+   An adjoint runs its stages forward (phase 0), then their reverse sweeps, and the reverse of
+   each stage instance (a stage, and a trip where it is in a loop) must read every primal array
+   as it was before that instance ran forward. Instances are ordered by a key (stage in the high
+   bits; in a loop, the loop's first stage, then trip and stage) that both phases compute alike.
+   Forward, before an instance that writes an array, the host copies the array if some instance
+   since the previous writer (this one included) reads it in reverse: one copy, shared by all
+   of them. Backward, at each instance the array is bound to the copy taken before the first
+   writer at or after it, or to the array itself when none follows. */
+typedef struct vstack {
+    uint64_t *key;
+    dvm_buffer **buf;
+    uint32_t n, cap;
+} vstack;
+
+typedef struct loop_info {
+    uint16_t var_u;                /* the loop variable's uniform (identifies the loop) */
+    int32_t start, stop;           /* trips, read when the loop first runs */
+    uint32_t first_stage, nstages; /* the stages of its body, over both phases */
+    int have_trips;
+} loop_info;
+
+typedef struct stages {
+    launch *L;
+    uint32_t vk;
+    dvm_exec *x;
+    dvm_buffer *const *bufs;
+    uint32_t ns, nstage, ntasks;
+    uint8_t *W, *R;       /* per (stage, slot): the forward writes it, the reverse reads it */
+    uint8_t *read_since;  /* per slot: some instance since the last writer reads it in reverse */
+    vstack *vs;           /* per slot: the copies kept, by key */
+    dvm_buffer **cur;     /* per slot: what the reverse reads now */
+    loop_info *loops;
+    uint32_t nloops;
+    int windows;          /* more than one window: uniforms come back after each */
+} stages;
+
+static const dvm_task_desc *task_at(const stages *S, uint32_t t) { return &S->L->p->tasks[S->x->var->task_begin + t]; }
+
+static loop_info *loop_of(stages *S, uint16_t var_u) {
+    for (uint32_t i = 0; i < S->nloops; i++)
+        if (S->loops[i].var_u == var_u) return &S->loops[i];
+    return NULL;
+}
+
+static uint64_t inst_key(uint32_t stage, const loop_info *lp, int64_t trip_index) {
+    if (!lp) return (uint64_t)stage << 32;
+    return ((uint64_t)lp->first_stage << 32) + (uint64_t)trip_index * lp->nstages + (stage - lp->first_stage);
+}
+
+/* Runs tasks [a, b) (no REPEAT among them) as windows of one stage each, in phase `phase`,
+   inside loop lp at trip_index (lp NULL: outside loops). */
+static dvm_status run_range(stages *S, uint32_t a, uint32_t b, const loop_info *lp, int64_t trip_index) {
+    launch *L = S->L;
+    dvm_context *ctx = L->ctx;
+    const dvm_program *p = L->p;
+    const uint32_t ns = S->ns;
+    dvm_status st = DVM_OK;
+    char err[512] = "";
+    uint32_t t = a;
+    while (st == DVM_OK && t < b) {
+        const dvm_task_desc *td = task_at(S, t);
+        uint32_t e = t + 1;
+        while (e < b && task_at(S, e)->stage == td->stage && task_at(S, e)->phase == td->phase) e++;
+        const uint32_t s = td->stage;
+        const uint64_t key = inst_key(s, lp, trip_index);
+        const int more = S->windows;
+        if (td->phase == 0) {
+            for (uint32_t q = 0; q < ns && st == DVM_OK && S->W; q++) {
+                size_t c = (size_t)s * ns + q;
+                if (S->R[c]) S->read_since[q] = 1;
+                if (!S->W[c]) continue;
+                if (S->read_since[q]) {
+                    vstack *v = &S->vs[q];
+                    if (v->n == v->cap) {
+                        uint32_t nc = v->cap ? 2 * v->cap : 8;
+                        uint64_t *nk = (uint64_t *)realloc(v->key, nc * sizeof *nk);
+                        if (nk) v->key = nk;
+                        dvm_buffer **nb = (dvm_buffer **)realloc(v->buf, nc * sizeof *nb);
+                        if (nb) v->buf = nb;
+                        if (!nk || !nb) return dvm_fail(ctx, DVM_ERR_NOMEM, 0, "kernel '%s': out of memory", pstr(p, L->k->kd->name));
+                        v->cap = nc;
+                    }
+                    dvm_array *arr = slot_array(L, &p->slots[S->x->var->slot_begin + q]);
+                    size_t bytes = (size_t)(arr->count ? arr->count : 1) * 4;
+                    dvm_buffer *buf = NULL;
+                    if (scratch_buf(ctx, L->nscratch++, bytes, &buf, err, sizeof err) != 0 ||
+                        ctx->vt->copy(ctx->be, buf, S->bufs[q], bytes, err, sizeof err) != 0)
+                        st = dvm_fail(ctx, DVM_ERR_BACKEND, 0, "kernel '%s': cannot keep a copy of '%s' for the adjoint: %s",
+                                      pstr(p, L->k->kd->name),
+                                      pstr(p, p->params[L->k->kd->param_begin + p->slots[S->x->var->slot_begin + q].param].name), err);
+                    v->key[v->n] = key;
+                    v->buf[v->n++] = buf;
+                    L->st.version_bytes += (int64_t)bytes;
+                }
+                S->read_since[q] = 0;
+            }
+            L->in_forward = S->nstage > 0 && S->W != NULL;
+            if (st == DVM_OK) st = exec_window(L, S->vk, S->x, t, e - t, more, S->bufs);
+            L->in_forward = 0;
+        } else {
+            for (uint32_t q = 0; q < ns; q++) {
+                vstack *v = &S->vs[q];
+                while (v->n && v->key[v->n - 1] >= key) S->cur[q] = v->buf[--v->n];
+            }
+            st = exec_window(L, S->vk, S->x, t, e - t, more, S->cur);
+        }
+        t = e;
+    }
+    return st;
+}
+
 static dvm_status run_stages(launch *L, uint32_t vk, dvm_exec *x, dvm_buffer *const *bufs) {
     dvm_context *ctx = L->ctx;
     const dvm_program *p = L->p;
     const dvm_variant_desc *var = x->var;
     const uint32_t nt = var->ntasks, ns = var->nslots;
-    if (!nt || p->tasks[var->task_begin + nt - 1].phase == 0) return exec_window(L, vk, x, 0, nt, 0, bufs);
-    uint32_t nstage = 0;
-    for (uint32_t t = 0; t < nt; t++)
-        if (p->tasks[var->task_begin + t].stage >= nstage) nstage = p->tasks[var->task_begin + t].stage + 1u;
-    /* per (stage, slot): W the forward writes it, R the reverse reads it; V its version (K) */
-    size_t cells = (size_t)nstage * ns;
-    uint8_t *W = (uint8_t *)calloc(cells ? cells : 1, 1), *R = (uint8_t *)calloc(cells ? cells : 1, 1);
-    uint8_t *K = (uint8_t *)calloc(cells ? cells : 1, 1);
-    dvm_buffer **V = (dvm_buffer **)calloc(cells ? cells : 1, sizeof *V);
-    dvm_buffer **rb = (dvm_buffer **)calloc(ns ? ns : 1, sizeof *rb);
+    stages S;
+    memset(&S, 0, sizeof S);
+    S.L = L;
+    S.vk = vk;
+    S.x = x;
+    S.bufs = bufs;
+    S.ns = ns;
+    S.ntasks = nt;
+    int reverse = 0;
+    for (uint32_t t = 0; t < nt; t++) {
+        const dvm_task_desc *td = task_at(&S, t);
+        if (td->kind == DVM_TASK_REPEAT) S.nloops++;
+        if (td->phase) reverse = 1;
+        if (td->stage >= S.nstage) S.nstage = td->stage + 1u;
+    }
+    if (!reverse && !S.nloops) return exec_window(L, vk, x, 0, nt, 0, bufs);
+    S.windows = 1;
     dvm_status st = DVM_OK;
-    char err[512] = "";
-    if (!W || !R || !K || !V || !rb) {
+    size_t cells = (size_t)S.nstage * ns;
+    S.loops = (loop_info *)calloc(S.nloops + 1, sizeof *S.loops);
+    S.read_since = (uint8_t *)calloc(ns + 1, 1);
+    S.vs = (vstack *)calloc(ns + 1, sizeof *S.vs);
+    S.cur = (dvm_buffer **)calloc(ns + 1, sizeof *S.cur);
+    if (reverse) {
+        S.W = (uint8_t *)calloc(cells + 1, 1);
+        S.R = (uint8_t *)calloc(cells + 1, 1);
+    }
+    if (!S.loops || !S.read_since || !S.vs || !S.cur || (reverse && (!S.W || !S.R))) {
         st = dvm_fail(ctx, DVM_ERR_NOMEM, 0, "kernel '%s': out of memory", pstr(p, L->k->kd->name));
         goto done;
     }
+    for (uint32_t q = 0; q < ns; q++) S.cur[q] = bufs[q];
+    /* what each stage writes forward and reads in reverse, from the nodes; the loops' stages */
+    uint32_t nl = 0;
     for (uint32_t t = 0; t < nt; t++) {
-        const dvm_task_desc *td = &p->tasks[var->task_begin + t];
+        const dvm_task_desc *td = task_at(&S, t);
+        if (td->kind == DVM_TASK_REPEAT) {
+            loop_info *lp = loop_of(&S, td->ext_u[1]);
+            if (!lp) {
+                lp = &S.loops[nl++];
+                lp->var_u = td->ext_u[1];
+                lp->first_stage = UINT32_MAX;
+            }
+            for (uint32_t j = t + 1; j <= t + td->body && j < nt; j++) {
+                uint32_t sg = task_at(&S, j)->stage;
+                if (sg < lp->first_stage) {
+                    if (lp->first_stage != UINT32_MAX) lp->nstages += lp->first_stage - sg;
+                    else lp->nstages = 1;
+                    lp->first_stage = sg;
+                }
+                if (sg >= lp->first_stage + lp->nstages) lp->nstages = sg - lp->first_stage + 1;
+            }
+            continue;
+        }
+        if (!reverse) continue;
         for (uint32_t j = 0; j < td->code_len; j++) {
             int wr, rd, a = dvm_node_array(&p->nodes[td->code_begin + j], &wr, &rd);
             if (a < 0 || (uint32_t)a >= ns || p->slots[var->slot_begin + (uint32_t)a].role != DVM_ROLE_PRIMAL) continue;
-            if (td->phase == 0 && wr) W[(size_t)td->stage * ns + (uint32_t)a] = 1;
-            if (td->phase == 1 && rd) R[(size_t)td->stage * ns + (uint32_t)a] = 1;
+            if (td->phase == 0 && wr) S.W[(size_t)td->stage * ns + (uint32_t)a] = 1;
+            if (td->phase == 1 && rd) S.R[(size_t)td->stage * ns + (uint32_t)a] = 1;
         }
     }
-    /* which versions to keep: K[w, a] when the copy of a taken before stage w is read */
-    for (uint32_t a = 0; a < ns; a++) {
-        int read_since = 0; /* some reverse since the previous writer reads a */
-        for (uint32_t s = 0; s < nstage; s++) {
-            size_t c = (size_t)s * ns + a;
-            if (R[c]) read_since = 1;
-            if (W[c]) {
-                if (read_since) K[c] = 1;
-                read_since = 0;
-            }
-        }
-    }
+    S.nloops = nl;
     uint32_t t = 0;
     while (st == DVM_OK && t < nt) {
-        const dvm_task_desc *td = &p->tasks[var->task_begin + t];
-        uint32_t e = t + 1;
-        while (e < nt && p->tasks[var->task_begin + e].stage == td->stage && p->tasks[var->task_begin + e].phase == td->phase) e++;
-        const uint32_t s = td->stage;
-        if (td->phase == 0) {
-            for (uint32_t a = 0; a < ns && st == DVM_OK; a++) {
-                size_t c = (size_t)s * ns + a;
-                if (!K[c]) continue;
-                dvm_array *arr = slot_array(L, &p->slots[var->slot_begin + a]);
-                size_t bytes = (size_t)(arr->count ? arr->count : 1) * 4;
-                if (scratch_buf(ctx, L->nscratch++, bytes, &V[c], err, sizeof err) != 0 || ctx->vt->copy(ctx->be, V[c], bufs[a], bytes, err, sizeof err) != 0)
-                    st = dvm_fail(ctx, DVM_ERR_BACKEND, 0, "kernel '%s': cannot keep a copy of '%s' for the adjoint: %s",
-                                  pstr(p, L->k->kd->name), pstr(p, p->params[L->k->kd->param_begin + p->slots[var->slot_begin + a].param].name), err);
-                L->st.version_bytes += (int64_t)bytes;
-            }
-            L->in_forward = 1;
-            if (st == DVM_OK) st = exec_window(L, vk, x, t, e - t, e < nt, bufs);
-            L->in_forward = 0;
-        } else {
-            for (uint32_t a = 0; a < ns; a++) {
-                rb[a] = bufs[a];
-                for (uint32_t w = s; w < nstage; w++)
-                    if (W[(size_t)w * ns + a]) {
-                        if (V[(size_t)w * ns + a]) rb[a] = V[(size_t)w * ns + a];
-                        break;
-                    }
-            }
-            st = exec_window(L, vk, x, t, e - t, e < nt, rb);
+        const dvm_task_desc *td = task_at(&S, t);
+        if (td->kind != DVM_TASK_REPEAT) {
+            uint32_t e = t + 1;
+            while (e < nt && task_at(&S, e)->kind != DVM_TASK_REPEAT) e++;
+            st = run_range(&S, t, e, NULL, 0);
+            t = e;
+            continue;
         }
-        t = e;
+        loop_info *lp = loop_of(&S, td->ext_u[1]);
+        const uint32_t *U = x->uniforms;
+        if (!lp->have_trips) { /* the bounds as the loop's first run found them */
+            lp->stop = (int32_t)U[td->ext_u[0]];
+            lp->start = td->start_u[0] != DVM_NO_SLOT ? (int32_t)U[td->start_u[0]] : 0;
+            lp->have_trips = 1;
+        }
+        const int64_t trips = lp->stop > lp->start ? (int64_t)lp->stop - lp->start : 0;
+        if (trips * (int64_t)(lp->nstages ? lp->nstages : 1) >= ((int64_t)1 << 32)) {
+            st = dvm_fail(ctx, DVM_ERR_RUNTIME, 0, "kernel '%s': a serial loop of %lld trips over %u statements is too long",
+                          pstr(p, L->k->kd->name), (long long)trips, lp->nstages);
+            break;
+        }
+        const uint32_t a = t + 1, b = t + 1 + td->body;
+        for (int64_t k = 0; k < trips && st == DVM_OK; k++) {
+            const int64_t ti = td->phase ? trips - 1 - k : k;
+            x->uniforms[td->ext_u[1]] = (uint32_t)(int32_t)(lp->start + ti);
+            st = run_range(&S, a, b, lp, ti);
+        }
+        t = b;
     }
 done:
-    free(W);
-    free(R);
-    free(K);
-    free(V);
-    free(rb);
+    for (uint32_t q = 0; S.vs && q < ns; q++) {
+        free(S.vs[q].key);
+        free(S.vs[q].buf);
+    }
+    free(S.vs);
+    free(S.W);
+    free(S.R);
+    free(S.read_since);
+    free(S.cur);
+    free(S.loops);
     return st;
 }
 

@@ -1627,3 +1627,64 @@ kernel k(x: f32[n], c: i32[n], y: f32[n]):
                 v = v * 0.5 + 1.0
         y[i] = v
 ''', 'k', {'x': F(8), 'c': I(8, lo=0, hi=5), 'y': F(8)}, _dead_fwf, grad=True)
+
+
+# ---------------------------------------------------------------- serial loops of statements
+# `for t in serial(range(...))` at top level: each trip runs its statements in order; the
+# adjoint reverses the trips, each statement seeing the arrays as that trip left them
+def _time_loop(d):
+    n = len(d['u'].data)
+    for _ in range(d['T']):
+        for i in range(n):
+            d['u'][i] = math.sin(d['u'][i]) * 0.9 + d['x'][i]
+case('serial_loop_in_place', '''
+kernel sim(u: f32[n], x: f32[n], T: i32):
+    for t in serial(range(T)):
+        for i in range(n):
+            u[i] = sin(u[i]) * 0.9 + x[i]
+''', 'sim', {'u': F(5), 'x': F(5), 'T': 7}, _time_loop, grad=True)
+
+
+def _spring_loop(d):
+    n = len(d['u'].data)
+    s = 0.0
+    for t in range(1, d['T']):
+        for i in range(n):
+            d['v'][i] = d['v'][i] * 0.9 + (d['x'][i] - d['u'][i]) * 0.1 * t
+        s = s + d['v'][0]
+        for i in range(n):
+            d['u'][i] = d['u'][i] + d['v'][i] * 0.1
+    for i in range(n):
+        d['L'][0] += d['u'][i] * d['u'][i] * s
+case('serial_loop_stages', '''
+kernel sim2(u: f32[n], v: f32[n], x: f32[n], L: f32[1], T: i32):
+    s = 0.0
+    for t in serial(range(1, T)):
+        for i in range(n):
+            v[i] = v[i] * 0.9 + (x[i] - u[i]) * 0.1 * t
+        s = s + v[0]
+        for i in range(n):
+            u[i] = u[i] + v[i] * 0.1
+    for i in range(n):
+        L[0] += u[i] * u[i] * s
+''', 'sim2', {'u': F(4), 'v': F(4), 'x': F(4), 'L': F(1), 'T': 6}, _spring_loop, grad=True)
+
+
+# a trip count read from an array, and a loop with no trips
+def _loop_from_array(d):
+    n = len(d['x'].data)
+    for t in range(int(d['k'][0])):
+        for i in range(n):
+            d['y'][i] = d['y'][i] * d['x'][i] + t
+case('serial_loop_bound_from_array', '''
+kernel k(x: f32[n], y: f32[n], k: i32[1]):
+    for t in serial(range(k[0])):
+        for i in range(n):
+            y[i] = y[i] * x[i] + t
+''', 'k', {'x': F(4), 'y': F(4), 'k': I(1, lo=3, hi=3)}, _loop_from_array, grad=True)
+case('serial_loop_no_trips', '''
+kernel k(x: f32[n], y: f32[n], k: i32[1]):
+    for t in serial(range(k[0])):
+        for i in range(n):
+            y[i] = y[i] * x[i] + t
+''', 'k', {'x': F(4), 'y': F(4), 'k': I(1, lo=0, hi=0)}, _loop_from_array, grad=True)
