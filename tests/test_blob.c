@@ -259,7 +259,9 @@ M(m_st2_rank1, p->nodes[4].op = DVM_OP_ST2; p->nodes[4].c = p->nodes[4].b)
 M(m_at2_rank1, p->nodes[4].op = DVM_OP_ATOMADDF2; p->nodes[4].c = p->nodes[4].b)
 M(m_ld2o_rank1, p->nodes[4].op = DVM_OP_ATOMADDF2O; p->nodes[4].c = p->nodes[4].b)
 M(m_o_reg, p->nodes[4].op = DVM_OP_ATOMADDF2O; p->nodes[4].c = p->nodes[4].b; p->nodes[4].b = DVM_OFS_MAKE(900, -3))
-M(m_task_kind, p->tasks[0].kind = 2)
+M(m_task_kind, p->tasks[0].kind = 3)
+M(m_repeat_code, p->tasks[1].kind = DVM_TASK_REPEAT)
+M(m_repeat_body, p->tasks[4].kind = DVM_TASK_REPEAT; p->tasks[4].body = 1; p->tasks[4].code_len = 1; p->nodes[K2_T0] = (dvm_node)N(END, 0, 0, 0, 0))
 M(m_task_ndim, p->tasks[0].ndim = 4)
 M(m_task_ndim0, p->tasks[0].ndim = 0)
 M(m_task_nregs0, p->tasks[0].nregs = 0)
@@ -387,7 +389,9 @@ static const malform malforms[] = {
     {"ATOMADDF2 on a rank-1 slot", m_at2_rank1, "node 4 (ATOMADDF2): array slot 1 ('y') has rank 1, expected 2"},
     {"ATOMADDF2O on a rank-1 slot", m_ld2o_rank1, "node 4 (ATOMADDF2O): array slot 1 ('y') has rank 1, expected 2"},
     {"o operand register", m_o_reg, "node 4 (ATOMADDF2O): operand b: register 900 (with offset -3) is not < nregs"},
-    {"task kind", m_task_kind, "(forward) task 0: kind 2"},
+    {"task kind", m_task_kind, "(forward) task 0: kind 3"},
+    {"repeat code", m_repeat_code, "(adjoint) task 0: a repeat task's code is one END"},
+    {"repeat body", m_repeat_body, "a repeat task's body of 1 tasks runs past the variant's 1 tasks"},
     {"task ndim", m_task_ndim, "task 0: ndim 4 is not in 1..3"},
     {"task ndim 0", m_task_ndim0, "task 0: ndim 0 is not in 1..3"},
     {"task nregs 0", m_task_nregs0, "nregs 0 is not in 1..1024"},
@@ -697,7 +701,7 @@ static void test_disasm(void) {
         "6: ASSERT    r0, \"index out\"",
         "7: STU       U2, r2",
         "0: CONST     r0, #0, #0  ; 0",
-        "task 1: parallel over ([0, U1 'n') -> r0, [U2, U1 'n') -> r1), 5 regs",
+        "task 1: parallel over ([0, U1 'n') -> r0, [U2, U1 'n') -> r1), stage 0 reverse, 5 regs",
         "1: IDXM      A3 'm', r2, r1, axis 1",
         "3: MULFK     r3, r3, K1=1.5",
         "4: ATOMADDF  A6 'm'.grad, r2, r3",
