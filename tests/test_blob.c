@@ -261,7 +261,7 @@ M(m_ld2o_rank1, p->nodes[4].op = DVM_OP_ATOMADDF2O; p->nodes[4].c = p->nodes[4].
 M(m_o_reg, p->nodes[4].op = DVM_OP_ATOMADDF2O; p->nodes[4].c = p->nodes[4].b; p->nodes[4].b = DVM_OFS_MAKE(900, -3))
 M(m_task_kind, p->tasks[0].kind = 3)
 M(m_repeat_code, p->tasks[1].kind = DVM_TASK_REPEAT)
-M(m_repeat_body, p->tasks[4].kind = DVM_TASK_REPEAT; p->tasks[4].body = 1; p->tasks[4].code_len = 1; p->nodes[K2_T0] = (dvm_node)N(END, 0, 0, 0, 0))
+M(m_repeat_body, p->tasks[4].kind = DVM_TASK_REPEAT; p->tasks[4].body = 1; p->tasks[4].code_len = 1; p->kernels[1].v[0].nuniforms = 1; p->nodes[K2_T0] = (dvm_node)N(END, 0, 0, 0, 0))
 M(m_task_ndim, p->tasks[0].ndim = 4)
 M(m_task_ndim0, p->tasks[0].ndim = 0)
 M(m_task_nregs0, p->tasks[0].nregs = 0)
