@@ -7,3 +7,9 @@ add_custom_target(demo
   WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}
   DEPENDS api_example dvm_cli
   USES_TERMINAL)
+
+# The diffusion example: one kernel with a serial loop against a tape of launches (checked:
+# the two gradients must agree).
+add_executable(diffusion_example examples/diffusion.c)
+target_link_libraries(diffusion_example PRIVATE dvm m)
+add_test(NAME example_diffusion COMMAND diffusion_example ${CMAKE_CURRENT_SOURCE_DIR}/examples/diffusion.dvk cpu 200)
