@@ -117,6 +117,18 @@ int main(int argc, char **argv) {
     CHECK(dvm_array_read(ctx, L, &L2, 1));
     CHECK(dvm_array_read(ctx, ug, g2, N * M));
 
+    /* 3. forward only: one launch of the serial loop against T + 1 launches */
+    dvm_launch_opts fwd = {DVM_FORWARD, 0, 0};
+    CHECK(dvm_array_write(ctx, u, u0, N * M));
+    t0 = now_ms();
+    CHECK(dvm_launch(ctx, ksim, sa, &fwd, NULL));
+    double ms3 = now_ms() - t0;
+    CHECK(dvm_array_write(ctx, u, u0, N * M));
+    t0 = now_ms();
+    for (int t = 0; t < T; t++) CHECK(dvm_launch(ctx, kstep, st, &fwd, NULL));
+    CHECK(dvm_launch(ctx, kloss, la, &fwd, NULL));
+    double ms4 = now_ms() - t0;
+
     double worst = 0, norm = 0;
     for (int i = 0; i < N * M; i++) {
         double d = fabs((double)g1[i] - g2[i]);
@@ -129,6 +141,8 @@ int main(int argc, char **argv) {
     printf("one kernel with a serial loop: %.1f ms, %lld bytes of array versions\n", ms1, (long long)ls.version_bytes);
     printf("tape of %d launches, budget %lld bytes: %.1f ms, %d launches recomputed, %d checkpoints\n", T + 1,
            (long long)(5 * state), ms2, ts.forward_launches, ts.checkpoints);
+    printf("forward: one launch with a serial loop %.1f ms (%.3f ms a step), %d launches %.1f ms (%.3f ms a step)\n", ms3,
+           ms3 / T, T + 1, ms4, ms4 / T);
     int ok = fabs((double)L1 - L2) <= 1e-5 * (1 + fabs((double)L1)) && worst <= 1e-4 * (1 + norm);
     printf("%s\n", ok ? "the two gradients agree" : "the two gradients DISAGREE");
     dvm_tape_destroy(tape);
