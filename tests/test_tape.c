@@ -3,7 +3,7 @@
  * gradients of an unbounded tape must equal those of a tape with a budget of a few states
  * (binomial checkpointing), and both must match central finite differences of forward
  * launches on a shorter run. Also: a budget too small for the initial state, a kernel with no
- * adjoint, and an unchanged final state. Usage: test_tape [backend] (default cpu). */
+ * adjoint, and an unchanged final state. Usage: test_tape [backend [steps]] (cpu, 1000). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,9 +37,10 @@ static const char *src =
     "    for i in range(n):\n"
     "        L[0] += (x[i] - target[i]) * (x[i] - target[i])\n"
     "kernel rec(y: f32[n]):\n"
-    "    for i in range(1):\n"
-    "        for j in range(1, n):\n"
-    "            y[j] = y[j - 1] * 0.5\n";
+    "    c = 1\n"
+    "    while c < n:\n"
+    "        y[c] = y[c - 1] * 0.5\n"
+    "        c += 1\n";
 
 #define N 16
 
@@ -157,7 +158,7 @@ int main(int argc, char **argv) {
     dvm_args_array(s.ctx, s.la, "L", s.L);
 
     /* 1. 1000 steps: an unbounded tape and one with room for the initial state and 3 more */
-    const int steps = 1000;
+    const int steps = argc > 2 ? atoi(argv[2]) : 1000;
     const int64_t state = (2 * N + 1) * 4;
     float gx[N], gv[N], bx[N], bv[N];
     double ms_u, ms_b;
