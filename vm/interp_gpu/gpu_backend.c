@@ -508,6 +508,10 @@ int64_t dvm_gpu_slots(dvm_backend *be, const dvm_exec *x) {
         const dvm_task_desc *t = &p->tasks[x->var->task_begin + i];
         if (t->kind != DVM_TASK_PARALLEL) continue;
         gpu_cfg c = task_cfg(be, p->nodes, t, x->nstacks > 0, x->nslots);
+        /* the grid exec launches: no more blocks than the iterations the host knows fill (the
+           adstack heap then grows with the work, not with the device) */
+        const int64_t total = dvm_exec_known_total(x, t), per = (int64_t)DVM_GPU_BLOCK * c.lanes;
+        if (total >= 0 && (total + per - 1) / per < (int64_t)c.blocks) c.blocks = (uint32_t)((total + per - 1) / per);
         int64_t n = (int64_t)c.blocks * DVM_GPU_BLOCK * c.lanes; /* a heap slot per lane */
         if (n > best) best = n;
     }
