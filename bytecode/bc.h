@@ -162,7 +162,9 @@ typedef struct dvm_task_desc {
        statement it came from, in phase 0 (the forward: stages in non-decreasing order) or
        phase 1 (an adjoint's reverse sweep: stages in non-increasing order, after every phase 0
        task). The host runs an adjoint's phase-1 tasks of stage s with each primal array bound
-       to its contents before stage s ran (vm/launch.c). */
+       to its contents before stage s ran, except that a phase-1 serial task that writes a
+       primal array (it restores what its stage stored) gets a copy of what the stage's forward
+       left (vm/launch.c). */
     uint16_t stage;
     uint8_t phase;
 } dvm_task_desc;

@@ -193,34 +193,20 @@ static void reg_loop(ad_ctx *c, ad_loop **arr, int *n, int *cap, const ir_stmt *
 /* ---------------------------------------------------------------- reads after stores within a statement */
 /* Each top-level statement's reverse sweep sees the arrays as they were before that statement
  * ran (vm/launch.c versions them between statements). A value that one statement stores (or
- * accumulates into) and then reads back itself is not among them. In a parallel loop the
- * reverse of each iteration replays those stores, saving what each overwrote, and restores it
- * on the way back (gen_stmt, c->restore); serial code that does it gets no adjoint
- * (k->no_adjoint; `run` and `jvp` are unaffected). */
+ * accumulates into) and then reads back itself is not among them: the reverse restores each
+ * such element as it passes its store (replay_store, c->restore, set here per statement and
+ * slot). */
 typedef struct rchk {
     ad_ctx *c;
     const ir_stmt **stored; /* per forward slot: the first store or atomic of this statement */
-    const char *why;        /* the first refusal */
-    unsigned char *restore; /* a parallel top: per slot, read after a store (no refusal) */
+    unsigned char *restore; /* per slot: read after a store of this statement */
 } rchk;
 
 static void rchk_expr(rchk *r, const ir_expr *e) {
-    if (!e || r->why) return;
+    if (!e) return;
     if (e->kind == IR_LOAD) {
         for (int i = 0; i < e->nidx; i++) rchk_expr(r, e->idx[i]);
-        const ir_stmt *st = e->slot >= 0 && e->slot < r->c->nfslots ? r->stored[e->slot] : NULL;
-        if (st && r->restore) {
-            r->restore[e->slot] = 1;
-        } else if (st && !r->why) {
-            const ir_kernel *k = r->c->k;
-            r->why = dvm_arena_printf(r->c->A,
-                                      "%d:%d: error: kernel '%s' has no gradient: '%s' is read after a %s to it at %d:%d "
-                                      "in the same top-level statement, and the adjoint cannot restore the value that "
-                                      "store overwrote (carry the value in a local, or write it in one parallel loop and "
-                                      "read it in the next)",
-                                      e->line, e->col, k->name, k->params[k->v[DVM_V_FORWARD].slots[e->slot].param].name,
-                                      st->kind == IR_STORE ? "store" : "+=", st->line, st->col);
-        }
+        if (e->slot >= 0 && e->slot < r->c->nfslots && r->stored[e->slot]) r->restore[e->slot] = 1;
         return;
     }
     rchk_expr(r, e->a);
@@ -265,17 +251,16 @@ static void rchk_stmt(rchk *r, const ir_stmt *s) {
 static void rchk_block(rchk *r, const ir_block *b) {
     for (int i = 0; i < b->n; i++) rchk_stmt(r, b->s[i]);
 }
-static const char *reads_after_stores(ad_ctx *c) {
+static void reads_after_stores(ad_ctx *c) {
     const ir_variant *f = &c->k->v[DVM_V_FORWARD];
-    rchk r = {c, ad_alloc(c, sizeof(ir_stmt *) * (size_t)(f->nslots + 1)), NULL, NULL};
+    rchk r = {c, ad_alloc(c, sizeof(ir_stmt *) * (size_t)(f->nslots + 1)), NULL};
     c->restore = ad_alloc(c, (size_t)f->ntops * (size_t)f->nslots + 1);
-    if (c->oom) return NULL;
-    for (int t = 0; t < f->ntops && !r.why; t++) {
+    if (c->oom) return;
+    for (int t = 0; t < f->ntops; t++) {
         const ir_top *tp = &f->tops[t];
         memset(r.stored, 0, sizeof(ir_stmt *) * (size_t)(f->nslots + 1));
-        /* a parallel iteration's reverse replays its own stores (each iteration owns what it
-           reads back: anything else is a race); serial code is refused */
-        r.restore = tp->parallel ? c->restore + (size_t)t * (size_t)f->nslots : NULL;
+        /* in a parallel loop each iteration owns what it reads back (anything else is a race) */
+        r.restore = c->restore + (size_t)t * (size_t)f->nslots;
         if (tp->parallel) {
             for (int d = 0; d < tp->ndim; d++) rchk_expr(&r, tp->stop[d]);
             for (int d = 0; d < tp->ndim; d++) rchk_expr(&r, tp->start[d]);
@@ -284,7 +269,6 @@ static const char *reads_after_stores(ad_ctx *c) {
             rchk_stmt(&r, tp->stmt);
         }
     }
-    return r.why;
 }
 
 /* ---------------------------------------------------------------- break/continue elimination */
@@ -765,16 +749,18 @@ static const ad_loop *find_loop(const ad_loop *arr, int n, const ir_stmt *s) {
     return NULL;
 }
 
-/* A store or atomic of a parallel top into a slot that the top reads back (c->restore): the
-   forward sweep saves the element's value and stores again, so that later reads see what the
-   forward saw; the reverse, first thing at this statement, puts the saved value back, so that
-   the rules of this statement and of those before it read the element as it was then. The
-   arrays the reverse runs on are the host's copy from before the statement (vm/launch.c), so
-   a thread writes only copies, and each iteration leaves it as it found it. */
-static void replay_store(ad_ctx *c, const ir_stmt *s, ir_block *fwd, ir_block *rev) {
-    if (!c->par || c->cur_top < 0 || !c->restore || s->slot < 0 || s->slot >= c->nfslots ||
+/* A store or atomic of a top into a slot that the top reads back (c->restore): the forward
+   sweep saves the element's value and stores (again, in a parallel top), so that later reads
+   see what the forward saw; the reverse, first thing at this statement, puts the saved value
+   back, so that the rules of this statement and of those before it read the element as it
+   was then. The arrays the reverse writes are host copies (vm/launch.c): a parallel top's
+   reverse replays its forward sweep on the copy from before the statement, and each
+   iteration leaves it as it found it; serial code's reverse starts from a copy of what its
+   forward left and walks it back. Returns whether it emitted the store. */
+static int replay_store(ad_ctx *c, const ir_stmt *s, ir_block *fwd, ir_block *rev) {
+    if (c->cur_top < 0 || !c->restore || s->slot < 0 || s->slot >= c->nfslots ||
         !c->restore[(size_t)c->cur_top * (size_t)c->nfslots + (size_t)s->slot])
-        return;
+        return 0;
     const ir_kernel *k = c->k;
     const int type = k->params[k->v[DVM_V_FORWARD].slots[s->slot].param].type;
     const char *aname = k->params[k->v[DVM_V_FORWARD].slots[s->slot].param].name;
@@ -793,6 +779,7 @@ static void replay_store(ad_ctx *c, const ir_stmt *s, ir_block *fwd, ir_block *r
     for (int i = 0; i < s->nidx; i++) put->idx[i] = s->idx[i];
     put->e = ad_var(c, v);
     ad_push_stmt(c, rev, put);
+    return 1;
 }
 
 /* One statement: its forward-sweep code goes to fwd, its reverse-sweep code to rev. */
@@ -819,8 +806,7 @@ static void gen_stmt(ad_ctx *c, const ir_stmt *s, ir_block *fwd, ir_block *rev) 
         return;
     }
     case IR_STORE: /* the stage's forward stored; its seed moves into e */
-        if (c->replay) ad_push_stmt(c, fwd, (ir_stmt *)s);
-        replay_store(c, s, fwd, rev);
+        if (!replay_store(c, s, fwd, rev) && c->replay) ad_push_stmt(c, fwd, (ir_stmt *)s);
         if (is_f32_slot(c, s->slot)) {
             int top = c->tmptop;
             ir_expr *ld = ad_ex(c, IR_LOAD, DVM_T_F32, s->line, s->col);
@@ -839,8 +825,7 @@ static void gen_stmt(ad_ctx *c, const ir_stmt *s, ir_block *fwd, ir_block *rev) 
         }
         return;
     case IR_ATOMIC:
-        if (c->replay) ad_push_stmt(c, fwd, (ir_stmt *)s);
-        replay_store(c, s, fwd, rev);
+        if (!replay_store(c, s, fwd, rev) && c->replay) ad_push_stmt(c, fwd, (ir_stmt *)s);
         if (s->op == DVM_OP_ATOMADDF && is_f32_slot(c, s->slot) && ad_active(c, s->e)) {
             int top = c->tmptop;
             ir_expr *ld = ad_ex(c, IR_LOAD, DVM_T_F32, s->line, s->col);
@@ -1081,7 +1066,9 @@ static int adjoint(ad_ctx *c) {
         } else if (pre[t].stmt) {
             ir_block one = {0};
             c->replay = 1;
+            c->cur_top = t; /* its restore slots (the stacks stay serial: c->par is 0) */
             gen_stmt(c, pre[t].stmt, &one, &srev[t]);
+            c->cur_top = -1;
             c->replay = 0;
             ad_append(c, sdst, &one);
             add_serial(c, &tops, &ntops, &captops, &one, &f->tops[t], 0);
@@ -1174,7 +1161,7 @@ int dvm_autodiff(ir_module *m, dvm_diags *d) {
             k->no_adjoint = dvm_arena_printf(m->arena, "%d:%d: error: kernel '%s' has no gradient: more than %d top-level "
                                              "statements", k->line, k->col, k->name, UINT16_MAX);
         else
-            k->no_adjoint = reads_after_stores(&c);
+            reads_after_stores(&c);
         if (c.oom) goto oom;
         if (!k->no_adjoint && (adjoint(&c) || c.oom)) goto oom;
         ad_ctx t;

@@ -581,9 +581,12 @@ typedef struct stages {
     dvm_buffer *const *bufs;
     uint32_t ns, nstage, ntasks;
     uint8_t *W, *R;       /* per (stage, slot): the forward writes it, the reverse reads it */
+    uint8_t *RS;          /* per (stage, slot): a serial reverse task writes it (restores) */
     uint8_t *read_since;  /* per slot: some instance since the last writer reads it in reverse */
     vstack *vs;           /* per slot: the copies kept, by key */
+    vstack *post;         /* per slot: copies of what a serial stage's forward left, by key */
     dvm_buffer **cur;     /* per slot: what the reverse reads now */
+    dvm_buffer **win;     /* per slot: what one reverse window runs on */
     loop_info *loops;
     uint32_t nloops;
     int windows;          /* more than one window: uniforms come back after each */
@@ -602,15 +605,41 @@ static uint64_t inst_key(uint32_t stage, const loop_info *lp, int64_t trip_index
     return ((uint64_t)lp->first_stage << 32) + (uint64_t)trip_index * lp->nstages + (stage - lp->first_stage);
 }
 
-/* Runs tasks [a, b) (no REPEAT among them) as windows of one stage each, in phase `phase`,
-   inside loop lp at trip_index (lp NULL: outside loops). */
-static dvm_status run_range(stages *S, uint32_t a, uint32_t b, const loop_info *lp, int64_t trip_index) {
+/* Pushes a copy of slot q's array (as it is now) on v under key. */
+static dvm_status keep_copy(stages *S, vstack *v, uint32_t q, uint64_t key) {
     launch *L = S->L;
     dvm_context *ctx = L->ctx;
     const dvm_program *p = L->p;
+    char err[512] = "";
+    if (v->n == v->cap) {
+        uint32_t nc = v->cap ? 2 * v->cap : 8;
+        uint64_t *nk = (uint64_t *)realloc(v->key, nc * sizeof *nk);
+        if (nk) v->key = nk;
+        dvm_buffer **nb = (dvm_buffer **)realloc(v->buf, nc * sizeof *nb);
+        if (nb) v->buf = nb;
+        if (!nk || !nb) return dvm_fail(ctx, DVM_ERR_NOMEM, 0, "kernel '%s': out of memory", pstr(p, L->k->kd->name));
+        v->cap = nc;
+    }
+    dvm_array *arr = slot_array(L, &p->slots[S->x->var->slot_begin + q]);
+    size_t bytes = (size_t)(arr->count ? arr->count : 1) * 4;
+    dvm_buffer *buf = NULL;
+    if (scratch_buf(ctx, L->nscratch++, bytes, &buf, err, sizeof err) != 0 ||
+        ctx->vt->copy(ctx->be, buf, S->bufs[q], bytes, err, sizeof err) != 0)
+        return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "kernel '%s': cannot keep a copy of '%s' for the adjoint: %s",
+                        pstr(p, L->k->kd->name),
+                        pstr(p, p->params[L->k->kd->param_begin + p->slots[S->x->var->slot_begin + q].param].name), err);
+    v->key[v->n] = key;
+    v->buf[v->n++] = buf;
+    L->st.version_bytes += (int64_t)bytes;
+    return DVM_OK;
+}
+
+/* Runs tasks [a, b) (no REPEAT among them) as windows of one stage each, inside loop lp at
+   trip_index (lp NULL: outside loops). */
+static dvm_status run_range(stages *S, uint32_t a, uint32_t b, const loop_info *lp, int64_t trip_index) {
+    launch *L = S->L;
     const uint32_t ns = S->ns;
     dvm_status st = DVM_OK;
-    char err[512] = "";
     uint32_t t = a;
     while (st == DVM_OK && t < b) {
         const dvm_task_desc *td = task_at(S, t);
@@ -624,40 +653,25 @@ static dvm_status run_range(stages *S, uint32_t a, uint32_t b, const loop_info *
                 size_t c = (size_t)s * ns + q;
                 if (S->R[c]) S->read_since[q] = 1;
                 if (!S->W[c]) continue;
-                if (S->read_since[q]) {
-                    vstack *v = &S->vs[q];
-                    if (v->n == v->cap) {
-                        uint32_t nc = v->cap ? 2 * v->cap : 8;
-                        uint64_t *nk = (uint64_t *)realloc(v->key, nc * sizeof *nk);
-                        if (nk) v->key = nk;
-                        dvm_buffer **nb = (dvm_buffer **)realloc(v->buf, nc * sizeof *nb);
-                        if (nb) v->buf = nb;
-                        if (!nk || !nb) return dvm_fail(ctx, DVM_ERR_NOMEM, 0, "kernel '%s': out of memory", pstr(p, L->k->kd->name));
-                        v->cap = nc;
-                    }
-                    dvm_array *arr = slot_array(L, &p->slots[S->x->var->slot_begin + q]);
-                    size_t bytes = (size_t)(arr->count ? arr->count : 1) * 4;
-                    dvm_buffer *buf = NULL;
-                    if (scratch_buf(ctx, L->nscratch++, bytes, &buf, err, sizeof err) != 0 ||
-                        ctx->vt->copy(ctx->be, buf, S->bufs[q], bytes, err, sizeof err) != 0)
-                        st = dvm_fail(ctx, DVM_ERR_BACKEND, 0, "kernel '%s': cannot keep a copy of '%s' for the adjoint: %s",
-                                      pstr(p, L->k->kd->name),
-                                      pstr(p, p->params[L->k->kd->param_begin + p->slots[S->x->var->slot_begin + q].param].name), err);
-                    v->key[v->n] = key;
-                    v->buf[v->n++] = buf;
-                    L->st.version_bytes += (int64_t)bytes;
-                }
+                if (S->read_since[q]) st = keep_copy(S, &S->vs[q], q, key);
                 S->read_since[q] = 0;
             }
             L->in_forward = S->nstage > 0 && S->W != NULL;
             if (st == DVM_OK) st = exec_window(L, S->vk, S->x, t, e - t, more, S->bufs);
             L->in_forward = 0;
+            /* serial code that reads back what it stored: its reverse walks a copy of what this
+               forward left back to the state before it (autodiff.c replay_store) */
+            for (uint32_t q = 0; q < ns && st == DVM_OK && S->RS; q++)
+                if (S->RS[(size_t)s * ns + q]) st = keep_copy(S, &S->post[q], q, key);
         } else {
             for (uint32_t q = 0; q < ns; q++) {
                 vstack *v = &S->vs[q];
                 while (v->n && v->key[v->n - 1] >= key) S->cur[q] = v->buf[--v->n];
+                S->win[q] = S->cur[q];
+                vstack *pv = &S->post[q];
+                if (S->RS && S->RS[(size_t)s * ns + q] && pv->n && pv->key[pv->n - 1] == key) S->win[q] = pv->buf[--pv->n];
             }
-            st = exec_window(L, S->vk, S->x, t, e - t, more, S->cur);
+            st = exec_window(L, S->vk, S->x, t, e - t, more, S->win);
         }
         t = e;
     }
@@ -691,12 +705,15 @@ static dvm_status run_stages(launch *L, uint32_t vk, dvm_exec *x, dvm_buffer *co
     S.loops = (loop_info *)calloc(S.nloops + 1, sizeof *S.loops);
     S.read_since = (uint8_t *)calloc(ns + 1, 1);
     S.vs = (vstack *)calloc(ns + 1, sizeof *S.vs);
+    S.post = (vstack *)calloc(ns + 1, sizeof *S.post);
     S.cur = (dvm_buffer **)calloc(ns + 1, sizeof *S.cur);
+    S.win = (dvm_buffer **)calloc(ns + 1, sizeof *S.win);
     if (reverse) {
         S.W = (uint8_t *)calloc(cells + 1, 1);
         S.R = (uint8_t *)calloc(cells + 1, 1);
+        S.RS = (uint8_t *)calloc(cells + 1, 1);
     }
-    if (!S.loops || !S.read_since || !S.vs || !S.cur || (reverse && (!S.W || !S.R))) {
+    if (!S.loops || !S.read_since || !S.vs || !S.post || !S.cur || !S.win || (reverse && (!S.W || !S.R || !S.RS))) {
         st = dvm_fail(ctx, DVM_ERR_NOMEM, 0, "kernel '%s': out of memory", pstr(p, L->k->kd->name));
         goto done;
     }
@@ -729,6 +746,7 @@ static dvm_status run_stages(launch *L, uint32_t vk, dvm_exec *x, dvm_buffer *co
             if (a < 0 || (uint32_t)a >= ns || p->slots[var->slot_begin + (uint32_t)a].role != DVM_ROLE_PRIMAL) continue;
             if (td->phase == 0 && wr) S.W[(size_t)td->stage * ns + (uint32_t)a] = 1;
             if (td->phase == 1 && rd) S.R[(size_t)td->stage * ns + (uint32_t)a] = 1;
+            if (td->phase == 1 && wr && td->kind == DVM_TASK_SERIAL) S.RS[(size_t)td->stage * ns + (uint32_t)a] = 1;
         }
     }
     S.nloops = nl;
@@ -764,11 +782,14 @@ static dvm_status run_stages(launch *L, uint32_t vk, dvm_exec *x, dvm_buffer *co
         t = b;
     }
 done:
-    for (uint32_t q = 0; S.vs && q < ns; q++) {
-        free(S.vs[q].key);
-        free(S.vs[q].buf);
+    for (uint32_t q = 0; q < ns; q++) {
+        if (S.vs) free(S.vs[q].key), free(S.vs[q].buf);
+        if (S.post) free(S.post[q].key), free(S.post[q].buf);
     }
     free(S.vs);
+    free(S.post);
+    free(S.win);
+    free(S.RS);
     free(S.W);
     free(S.R);
     free(S.read_since);

@@ -1688,3 +1688,22 @@ kernel k(x: f32[n], y: f32[n], k: i32[1]):
         for i in range(n):
             y[i] = y[i] * x[i] + t
 ''', 'k', {'x': F(4), 'y': F(4), 'k': I(1, lo=0, hi=0)}, _loop_from_array, grad=True)
+
+
+# serial top-level code that reads back what it stored: its reverse walks a copy of what its
+# forward left back, element by element
+def _serial_store_read(d):
+    n = len(d['x'].data)
+    c = 1
+    while c < n:
+        d['y'][c] = math.sin(d['y'][c - 1]) * d['x'][c] + d['y'][c]
+        c += 1
+    d['y'][0] = d['y'][n - 1] * d['y'][1]
+case('serial_store_read', '''
+kernel k(x: f32[n], y: f32[n]):
+    c = 1
+    while c < n:
+        y[c] = sin(y[c - 1]) * x[c] + y[c]
+        c += 1
+    y[0] = y[n - 1] * y[1]
+''', 'k', {'x': F(5), 'y': F(5)}, _serial_store_read, grad=True)

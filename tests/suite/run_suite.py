@@ -69,17 +69,10 @@ def error_checks(r):
          '        for _ in range(s[i]):\n            v = v * v\n        y[i] = v\n',
          {'x': Arr('f4', (3,), [0.5, 0.6, 0.7]), 's': Arr('i4', (3,), [2, 9, 3]), 'y': Arr('f4', (3,), [0] * 3)},
          ['adstack overflow', "'v'", 'ad-stack-size'], ['--ad-stack-size', '2']),
-        # a value stored and read back within one serial top-level statement: `run` works,
-        # `grad` refuses
-        ('grad_read_after_store',
-         'kernel k(x: f32[n], y: f32[n]):\n    c = 1\n    while c < n:\n'
-         '        y[c] = y[c - 1] * x[c]\n        c += 1\n',
-         {'x': Arr('f4', (3,), [1] * 3), 'y': Arr('f4', (3,), [1] * 3)},
-         ['4:16', 'no gradient', "'y' is read after a store to it at 4:9"], []),
     ]
     fails = []
     for name, src, d, want, extra_args in checks:
-        mode = 'grad' if name in ('adstack_overflow', 'grad_read_after_store') else 'run'
+        mode = 'grad' if name == 'adstack_overflow' else 'run'
         c = Case(name, src, 'k', d, lambda _: None)
         with tempfile.TemporaryDirectory(prefix='dvmt_err_') as work:  # removed with what it holds
             src_path = os.path.join(work, 'k.dvk')
