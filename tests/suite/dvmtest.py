@@ -55,7 +55,9 @@ def I(*shape, lo=0, hi=10):
 
 class Case:
     def __init__(self, name, src, kernel, inputs, ref, grad=False, scalars=None, seed=1,
-                 rtol=1e-4, gtol=2e-3, fd_h=1e-4, exclude_grad=()):
+                 rtol=1e-4, gtol=2e-3, fd_h=1e-4, exclude_grad=(), long_loops=False):
+        # long_loops: loops longer than llvmpipe (lavapipe) runs; skipped there, with a message
+        self.long_loops = long_loops
         self.name, self.src, self.kernel = name, src, kernel
         self.inputs, self.ref, self.grad = inputs, ref, grad
         self.scalars = scalars or {}
