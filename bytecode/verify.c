@@ -17,7 +17,13 @@ typedef struct vctx {
     char *err;
     size_t errlen;
     char where[256]; /* "kernel 'k' (adjoint) task 2": prefix of the next message */
+    /* Every record and node belongs to one owner (a kernel's parameters and symbols, a
+       variant's tasks, slots and stacks, a task's code, a stack's size program): each is then
+       checked once, so verification is linear in the blob's size, however its ranges are
+       laid out. One byte per record and node. */
+    uint8_t *own_params, *own_syms, *own_slots, *own_tasks, *own_stacks, *own_nodes;
 } vctx;
+
 
 static int vfail(vctx *c, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -36,6 +42,17 @@ static int vfail(vctx *c, const char *fmt, ...) {
         }
     }
     return -1;
+}
+
+/* Marks [begin, begin + n) of a table as owned (the range is already in bounds). */
+static int claim(vctx *c, uint8_t *own, uint32_t begin, uint32_t n, const char *what) {
+    for (uint32_t i = 0; i < n; i++) {
+        if (own[begin + i])
+            return vfail(c, "%s %u..%u overlap(s) another owner's (record %u): every range must be its own",
+                         what, begin, begin + n - 1, begin + i);
+        own[begin + i] = 1;
+    }
+    return 0;
 }
 
 /* Only valid after the string table has been checked: every offset below nstrings_bytes
@@ -214,6 +231,7 @@ static int check_task(vctx *c, const dvm_kernel_desc *k, const dvm_variant_desc 
         const uint32_t ti = (uint32_t)(t - &p->tasks[v->task_begin]);
         if (t->code_len != 1 || !range_ok(t->code_begin, 1, p->nnodes) || p->nodes[t->code_begin].op != DVM_OP_END)
             return vfail(c, "a repeat task's code is one END");
+        if (claim(c, c->own_nodes, t->code_begin, 1, "code nodes")) return -1;
         if (t->ext_u[0] >= v->nuniforms || t->ext_u[1] >= v->nuniforms ||
             (t->start_u[0] != DVM_NO_SLOT && t->start_u[0] >= v->nuniforms))
             return vfail(c, "a repeat task's uniform slots (stop %u, start %u, variable %u) are not < the variant's %u uniforms",
@@ -255,6 +273,7 @@ static int check_task(vctx *c, const dvm_kernel_desc *k, const dvm_variant_desc 
     if (!range_ok(t->code_begin, t->code_len, p->nnodes))
         return vfail(c, "code nodes %u..%u are outside the %u nodes", t->code_begin,
                      t->code_begin + t->code_len - 1, p->nnodes);
+    if (claim(c, c->own_nodes, t->code_begin, t->code_len, "code nodes")) return -1;
     /* the prologue (nodes before body) runs once per thread, straight through into the body */
     if (t->body && t->kind != DVM_TASK_PARALLEL)
         return vfail(c, "body %u on a serial task (a prologue is for parallel tasks only)", t->body);
@@ -413,6 +432,9 @@ static int check_variant(vctx *c, const dvm_kernel_desc *k, int vi) {
         return vfail(c, "nslots %u exceeds %d", v->nslots, DVM_MAX_ARRAY_SLOTS);
     if (v->nstacks > DVM_MAX_STACKS)
         return vfail(c, "nstacks %u exceeds %d", v->nstacks, DVM_MAX_STACKS);
+    if (claim(c, c->own_tasks, v->task_begin, v->ntasks, "tasks") || claim(c, c->own_slots, v->slot_begin, v->nslots, "slots") ||
+        claim(c, c->own_stacks, v->stack_begin, v->nstacks, "stacks"))
+        return -1;
     for (uint32_t i = 0; i < k->nparams; i++) {
         const dvm_param_desc *pa = &p->params[k->param_begin + i];
         if (!pa->is_array && pa->uslot >= v->nuniforms)
@@ -449,6 +471,9 @@ static int check_variant(vctx *c, const dvm_kernel_desc *k, int vi) {
         if (s->serial > 1) return vfail(c, "serial flag %u is not 0 or 1", s->serial);
         if (s->name >= p->nstrings_bytes) return vfail(c, "name offset %u is not < %u", s->name, p->nstrings_bytes);
         if (s->sizing > DVM_SZ_DEFAULT) return vfail(c, "sizing %u is not constant, program or default", s->sizing);
+        if (s->sizing == DVM_SZ_PROGRAM && range_ok(s->size_begin, s->size_len, p->nnodes) &&
+            claim(c, c->own_nodes, s->size_begin, s->size_len, "size program nodes"))
+            return -1;
         if (s->sizing == DVM_SZ_PROGRAM && check_size_program(c, k, v, s->size_begin, s->size_len)) return -1;
     }
     for (uint32_t i = 0; i < v->ntasks; i++) {
@@ -482,6 +507,9 @@ static int check_kernel(vctx *c, uint32_t ki) {
         return vfail(c, "parameters %u..+%u are outside the %u parameters", k->param_begin, k->nparams, p->nparams);
     if (!range_ok(k->sym_begin, k->nsyms, p->nsyms))
         return vfail(c, "shape symbols %u..+%u are outside the %u symbols", k->sym_begin, k->nsyms, p->nsyms);
+    if (claim(c, c->own_params, k->param_begin, k->nparams, "parameters") ||
+        claim(c, c->own_syms, k->sym_begin, k->nsyms, "shape symbols"))
+        return -1;
     size_t base = strlen(c->where);
     for (uint32_t i = 0; i < k->nparams; i++) {
         snprintf(c->where + base, sizeof c->where - base, " parameter %u", i);
@@ -508,7 +536,7 @@ static int cmp_str(const void *a, const void *b) {
 }
 
 int dvm_verify(const dvm_program *p, char *err, size_t errlen) {
-    vctx c = {p, err, errlen, ""};
+    vctx c = {p, err, errlen, "", NULL, NULL, NULL, NULL, NULL, NULL};
     if (err && errlen) err[0] = 0;
     if (!p) return vfail(&c, "no program");
     struct { const char *name; uint32_t n; const void *ptr; } arrays[] = {
@@ -527,8 +555,22 @@ int dvm_verify(const dvm_program *p, char *err, size_t errlen) {
         return vfail(&c, "strings: the table (%u bytes) does not end with a NUL", p->nstrings_bytes);
     if (p->source_name >= p->nstrings_bytes)
         return vfail(&c, "source_name offset %u is not < %u", p->source_name, p->nstrings_bytes);
-    for (uint32_t ki = 0; ki < p->nkernels; ki++)
-        if (check_kernel(&c, ki)) return -1;
+    c.own_params = calloc((size_t)p->nparams + 1, 1);
+    c.own_syms = calloc((size_t)p->nsyms + 1, 1);
+    c.own_slots = calloc((size_t)p->nslots + 1, 1);
+    c.own_tasks = calloc((size_t)p->ntasks + 1, 1);
+    c.own_stacks = calloc((size_t)p->nstacks + 1, 1);
+    c.own_nodes = calloc((size_t)p->nnodes + 1, 1);
+    int bad = !c.own_params || !c.own_syms || !c.own_slots || !c.own_tasks || !c.own_stacks || !c.own_nodes;
+    if (bad) vfail(&c, "out of memory");
+    for (uint32_t ki = 0; ki < p->nkernels && !bad; ki++) bad = check_kernel(&c, ki) != 0;
+    free(c.own_params);
+    free(c.own_syms);
+    free(c.own_slots);
+    free(c.own_tasks);
+    free(c.own_stacks);
+    free(c.own_nodes);
+    if (bad) return -1;
     /* Kernel names are how the host finds a kernel: two with one name is an emitter bug.
      * Sorted, so a blob with many kernels costs n log n, not n^2. */
     if (p->nkernels > 1) {

@@ -318,6 +318,9 @@ M(m_sz_shape_axis, p->nodes[SZ0 + 5] = (dvm_node)N(SZ_SHAPE, 2, 2, 0, 0))
 M(m_dup_kernel, p->kernels[1].name = S_SAXPY)
 M(m_no_nodes, free(p->nodes); p->nodes = NULL)
 M(m_phase_fwd, p->tasks[0].phase = 1)
+M(m_share_code, p->tasks[3].code_begin = p->tasks[0].code_begin; p->tasks[3].code_len = p->tasks[0].code_len)
+M(m_share_tasks, p->kernels[1].v[0].task_begin = 0)
+M(m_share_params, p->kernels[1].param_begin = 0; p->kernels[1].nparams = 5)
 M(m_phase_order, p->tasks[1].phase = 1; p->tasks[2].phase = 0)
 M(m_stage_order, p->tasks[1].phase = 1; p->tasks[2].stage = 1)
 M(m_noadj_both, p->kernels[0].no_adjoint = S_SAXPY)
@@ -432,7 +435,10 @@ static const malform malforms[] = {
     {"stack name", m_stk_name, "stack 1: name offset 1000"},
     {"size program range", m_sz_range, "stack 0: size program nodes 34..40 are outside the 37 nodes"},
     {"size program empty", m_sz_len0, "size program length 0 is not in 1..65535"},
-    {"size program of task nodes", m_sz_notsize, "size node 0 (LDU): not a size-program opcode"},
+    {"size program of task nodes", m_sz_notsize, "stack 0: size program nodes 0..6 overlap(s) another owner's (record 0)"},
+    {"shared code", m_share_code, "(tangent) task 0: code nodes"},
+    {"shared tasks", m_share_tasks, "kernel 'k2' (forward): tasks 0..0 overlap(s) another owner's"},
+    {"shared parameters", m_share_params, "kernel 'k2': parameters 0..4 overlap(s) another owner's"},
     {"size forward reference", m_sz_fwdref, "size node 6 (SZ_ADD): operand b: slot 6 is not < the node's own index"},
     {"size ref into finished body", m_sz_finished, "size node 6 (SZ_ADD): operand b: slot 4 lies outside the node's scope"},
     {"size ref out of body", m_sz_outer, "size node 4 (SZ_LOAD): operand a: slot 0 lies outside the node's scope"},
