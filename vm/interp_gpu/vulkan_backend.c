@@ -789,8 +789,10 @@ static int take_error(const uint32_t *e, dvm_rt_error *rt, char *err, size_t err
         return -1;
     }
     if (e[0] == RT_VK_STEPS) {
-        fmt(err, errlen, "vulkan: a loop of the interpreter ran 65535^2 iterations (node %u), the guard against "
-                         "llvmpipe's loop limit; the launch was stopped", e[2]);
+        fmt(err, errlen, "vulkan: the interpreter's loop stopped at node %u before the task finished: llvmpipe "
+                         "(lavapipe) ends a shader's loops after 65535 iterations in all, about 65535 interpreted "
+                         "instructions a thread (other drivers after 65535^2); the launch was stopped. Run kernels "
+                         "with long loops on the cpu backend or a GPU", e[2]);
         return -1;
     }
     memset(rt, 0, sizeof *rt);
