@@ -109,6 +109,13 @@ void dvm_kernel_param(const dvm_kernel *k, int i, dvm_param_info *info);
 /* A zero-filled array; shape has `rank` extents (1..4, each >= 0). */
 dvm_status dvm_array_create(dvm_context *ctx, dvm_dtype dtype, int rank, const int64_t *shape,
                             dvm_array **out);
+/* An array over the caller's host memory, used in place (cpu backend only; other backends
+ * refuse with DVM_ERR_USAGE). ptr holds count(shape) elements of dtype, aligned to 4 bytes.
+ * Lifetime: the memory stays the caller's; it must outlive the array, and dvm_array_destroy
+ * never frees it. Launches read it and write into it directly (a failed launch restores it);
+ * the caller may read and change it between launches, never during one. */
+dvm_status dvm_array_wrap_host(dvm_context *ctx, dvm_dtype dtype, int rank, const int64_t *shape, void *ptr,
+                               dvm_array **out);
 void dvm_array_destroy(dvm_array *a);
 dvm_dtype dvm_array_dtype(const dvm_array *a);
 int dvm_array_rank(const dvm_array *a);

@@ -1,6 +1,7 @@
 /* test_api.c: the C API's contracts: binding errors name the parameter, a failed launch
  * leaves every array as it was, adjoint sizes are cached and invalidated by writes, a while
- * loop's adstack grows to the trips it makes without adding gradients twice. */
+ * loop's adstack grows to the trips it makes without adding gradients twice, wrapped host
+ * memory is used in place. */
 #include <stdio.h>
 #include <string.h>
 #include "dvm.h"
@@ -285,6 +286,79 @@ int main(void) {
     dvm_array_destroy(wxg);
     dvm_array_destroy(wyg);
     dvm_array_destroy(wzg);
+
+    /* host memory wrapped on the CPU backend: launches read and write the caller's arrays in
+       place; changing them directly is seen by the next launch, sizes included; a failed
+       launch leaves them as they were; destroying the array leaves the memory alone */
+    {
+        float hx[4] = {1, 2, 3, 4}, hy[4] = {0, 0, 0, 0};
+        int32_t hs[4] = {0, 1, 3, 2};
+        float hyv[1] = {0}, hxg[4] = {0, 0, 0, 0}, hyg[1] = {1};
+        dvm_array *hwx = NULL, *hwy = NULL, *hws = NULL, *hwyv = NULL, *hwxg = NULL, *hwyg = NULL, *hbad = NULL;
+        EXPECT(dvm_array_wrap_host(ctx, DVM_F32, 1, n4, NULL, &hbad) == DVM_ERR_USAGE && !hbad &&
+                   strstr(dvm_errmsg(ctx), "dvm_array_wrap_host"),
+               "wrap NULL: %s", dvm_errmsg(ctx));
+        EXPECT(dvm_array_wrap_host(ctx, DVM_F32, 1, n4, (char *)hx + 1, &hbad) == DVM_ERR_USAGE && !hbad &&
+                   strstr(dvm_errmsg(ctx), "aligned"),
+               "wrap misaligned: %s", dvm_errmsg(ctx));
+        EXPECT(dvm_array_wrap_host(ctx, DVM_F32, 1, n4, hx, &hwx) == DVM_OK && dvm_array_wrap_host(ctx, DVM_F32, 1, n4, hy, &hwy) == DVM_OK &&
+                   dvm_array_count(hwx) == 4,
+               "wrap: %s", dvm_errmsg(ctx));
+        const dvm_kernel *kh;
+        dvm_args *ah = NULL;
+        dvm_launch_stats hst;
+        EXPECT(dvm_kernel_find(ctx, m, "copy", &kh) == DVM_OK && dvm_args_create(ctx, kh, &ah) == DVM_OK &&
+                   dvm_args_array(ctx, ah, "x", hwx) == DVM_OK && dvm_args_array(ctx, ah, "y", hwy) == DVM_OK &&
+                   dvm_launch(ctx, kh, ah, &fwd, NULL) == DVM_OK,
+               "wrapped copy: %s", dvm_errmsg(ctx));
+        EXPECT(hy[0] == 0 && hy[1] == 3 && hy[2] == 5 && hy[3] == 7, "wrapped copy wrote y = %g %g %g %g, expected 0 3 5 7",
+               (double)hy[0], (double)hy[1], (double)hy[2], (double)hy[3]);
+        hx[0] = 10; /* the caller's own write: the next launch reads it */
+        EXPECT(dvm_launch(ctx, kh, ah, &fwd, NULL) == DVM_OK && hy[1] == 12, "after x[0] = 10: y[1] = %g, expected 12 (%s)",
+               (double)hy[1], dvm_errmsg(ctx));
+        dvm_args_destroy(ah);
+        /* a failed launch restores the caller's memory */
+        const dvm_kernel *khf;
+        float hz[4] = {1, 1, 1, 1}, hybefore[4];
+        dvm_array *hwz = NULL;
+        memcpy(hybefore, hy, sizeof hy);
+        EXPECT(dvm_array_wrap_host(ctx, DVM_F32, 1, n4, hz, &hwz) == DVM_OK && dvm_kernel_find(ctx, m, "fail", &khf) == DVM_OK &&
+                   dvm_args_create(ctx, khf, &ah) == DVM_OK && dvm_args_array(ctx, ah, "y", hwy) == DVM_OK &&
+                   dvm_args_array(ctx, ah, "z", hwz) == DVM_OK && dvm_args_i32(ctx, ah, "k", 1) == DVM_OK,
+               "wrapped fail: %s", dvm_errmsg(ctx));
+        EXPECT(dvm_launch(ctx, khf, ah, &fwd, NULL) == DVM_ERR_RUNTIME && !memcmp(hy, hybefore, sizeof hy),
+               "a failed launch on wrapped y: y = %g %g %g %g (%s)", (double)hy[0], (double)hy[1], (double)hy[2], (double)hy[3],
+               dvm_errmsg(ctx));
+        dvm_args_destroy(ah);
+        dvm_array_destroy(hwz);
+        /* sizes read from a wrapped array are never reused: the caller may have changed it */
+        EXPECT(dvm_array_wrap_host(ctx, DVM_I32, 1, n4, hs, &hws) == DVM_OK && dvm_array_wrap_host(ctx, DVM_F32, 1, n1, hyv, &hwyv) == DVM_OK &&
+                   dvm_array_wrap_host(ctx, DVM_F32, 1, n4, hxg, &hwxg) == DVM_OK && dvm_array_wrap_host(ctx, DVM_F32, 1, n1, hyg, &hwyg) == DVM_OK &&
+                   dvm_args_create(ctx, ks, &ah) == DVM_OK && dvm_args_array(ctx, ah, "x", hwx) == DVM_OK &&
+                   dvm_args_array(ctx, ah, "steps", hws) == DVM_OK && dvm_args_array(ctx, ah, "y", hwyv) == DVM_OK &&
+                   dvm_args_grad(ctx, ah, "x", hwxg) == DVM_OK && dvm_args_grad(ctx, ah, "y", hwyg) == DVM_OK &&
+                   dvm_args_f32(ctx, ah, "rate", 0.9f) == DVM_OK && dvm_launch(ctx, ks, ah, &adj, &hst) == DVM_OK,
+               "wrapped dampsin adjoint: %s", dvm_errmsg(ctx));
+        hs[1] = 40; /* a stack 40 deep now: a reused size (3) would overflow */
+        EXPECT(dvm_launch(ctx, ks, ah, &adj, &hst) == DVM_OK && !hst.sizes_cached && hxg[1] != 0,
+               "wrapped dampsin adjoint after steps[1] = 40: %s, sizes_cached %d", dvm_errmsg(ctx), hst.sizes_cached);
+        dvm_args_destroy(ah);
+        dvm_array_destroy(hws);
+        dvm_array_destroy(hwyv);
+        dvm_array_destroy(hwxg);
+        dvm_array_destroy(hwyg);
+        dvm_array_destroy(hwx);
+        dvm_array_destroy(hwy);
+        hy[0] = 1; /* still the caller's: destroy freed nothing */
+        /* other backends' memory is not the host's */
+        dvm_context_opts vko = {"vulkan", 0, 0};
+        dvm_context *vk = NULL;
+        if (dvm_context_create(&vko, &vk) == DVM_OK) {
+            EXPECT(dvm_array_wrap_host(vk, DVM_F32, 1, n4, hx, &hbad) == DVM_ERR_USAGE && !hbad && strstr(dvm_errmsg(vk), "cpu backend"),
+                   "wrap on vulkan: %s", dvm_errmsg(vk));
+        }
+        dvm_context_destroy(vk);
+    }
 
     dvm_args_destroy(af);
     dvm_args_destroy(as);

@@ -354,42 +354,88 @@ void dvm_kernel_param(const dvm_kernel *k, int i, dvm_param_info *info) {
 
 /* ---- arrays ---- */
 
-dvm_status dvm_array_create(dvm_context *ctx, dvm_dtype dtype, int rank, const int64_t *shape, dvm_array **out) {
-    if (out) *out = NULL;
-    NEED_CTX(ctx);
-    if (!out || (!shape && rank)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_create: NULL argument");
-    if (dtype != DVM_F32 && dtype != DVM_I32) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_create: bad dtype %d", (int)dtype);
+/* Checks what dvm_array_create and dvm_array_wrap_host are given (fn names the call in
+ * messages) and counts the elements. */
+static dvm_status array_shape(dvm_context *ctx, const char *fn, dvm_dtype dtype, int rank, const int64_t *shape,
+                              int64_t *count_out) {
+    if (dtype != DVM_F32 && dtype != DVM_I32) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "%s: bad dtype %d", fn, (int)dtype);
     if (rank < 1 || rank > DVM_MAX_RANK)
-        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_create: rank %d is outside 1..%d", rank, DVM_MAX_RANK);
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "%s: rank %d is outside 1..%d", fn, rank, DVM_MAX_RANK);
     int64_t count = 1;
     for (int a = 0; a < rank; a++) {
         /* extents are i32 values in kernels (shape symbols) */
         if (shape[a] < 0 || shape[a] > INT32_MAX)
-            return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_create: extent %lld of axis %d is outside 0..%d",
-                            (long long)shape[a], a, INT32_MAX);
+            return dvm_fail(ctx, DVM_ERR_USAGE, 0, "%s: extent %lld of axis %d is outside 0..%d", fn, (long long)shape[a], a,
+                            INT32_MAX);
         count *= shape[a];
         /* kernels index with i32 and the interpreters compute flat indices in 32 bits */
         if (count > INT32_MAX)
             return dvm_fail(ctx, DVM_ERR_USAGE, 0,
-                            "dvm_array_create: an array of more than %d elements (2^31 - 1) is not supported: "
-                            "element indices are 32-bit", INT32_MAX);
+                            "%s: an array of more than %d elements (2^31 - 1) is not supported: "
+                            "element indices are 32-bit", fn, INT32_MAX);
     }
+    *count_out = count;
+    return DVM_OK;
+}
+
+/* A new array handle over buf (owned by the handle from here on). */
+static dvm_status array_handle(dvm_context *ctx, dvm_dtype dtype, int rank, const int64_t *shape, int64_t count,
+                               dvm_buffer *buf, int host_owned, dvm_array **out) {
     dvm_array *a = (dvm_array *)calloc(1, sizeof *a);
-    if (!a) return dvm_fail(ctx, DVM_ERR_NOMEM, 0, "dvm_array_create: out of memory");
-    char err[512] = "";
-    /* at least one word so that every array has a real buffer */
-    if (ctx->vt->alloc(ctx->be, (size_t)(count ? count : 1) * 4, &a->buf, err, sizeof err) != 0) {
-        free(a);
-        return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "cannot allocate an array of %lld elements: %s", (long long)count, err);
+    if (!a) {
+        ctx->vt->free(ctx->be, buf);
+        return dvm_fail(ctx, DVM_ERR_NOMEM, 0, "out of memory for an array handle");
     }
     a->ctx = ctx;
     a->dtype = dtype;
     a->rank = rank;
     for (int k = 0; k < DVM_MAX_RANK; k++) a->shape[k] = k < rank ? shape[k] : 1;
     a->count = count;
+    a->buf = buf;
+    a->host_owned = host_owned;
     a->id = ctx->next_array_id++;
     *out = a;
     return DVM_OK;
+}
+
+dvm_status dvm_array_create(dvm_context *ctx, dvm_dtype dtype, int rank, const int64_t *shape, dvm_array **out) {
+    if (out) *out = NULL;
+    NEED_CTX(ctx);
+    if (!out || (!shape && rank)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_create: NULL argument");
+    int64_t count;
+    dvm_status st = array_shape(ctx, "dvm_array_create", dtype, rank, shape, &count);
+    if (st != DVM_OK) return st;
+    char err[512] = "";
+    dvm_buffer *buf;
+    /* at least one word so that every array has a real buffer */
+    if (ctx->vt->alloc(ctx->be, (size_t)(count ? count : 1) * 4, &buf, err, sizeof err) != 0)
+        return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "cannot allocate an array of %lld elements: %s", (long long)count, err);
+    return array_handle(ctx, dtype, rank, shape, count, buf, 0, out);
+}
+
+dvm_status dvm_array_wrap_host(dvm_context *ctx, dvm_dtype dtype, int rank, const int64_t *shape, void *ptr,
+                               dvm_array **out) {
+    if (out) *out = NULL;
+    NEED_CTX(ctx);
+    if (!out || !ptr || (!shape && rank)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_wrap_host: NULL argument");
+    if (!ctx->vt->wrap_host)
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0,
+                        "dvm_array_wrap_host: wrapping host memory needs the cpu backend (this context runs on %s, whose "
+                        "arrays live in device memory: use dvm_array_create and dvm_array_write)", ctx->vt->name);
+    if ((uintptr_t)ptr % 4 != 0)
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_wrap_host: the memory at %p is not aligned to 4 bytes", ptr);
+    int64_t count;
+    dvm_status st = array_shape(ctx, "dvm_array_wrap_host", dtype, rank, shape, &count);
+    if (st != DVM_OK) return st;
+    /* launches copy at least one element of every array (snapshots, tapes) */
+    if (count == 0)
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_wrap_host: an array of 0 elements has no memory to wrap "
+                                               "(use dvm_array_create)");
+    char err[512] = "";
+    dvm_buffer *buf;
+    if (ctx->vt->wrap_host(ctx->be, ptr, (size_t)count * 4, &buf, err, sizeof err) != 0)
+        return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "dvm_array_wrap_host: %s", err);
+    return array_handle(ctx, dtype, rank, shape, count, buf, 1, out);
 }
 
 void dvm_array_destroy(dvm_array *a) {

@@ -107,6 +107,10 @@ typedef struct dvm_backend_vtbl {
     int (*write)(dvm_backend *be, dvm_buffer *b, size_t off, const void *src, size_t n, char *err, size_t errlen);
     int (*read)(dvm_backend *be, dvm_buffer *b, size_t off, void *dst, size_t n, char *err, size_t errlen);
     int (*copy)(dvm_backend *be, dvm_buffer *dst, dvm_buffer *src, size_t n, char *err, size_t errlen);
+    /* A buffer over `bytes` of caller-owned host memory at p, used in place (no copy); free
+       releases the buffer, never the memory. NULL where buffers are not host memory (every
+       backend but cpu): dvm_array_wrap_host then refuses. */
+    int (*wrap_host)(dvm_backend *be, void *p, size_t bytes, dvm_buffer **out, char *err, size_t errlen);
 
     /* Uploads the program's nodes and constants (kept until unload). */
     int (*load)(dvm_backend *be, const dvm_program *prog, dvm_loaded **out, char *err, size_t errlen);

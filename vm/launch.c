@@ -871,6 +871,7 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
             goto done;
         }
         size_t q = 0;
+        int host_owned = 0; /* a size read from wrapped host memory: its owner may have changed it */
         memcpy(key, uni, nu * sizeof *uni);
         q = nu;
         key[q++] = (uint32_t)def;
@@ -884,8 +885,9 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
             key[q++] = (uint32_t)(a->id >> 32);
             key[q++] = (uint32_t)a->version;
             key[q++] = (uint32_t)(a->version >> 32);
+            host_owned |= a->host_owned;
         }
-        if (c->valid && c->keylen == keylen && c->ncaps == nst && !memcmp(c->key, key, keylen * sizeof *key)) {
+        if (!host_owned && c->valid && c->keylen == keylen && c->ncaps == nst && !memcmp(c->key, key, keylen * sizeof *key)) {
             for (uint32_t i = 0; i < nst; i++) {
                 const uint8_t sz = p->stacks[var->stack_begin + i].sizing;
                 if (sz == DVM_SZ_PROGRAM) caps[i] = c->caps[i];

@@ -45,6 +45,8 @@ struct dvm_array {
     dvm_buffer *buf;
     uint64_t id;      /* unique within the context: with version, keys the size cache */
     uint64_t version; /* bumped by dvm_array_write and by launches that may write it */
+    int host_owned;   /* wraps the caller's host memory (dvm_array_wrap_host): it may change
+                         between launches, so sizes read from it are never reused */
 };
 
 struct dvm_args {

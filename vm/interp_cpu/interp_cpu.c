@@ -96,6 +96,7 @@ struct dvm_backend {
 struct dvm_buffer {
     size_t bytes;
     unsigned char *p;
+    int borrowed; /* p is the caller's (cpu_wrap_host): never freed here */
 };
 struct dvm_loaded {
     const dvm_program *prog; /* borrowed: the caller keeps it alive until unload */
@@ -181,8 +182,25 @@ static int cpu_alloc(dvm_backend *be, size_t bytes, dvm_buffer **out, char *err,
 static void cpu_free(dvm_backend *be, dvm_buffer *b)
 {
     (void)be;
-    if (b) free(b->p);
+    if (b && !b->borrowed) free(b->p);
     free(b);
+}
+
+/* The caller's memory as a buffer: arrays are read and written in place by 32-bit element,
+ * never past `bytes` (the interpreter checks every index against the array's length). */
+static int cpu_wrap_host(dvm_backend *be, void *p, size_t bytes, dvm_buffer **out, char *err, size_t errlen)
+{
+    (void)be;
+    dvm_buffer *b = calloc(1, sizeof *b);
+    if (!b) {
+        cpu_msg(err, errlen, "cpu backend: out of memory%s", "");
+        return -1;
+    }
+    b->p = (unsigned char *)p;
+    b->bytes = bytes;
+    b->borrowed = 1;
+    *out = b;
+    return 0;
 }
 
 static int cpu_range_ok(const dvm_buffer *b, size_t off, size_t n, const char *what, char *err, size_t errlen)
@@ -200,7 +218,7 @@ static int cpu_write(dvm_backend *be, dvm_buffer *b, size_t off, const void *src
 {
     (void)be;
     if (!cpu_range_ok(b, off, n, "write", err, errlen)) return -1;
-    if (n) memcpy(b->p + off, src, n);
+    if (n) memmove(b->p + off, src, n); /* src may be the wrapped memory itself */
     return 0;
 }
 
@@ -208,7 +226,7 @@ static int cpu_read(dvm_backend *be, dvm_buffer *b, size_t off, void *dst, size_
 {
     (void)be;
     if (!cpu_range_ok(b, off, n, "read", err, errlen)) return -1;
-    if (n) memcpy(dst, b->p + off, n);
+    if (n) memmove(dst, b->p + off, n);
     return 0;
 }
 
@@ -563,6 +581,7 @@ const dvm_backend_vtbl dvm_backend_cpu = {
     .write = cpu_write,
     .read = cpu_read,
     .copy = cpu_copy,
+    .wrap_host = cpu_wrap_host,
     .load = cpu_load,
     .unload = cpu_unload,
     .size = cpu_size,

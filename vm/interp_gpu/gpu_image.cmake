@@ -1,6 +1,7 @@
 # gpu_image.cmake: what the CUDA and HIP builds share once their compiler has produced the
-# interpreter image: embed IMAGE in the library as the byte array NAME (embed.cmake), add the
-# backend's host sources, define DVM_HAVE_<BACKEND>.
+# interpreter image: embed IMAGE in the library objects (dvm_obj, which feed both the static
+# and the shared library) as the byte array NAME (embed.cmake), add the backend's host
+# sources, define DVM_HAVE_<BACKEND>.
 function(dvm_gpu_image backend name image targets host_src)
   set(gpu ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_gpu)
   set(c ${CMAKE_CURRENT_BINARY_DIR}/${name}_image.c)
@@ -8,6 +9,6 @@ function(dvm_gpu_image backend name image targets host_src)
     COMMAND ${CMAKE_COMMAND} -DIN=${image} -DOUT=${c} -DNAME=${name} "-DTARGETS=${targets}" -P ${gpu}/embed.cmake
     DEPENDS ${image} ${gpu}/embed.cmake
     VERBATIM)
-  target_sources(dvm PRIVATE ${gpu}/${host_src} ${gpu}/gpu_backend.c ${c})
-  target_compile_definitions(dvm PUBLIC DVM_HAVE_${backend})
+  target_sources(dvm_obj PRIVATE ${gpu}/${host_src} ${gpu}/gpu_backend.c ${c})
+  target_compile_definitions(dvm_obj PUBLIC DVM_HAVE_${backend})
 endfunction()
