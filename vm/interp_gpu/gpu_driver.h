@@ -61,9 +61,12 @@ int dvm_gpu_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_rt
 int64_t dvm_gpu_slots(dvm_backend *be, const dvm_exec *x);
 int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err, size_t errlen);
 
+/* designated: a field added to dvm_backend_vtbl is NULL here unless named */
 #define DVM_GPU_VTBL(NAME, OPEN, PROBE)                                                        \
-    {NAME, OPEN, dvm_gpu_close, PROBE, dvm_gpu_device_name, dvm_gpu_alloc, dvm_gpu_free,       \
-     dvm_gpu_write, dvm_gpu_read, dvm_gpu_copy, dvm_gpu_load, dvm_gpu_unload, dvm_gpu_size,    \
-     dvm_gpu_slots, dvm_gpu_exec, NULL}
+    {.name = NAME, .open = OPEN, .close = dvm_gpu_close, .probe = PROBE,                       \
+     .device_name = dvm_gpu_device_name, .alloc = dvm_gpu_alloc, .free = dvm_gpu_free,         \
+     .write = dvm_gpu_write, .read = dvm_gpu_read, .copy = dvm_gpu_copy, .load = dvm_gpu_load, \
+     .unload = dvm_gpu_unload, .size = dvm_gpu_size, .slots = dvm_gpu_slots,                  \
+     .exec = dvm_gpu_exec, .may_stop = NULL}
 
 #endif
