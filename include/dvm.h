@@ -116,6 +116,18 @@ dvm_status dvm_array_create(dvm_context *ctx, dvm_dtype dtype, int rank, const i
  * the caller may read and change it between launches, never during one. */
 dvm_status dvm_array_wrap_host(dvm_context *ctx, dvm_dtype dtype, int rank, const int64_t *shape, void *ptr,
                                dvm_array **out);
+/* The same over caller-owned device memory (cuda and hip backends; others refuse with
+ * DVM_ERR_USAGE): ptr is a device address of this context's device (from cudaMalloc, torch,
+ * cupy, hipMalloc...), 4-byte aligned, with count(shape) elements inside its allocation; a
+ * plain host pointer is refused. Lifetime as for dvm_array_wrap_host. dvm runs its work on
+ * the device's default (legacy) stream and returns once it is done: work the caller queued
+ * on other streams that touches the memory must be finished before a launch. */
+dvm_status dvm_array_wrap_device(dvm_context *ctx, dvm_dtype dtype, int rank, const int64_t *shape, void *ptr,
+                                 dvm_array **out);
+/* The array's memory, for zero-copy exchange (DLPack): a host address on cpu, a device
+ * address on cuda and hip, NULL on vulkan. Valid until the array is destroyed; contents are
+ * stable only between launches. */
+void *dvm_array_data(const dvm_array *a);
 void dvm_array_destroy(dvm_array *a);
 dvm_dtype dvm_array_dtype(const dvm_array *a);
 int dvm_array_rank(const dvm_array *a);

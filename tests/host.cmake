@@ -12,3 +12,13 @@ add_test(NAME test_cli COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}
 add_executable(test_api tests/test_api.c)
 target_link_libraries(test_api PRIVATE dvm)
 add_test(NAME test_api COMMAND test_api)
+
+# Arrays over caller-owned memory (dvm_array_wrap_host/_device, dvm_array_data) on each
+# backend; skipped (77) where the backend or its device is missing.
+add_executable(test_wrap tests/test_wrap.c)
+target_link_libraries(test_wrap PRIVATE dvm)
+target_include_directories(test_wrap PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+foreach(be cpu vulkan cuda hip)
+  add_test(NAME wrap_${be} COMMAND test_wrap ${be})
+  set_tests_properties(wrap_${be} PROPERTIES SKIP_RETURN_CODE 77)
+endforeach()

@@ -413,29 +413,52 @@ dvm_status dvm_array_create(dvm_context *ctx, dvm_dtype dtype, int rank, const i
     return array_handle(ctx, dtype, rank, shape, count, buf, 0, out);
 }
 
+/* dvm_array_wrap_host and dvm_array_wrap_device: an array over caller-owned memory, through
+ * the backend's hook (NULL where the backend's arrays live elsewhere: `needs` says where). */
+static dvm_status array_wrap(dvm_context *ctx, const char *fn,
+                             int (*wrap)(dvm_backend *, void *, size_t, dvm_buffer **, char *, size_t),
+                             const char *needs, dvm_dtype dtype, int rank, const int64_t *shape, void *ptr,
+                             dvm_array **out) {
+    if (!out || !ptr || (!shape && rank)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "%s: NULL argument", fn);
+    if (!wrap) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "%s: %s (this context runs on %s)", fn, needs, ctx->vt->name);
+    if ((uintptr_t)ptr % 4 != 0)
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "%s: the memory at %p is not aligned to 4 bytes", fn, ptr);
+    int64_t count;
+    dvm_status st = array_shape(ctx, fn, dtype, rank, shape, &count);
+    if (st != DVM_OK) return st;
+    /* launches copy at least one element of every array (snapshots, tapes) */
+    if (count == 0)
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "%s: an array of 0 elements has no memory to wrap (use dvm_array_create)",
+                        fn);
+    char err[512] = "";
+    dvm_buffer *buf;
+    if (wrap(ctx->be, ptr, (size_t)count * 4, &buf, err, sizeof err) != 0)
+        return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "%s: %s", fn, err);
+    return array_handle(ctx, dtype, rank, shape, count, buf, 1, out);
+}
+
 dvm_status dvm_array_wrap_host(dvm_context *ctx, dvm_dtype dtype, int rank, const int64_t *shape, void *ptr,
                                dvm_array **out) {
     if (out) *out = NULL;
     NEED_CTX(ctx);
-    if (!out || !ptr || (!shape && rank)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_wrap_host: NULL argument");
-    if (!ctx->vt->wrap_host)
-        return dvm_fail(ctx, DVM_ERR_USAGE, 0,
-                        "dvm_array_wrap_host: wrapping host memory needs the cpu backend (this context runs on %s, whose "
-                        "arrays live in device memory: use dvm_array_create and dvm_array_write)", ctx->vt->name);
-    if ((uintptr_t)ptr % 4 != 0)
-        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_wrap_host: the memory at %p is not aligned to 4 bytes", ptr);
-    int64_t count;
-    dvm_status st = array_shape(ctx, "dvm_array_wrap_host", dtype, rank, shape, &count);
-    if (st != DVM_OK) return st;
-    /* launches copy at least one element of every array (snapshots, tapes) */
-    if (count == 0)
-        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_wrap_host: an array of 0 elements has no memory to wrap "
-                                               "(use dvm_array_create)");
-    char err[512] = "";
-    dvm_buffer *buf;
-    if (ctx->vt->wrap_host(ctx->be, ptr, (size_t)count * 4, &buf, err, sizeof err) != 0)
-        return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "dvm_array_wrap_host: %s", err);
-    return array_handle(ctx, dtype, rank, shape, count, buf, 1, out);
+    return array_wrap(ctx, "dvm_array_wrap_host", ctx->vt->wrap_host,
+                      "wrapping host memory needs the cpu backend, whose arrays live in host memory (elsewhere use "
+                      "dvm_array_create and dvm_array_write, or dvm_array_wrap_device on cuda and hip)",
+                      dtype, rank, shape, ptr, out);
+}
+
+dvm_status dvm_array_wrap_device(dvm_context *ctx, dvm_dtype dtype, int rank, const int64_t *shape, void *ptr,
+                                 dvm_array **out) {
+    if (out) *out = NULL;
+    NEED_CTX(ctx);
+    return array_wrap(ctx, "dvm_array_wrap_device", ctx->vt->wrap_device,
+                      "wrapping device memory needs the cuda or hip backend (on cpu use dvm_array_wrap_host; "
+                      "vulkan cannot adopt memory it did not allocate)",
+                      dtype, rank, shape, ptr, out);
+}
+
+void *dvm_array_data(const dvm_array *a) {
+    return a && a->ctx->vt->data ? a->ctx->vt->data(a->ctx->be, a->buf) : NULL;
 }
 
 void dvm_array_destroy(dvm_array *a) {

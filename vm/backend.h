@@ -111,6 +111,12 @@ typedef struct dvm_backend_vtbl {
        releases the buffer, never the memory. NULL where buffers are not host memory (every
        backend but cpu): dvm_array_wrap_host then refuses. */
     int (*wrap_host)(dvm_backend *be, void *p, size_t bytes, dvm_buffer **out, char *err, size_t errlen);
+    /* The same over caller-owned device memory at p (cuda, hip: an address the driver knows,
+       on this device, with `bytes` inside its allocation). NULL on the other backends. */
+    int (*wrap_device)(dvm_backend *be, void *p, size_t bytes, dvm_buffer **out, char *err, size_t errlen);
+    /* Where the buffer's memory is: a host address (cpu) or a device address (cuda, hip).
+       NULL where it has none the caller could use (vulkan). */
+    void *(*data)(dvm_backend *be, dvm_buffer *b);
 
     /* Uploads the program's nodes and constants (kept until unload). */
     int (*load)(dvm_backend *be, const dvm_program *prog, dvm_loaded **out, char *err, size_t errlen);

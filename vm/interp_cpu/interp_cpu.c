@@ -203,6 +203,12 @@ static int cpu_wrap_host(dvm_backend *be, void *p, size_t bytes, dvm_buffer **ou
     return 0;
 }
 
+static void *cpu_data(dvm_backend *be, dvm_buffer *b)
+{
+    (void)be;
+    return b ? b->p : NULL;
+}
+
 static int cpu_range_ok(const dvm_buffer *b, size_t off, size_t n, const char *what, char *err, size_t errlen)
 {
     if (!b || off > b->bytes || n > b->bytes - off) {
@@ -582,6 +588,7 @@ const dvm_backend_vtbl dvm_backend_cpu = {
     .read = cpu_read,
     .copy = cpu_copy,
     .wrap_host = cpu_wrap_host,
+    .data = cpu_data,
     .load = cpu_load,
     .unload = cpu_unload,
     .size = cpu_size,

@@ -22,6 +22,9 @@ typedef unsigned long long CUdeviceptr;
 #define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 #define CUDA_ERROR_NO_BINARY_FOR_GPU 209
+#define CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
+#define CU_POINTER_ATTRIBUTE_RANGE_START_ADDR 11
+#define CU_POINTER_ATTRIBUTE_RANGE_SIZE 12
 
 extern const unsigned char dvm_cuda_image[];
 extern const size_t dvm_cuda_image_len;
@@ -56,6 +59,7 @@ static struct {
     CUresult (*FuncSetAttribute)(CUfunction, int, int);
     CUresult (*GetErrorName)(CUresult, const char **);
     CUresult (*GetErrorString)(CUresult, const char **);
+    CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr); /* optional: wrapping device memory */
 } cu;
 
 static int cu_load(char *err, size_t errlen) {
@@ -93,6 +97,7 @@ static int cu_load(char *err, size_t errlen) {
                     break;
                 }
             }
+            *(void **)&cu.PointerGetAttribute = dlsym(cu.lib, "cuPointerGetAttribute");
             if (ok) {
                 CUresult rc = cu.Init(0);
                 if (rc != 0) {
@@ -185,11 +190,25 @@ static const char *cu_errstr(int code) {
     return buf;
 }
 
+static int cu_ptr_range(uint64_t p, int *ordinal, uint64_t *start, size_t *size) {
+    if (!cu.PointerGetAttribute) return -1;
+    CUdeviceptr s = 0;
+    int rc = cu.PointerGetAttribute(ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
+    if (!rc) rc = cu.PointerGetAttribute(&s, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p);
+    if (!rc) rc = cu.PointerGetAttribute(size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p);
+    *start = s;
+    return rc;
+}
+
 static const dvm_gpu_driver cuda_driver = {
-    "cuda", "CUDA driver", cu_load, cu_count, cu_dev_name, cu_attr, cu_ctx_open, cu_ctx_close, cu_bind,
-    cu_mod_load, cu_mod_unload, cu_func, cu_global, cu_alloc, cu_free, cu_zero, cu_h2d, cu_d2h, cu_d2d,
-    cu_launch, cu_sync, cu_occupancy, cu_set_max_smem, cu_errstr, CUDA_ERROR_NO_BINARY_FOR_GPU,
-    dvm_cuda_image, 0, dvm_cuda_targets, 8 /* __reduce_min_sync: sm_80 */};
+    .name = "cuda", .api = "CUDA driver", .load = cu_load, .count = cu_count, .dev_name = cu_dev_name,
+    .attr = cu_attr, .ctx_open = cu_ctx_open, .ctx_close = cu_ctx_close, .bind = cu_bind,
+    .mod_load = cu_mod_load, .mod_unload = cu_mod_unload, .func = cu_func, .global = cu_global,
+    .alloc = cu_alloc, .free = cu_free, .zero = cu_zero, .h2d = cu_h2d, .d2h = cu_d2h, .d2d = cu_d2d,
+    .launch = cu_launch, .sync = cu_sync, .occupancy = cu_occupancy, .set_max_smem = cu_set_max_smem,
+    .errstr = cu_errstr, .no_binary_code = CUDA_ERROR_NO_BINARY_FOR_GPU, .image = dvm_cuda_image,
+    .image_len = 0, .targets = dvm_cuda_targets, .warp_vote_cc = 8 /* __reduce_min_sync: sm_80 */,
+    .ptr_range = cu_ptr_range};
 
 static dvm_backend *cuda_open(const dvm_backend_opts *opts, char *err, size_t errlen) {
     return dvm_gpu_open(&cuda_driver, opts, err, errlen);

@@ -13,6 +13,7 @@
 struct dvm_buffer {
     uint64_t ptr;
     size_t bytes;
+    int borrowed; /* the caller's device memory (dvm_gpu_wrap_device): never freed here */
 };
 
 struct dvm_loaded {
@@ -293,9 +294,50 @@ int dvm_gpu_alloc(dvm_backend *be, size_t bytes, dvm_buffer **out, char *err, si
 
 void dvm_gpu_free(dvm_backend *be, dvm_buffer *b) {
     if (!b) return;
-    be->drv->bind(be->ordinal, be->ctx);
-    be->drv->free(b->ptr);
+    if (!b->borrowed) {
+        be->drv->bind(be->ordinal, be->ctx);
+        be->drv->free(b->ptr);
+    }
     free(b);
+}
+
+/* Caller-owned device memory as a buffer, used in place. The driver must know the address
+ * (a plain host pointer would fault in a kernel and poison the context), on this device,
+ * with all `bytes` inside one allocation: the interpreters check element indices against
+ * the array's length, never against the allocation. */
+int dvm_gpu_wrap_device(dvm_backend *be, void *p, size_t bytes, dvm_buffer **out, char *err, size_t errlen) {
+    *out = NULL;
+    const dvm_gpu_driver *d = be->drv;
+    uint64_t addr = (uint64_t)(uintptr_t)p, start = 0;
+    size_t size = 0;
+    int ord = -1, rc;
+    if ((rc = d->bind(be->ordinal, be->ctx)) != 0)
+        return fail(err, errlen, "%s backend: %s", d->name, d->errstr(rc));
+    rc = d->ptr_range ? d->ptr_range(addr, &ord, &start, &size) : -1;
+    if (rc == -1)
+        return fail(err, errlen, "%s backend: the %s cannot tell where a pointer lies (too old), so device memory "
+                    "cannot be wrapped", d->name, d->api);
+    if (rc != 0)
+        return fail(err, errlen, "%s backend: %p is not memory of a %s device (%s); host memory needs the cpu "
+                    "backend's dvm_array_wrap_host or a copy with dvm_array_write", d->name, p, d->name, d->errstr(rc));
+    if (ord != be->ordinal)
+        return fail(err, errlen, "%s backend: %p is memory of device %d, this context runs on device %d", d->name, p,
+                    ord, be->ordinal);
+    if (addr < start || addr - start > size || bytes > size - (addr - start))
+        return fail(err, errlen, "%s backend: %zu bytes at %p run past the end of their allocation (%zu bytes at "
+                    "0x%llx)", d->name, bytes, p, size, (unsigned long long)start);
+    dvm_buffer *b = calloc(1, sizeof *b);
+    if (!b) return fail(err, errlen, "%s backend: out of host memory", d->name);
+    b->ptr = addr;
+    b->bytes = bytes;
+    b->borrowed = 1;
+    *out = b;
+    return 0;
+}
+
+void *dvm_gpu_data(dvm_backend *be, dvm_buffer *b) {
+    (void)be;
+    return b ? (void *)(uintptr_t)b->ptr : NULL;
 }
 
 int dvm_gpu_write(dvm_backend *be, dvm_buffer *b, size_t off, const void *src, size_t n, char *err, size_t errlen) {

@@ -43,6 +43,10 @@ typedef struct dvm_gpu_driver {
     const char *targets;  /* what the image was built for, for messages */
     int warp_vote_cc;     /* lowest compute-capability major whose image keeps a warp together
                              in an iteration (DVM_GPU_F_CONVERGE); 0: never (HIP) */
+    /* The allocation the API knows p to lie in: its device ordinal, first address and size.
+       0, or the API's error code where p is not memory it allocated or registered (a plain
+       host pointer); -1 where the runtime lacks pointer queries. */
+    int (*ptr_range)(uint64_t p, int *ordinal, uint64_t *start, size_t *size);
 } dvm_gpu_driver;
 
 /* The backend functions shared by CUDA and HIP (gpu_backend.c). */
@@ -55,6 +59,8 @@ void dvm_gpu_free(dvm_backend *be, dvm_buffer *b);
 int dvm_gpu_write(dvm_backend *be, dvm_buffer *b, size_t off, const void *src, size_t n, char *err, size_t errlen);
 int dvm_gpu_read(dvm_backend *be, dvm_buffer *b, size_t off, void *dst, size_t n, char *err, size_t errlen);
 int dvm_gpu_copy(dvm_backend *be, dvm_buffer *dst, dvm_buffer *src, size_t n, char *err, size_t errlen);
+int dvm_gpu_wrap_device(dvm_backend *be, void *p, size_t bytes, dvm_buffer **out, char *err, size_t errlen);
+void *dvm_gpu_data(dvm_backend *be, dvm_buffer *b);
 int dvm_gpu_load(dvm_backend *be, const dvm_program *prog, dvm_loaded **out, char *err, size_t errlen);
 void dvm_gpu_unload(dvm_backend *be, dvm_loaded *l);
 int dvm_gpu_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_rt_error *rt, char *err, size_t errlen);
@@ -65,7 +71,8 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
 #define DVM_GPU_VTBL(NAME, OPEN, PROBE)                                                        \
     {.name = NAME, .open = OPEN, .close = dvm_gpu_close, .probe = PROBE,                       \
      .device_name = dvm_gpu_device_name, .alloc = dvm_gpu_alloc, .free = dvm_gpu_free,         \
-     .write = dvm_gpu_write, .read = dvm_gpu_read, .copy = dvm_gpu_copy, .load = dvm_gpu_load, \
+     .write = dvm_gpu_write, .read = dvm_gpu_read, .copy = dvm_gpu_copy,                       \
+     .wrap_device = dvm_gpu_wrap_device, .data = dvm_gpu_data, .load = dvm_gpu_load,          \
      .unload = dvm_gpu_unload, .size = dvm_gpu_size, .slots = dvm_gpu_slots,                  \
      .exec = dvm_gpu_exec, .may_stop = NULL}
 

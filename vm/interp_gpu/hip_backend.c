@@ -49,6 +49,7 @@ static struct {
     hipError_t (*Occupancy)(int *, hipFunction_t, int, size_t);
     const char *(*GetErrorName)(hipError_t);
     const char *(*GetErrorString)(hipError_t);
+    hipError_t (*PointerGetAttribute)(void *, int, void *); /* optional: wrapping device memory */
 } hp;
 
 static int hip_load(char *err, size_t errlen) {
@@ -86,6 +87,7 @@ static int hip_load(char *err, size_t errlen) {
                     break;
                 }
             }
+            *(void **)&hp.PointerGetAttribute = dlsym(hp.lib, "hipPointerGetAttribute");
             if (ok) {
                 hipError_t rc = hp.Init(0);
                 if (rc != 0)
@@ -164,11 +166,29 @@ static const char *hip_errstr(int code) {
     return buf;
 }
 
+/* hipPointer_attribute values (the same numbers as CUDA's) */
+#define HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
+#define HIP_POINTER_ATTRIBUTE_RANGE_START_ADDR 11
+#define HIP_POINTER_ATTRIBUTE_RANGE_SIZE 12
+static int hip_ptr_range(uint64_t p, int *ordinal, uint64_t *start, size_t *size) {
+    if (!hp.PointerGetAttribute) return -1;
+    void *s = NULL;
+    int rc = hp.PointerGetAttribute(ordinal, HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL, P(p));
+    if (!rc) rc = hp.PointerGetAttribute(&s, HIP_POINTER_ATTRIBUTE_RANGE_START_ADDR, P(p));
+    if (!rc) rc = hp.PointerGetAttribute(size, HIP_POINTER_ATTRIBUTE_RANGE_SIZE, P(p));
+    *start = (uint64_t)(uintptr_t)s;
+    return rc;
+}
+
 static const dvm_gpu_driver hip_driver = {
-    "hip", "HIP runtime", hip_load, hip_count, hip_dev_name, hip_attr, hip_ctx_open, hip_ctx_close, hip_bind,
-    hip_mod_load, hip_mod_unload, hip_func, hip_global, hip_alloc, hip_free, hip_zero, hip_h2d, hip_d2h, hip_d2d,
-    hip_launch, hip_sync, hip_occupancy, hip_set_max_smem, hip_errstr, HIP_ERROR_NO_BINARY_FOR_GPU,
-    dvm_hip_image, 0, dvm_hip_targets, 0 /* no vote in the HIP build */};
+    .name = "hip", .api = "HIP runtime", .load = hip_load, .count = hip_count, .dev_name = hip_dev_name,
+    .attr = hip_attr, .ctx_open = hip_ctx_open, .ctx_close = hip_ctx_close, .bind = hip_bind,
+    .mod_load = hip_mod_load, .mod_unload = hip_mod_unload, .func = hip_func, .global = hip_global,
+    .alloc = hip_alloc, .free = hip_free, .zero = hip_zero, .h2d = hip_h2d, .d2h = hip_d2h, .d2d = hip_d2d,
+    .launch = hip_launch, .sync = hip_sync, .occupancy = hip_occupancy, .set_max_smem = hip_set_max_smem,
+    .errstr = hip_errstr, .no_binary_code = HIP_ERROR_NO_BINARY_FOR_GPU, .image = dvm_hip_image,
+    .image_len = 0, .targets = dvm_hip_targets, .warp_vote_cc = 0 /* no vote in the HIP build */,
+    .ptr_range = hip_ptr_range};
 
 static dvm_backend *hip_open(const dvm_backend_opts *opts, char *err, size_t errlen) {
     return dvm_gpu_open(&hip_driver, opts, err, errlen);
