@@ -22,3 +22,10 @@ foreach(be cpu vulkan cuda hip)
   add_test(NAME wrap_${be} COMMAND test_wrap ${be})
   set_tests_properties(wrap_${be} PROPERTIES SKIP_RETURN_CODE 77)
 endforeach()
+
+# The user docs cite nothing outside the repository, and the paths they name exist.
+add_test(NAME test_docs COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_docs.py ${CMAKE_CURRENT_SOURCE_DIR})
+
+# Outputs survive kill -9: every --out file is the old one or the new one, whole.
+add_test(NAME test_kill COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_kill.py $<TARGET_FILE:dvm_cli>)
+set_tests_properties(test_kill PROPERTIES LABELS nosan TIMEOUT 300)

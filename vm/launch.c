@@ -319,19 +319,35 @@ static dvm_status rt_fail(launch *L, uint32_t vk, const dvm_exec *x, const dvm_r
             snprintf(msg, sizeof msg, "kernel '%s'%s: assertion failed: %s", kname, vl, p->strings + rt->p[0]);
         break;
     case DVM_RT_ADSTACK_OVERFLOW: {
-        long long capn = (long long)rt->p[1], more = capn > 0 ? capn * 2 : DVM_DEFAULT_AD_STACK;
+        /* The record says which stack and its capacity, not how deep it would go (the thread
+           stops at the first push too many), so the remedy names what is known to be enough:
+           the stack's own capacity (a constant or its exact formula) where the user overrode
+           it, and dvm's automatic growth for a stack with no formula. */
+        const int cli = L->ctx->cli_remedies;
+        const long long capn = (long long)rt->p[1];
+        const char *forced = cli ? "--ad-stack-size" : "opts.ad_stack_size";
+        const char *deflt = cli ? "--default-ad-stack-size" : "opts.default_ad_stack_size";
+        char remedy[512];
+        if (sd && sd->sizing == DVM_SZ_DEFAULT && (L->o->ad_stack_size > 0 || L->o->default_ad_stack_size > 0))
+            snprintf(remedy, sizeof remedy,
+                     "its depth is known only when it runs: launch without %s, and dvm grows it until it fits",
+                     L->o->ad_stack_size > 0 ? forced : deflt);
+        else if (sd && sd->sizing == DVM_SZ_DEFAULT)
+            snprintf(remedy, sizeof remedy, "set %s to more than %lld", forced, capn);
+        else if (sd && L->o->ad_stack_size > 0 && sd->sizing == DVM_SZ_CONSTANT)
+            snprintf(remedy, sizeof remedy, "it needs at most %u: launch without %s, or with %s %s%u", sd->const_cap,
+                     forced, forced, cli ? "" : "= ", sd->const_cap);
+        else if (sd && L->o->ad_stack_size > 0)
+            snprintf(remedy, sizeof remedy,
+                     "launch without %s: its size formula gives this launch exactly the capacity it needs", forced);
+        else
+            snprintf(remedy, sizeof remedy,
+                     "internal error: its size formula gave too little (please report it); %s above %lld works around it",
+                     forced, capn);
         char where[64] = "";
         if (sd && sd->line) snprintf(where, sizeof where, " (line %u)", sd->line);
-        if (L->ctx->cli_remedies)
-            snprintf(msg, sizeof msg,
-                     "kernel '%s'%s: adstack overflow: %s%s needs more than its capacity of %lld entries; rerun with "
-                     "--ad-stack-size %lld (or raise --default-ad-stack-size)",
-                     kname, vl, sname, where, capn, more);
-        else
-            snprintf(msg, sizeof msg,
-                     "kernel '%s'%s: adstack overflow: %s%s needs more than its capacity of %lld entries; launch again with "
-                     "opts.ad_stack_size = %lld (or raise opts.default_ad_stack_size)",
-                     kname, vl, sname, where, capn, more);
+        snprintf(msg, sizeof msg, "kernel '%s'%s: adstack overflow: %s%s needs more than its capacity of %lld entries; %s",
+                 kname, vl, sname, where, capn, remedy);
         break;
     }
     case DVM_RT_DIVZERO:
