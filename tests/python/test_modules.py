@@ -89,5 +89,8 @@ def test_load_errors(device, tmp_path):
 def test_python_m_dvm_info():
     out = subprocess.run([sys.executable, "-m", "dvm", "info"], capture_output=True, text=True, check=True).stdout
     assert out.startswith("dvm ") and "cpu: 1 device" in out
-    assert out == dvm.info()
+    # the same report (the cpu line's thread count follows OpenMP's setting, which torch may
+    # change in this process)
+    mine = dvm.info()
+    assert out.splitlines()[:-1] == mine.splitlines()[:-1] and len(out.splitlines()) == len(mine.splitlines())
     assert subprocess.run([sys.executable, "-m", "dvm", "nope"], capture_output=True).returncode == 2
