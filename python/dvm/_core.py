@@ -620,8 +620,10 @@ class Kernel:
                 if p.name not in kw:
                     raise ArgumentError("kernel '%s': missing argument '%s' (%s)" % (self.name, p.name, p.decl))
 
-    def _array_arg(self, ctx, p, v, tape, role=""):
-        """(Array to bind, callable to run after a successful launch or None, reusable)."""
+    def _array_arg(self, ctx, p, v, tape, role="", reuse=None):
+        """(Array to bind, callable to run after a successful launch or None, reusable).
+        reuse: the device copy a numpy argument got in the last launch, used again for one of
+        the same shape (a GPU allocation less per launch)."""
         label = p.name + role
         if isinstance(v, Array):
             if v._ctx is not ctx:
@@ -657,7 +659,9 @@ class Kernel:
                     v[...] = tmp
                 return arr, back, False
             return arr, None, False
-        arr = _new_array(ctx, tuple(v.shape), p.dtype)
+        arr = reuse if reuse is not None and reuse.shape == v.shape and reuse.dtype == p.dtype else None
+        if arr is None:
+            arr = _new_array(ctx, tuple(v.shape), p.dtype)
         if v.size:
             arr._write(v)
         if v.flags.writeable and v.size:
@@ -717,12 +721,16 @@ class Kernel:
                     arrays.append((p, b[1]))
                 continue
             if p.is_array:
-                arr, back, reusable = self._array_arg(ctx, p, v, tape)
+                reuse = b[1] if b is not None and len(b) > 3 and cache else None
+                arr, back, reusable = self._array_arg(ctx, p, v, tape, reuse=reuse)
                 st = L.args_array(ctx.h, args, p.bname, arr._h)
                 if st != L.OK:
                     bound[p.index] = None
                     _raise(st, ctx)
-                bound[p.index] = (v, arr, reusable and cache)
+                if back is not None and not ctx.is_cpu and arr is not v:
+                    bound[p.index] = (v, arr, False, "device copy")  # ours: reusable for the next numpy array
+                else:
+                    bound[p.index] = (v, arr, reusable and cache)
                 arrays.append((p, arr))
                 if back is not None:
                     post.append(back)

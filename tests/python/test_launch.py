@@ -118,3 +118,31 @@ def test_failed_launch_changes_nothing(device):
 def test_launch_stats_and_options(damp):
     st = damp.damp.launch(args(), ad_stack_size=0)
     assert st["total_ms"] >= 0 and "snapshot_bytes" in st
+
+
+def test_numpy_arguments_repeated(device):
+    # numpy arguments of the same shape launch after launch (on a GPU the device copy is
+    # reused): each launch sees the current contents and writes back
+    mod = dvm.compile("kernel inc(x: f32[n], d: f32):\n    for i in range(n):\n        x[i] = x[i] + d\n")
+    a = np.zeros(5, np.float32)
+    b = np.full(5, 10, np.float32)
+    for t in range(3):
+        mod.inc(x=a, d=1.0)
+        mod.inc(x=b, d=2.0)
+        a[0] += 100
+    np.testing.assert_array_equal(a, [303, 3, 3, 3, 3])
+    np.testing.assert_array_equal(b, 16)
+    c = np.zeros(7, np.float32)  # another shape
+    mod.inc(x=c, d=1.0)
+    np.testing.assert_array_equal(c, 1)
+
+
+def test_arguments_on_two_devices(device):
+    others = [d for d in dvm.devices() if d != device]
+    if not others:
+        pytest.skip("one device here")
+    mod = dvm.compile("kernel add(x: f32[n], y: f32[n]):\n    for i in range(n):\n        y[i] = y[i] + x[i]\n")
+    a = dvm.zeros(3, device=device)
+    b = dvm.zeros(3, device=others[0])
+    with pytest.raises(dvm.ArgumentError, match="two devices"):
+        mod.add(x=a, y=b)
