@@ -635,8 +635,14 @@ class Kernel:
             if hasattr(v, "__dlpack__") and not isinstance(v, (str, bytes)):
                 if hasattr(v, "detach") and callable(v.detach):
                     v = v.detach()  # torch refuses to export tensors that require grad
+                from . import _dlpack
                 a = from_dlpack(v, ctx)
-                self._check_array(p, a.dtype, a.shape, v, label)
+                self._check_array(p, a.dtype, a.shape, a, label)
+                if _dlpack.is_copy(a):
+                    raise ArgumentError(
+                        "kernel '%s': argument '%s': %s memory cannot be used in place by this libdvm (it lacks "
+                        "dvm_array_wrap_device), and a copy would not see the kernel's writes; pass "
+                        "dvm.from_dlpack(...) or dvm.array(...) and copy back" % (self.name, label, a.device))
                 return a, None, False
             if isinstance(v, (list, tuple)):
                 raise ArgumentError("kernel '%s': argument '%s' (%s) is a %s: pass a numpy array, e.g. "

@@ -265,21 +265,49 @@ def import_(obj, device=None):
         if st != L.OK:
             _raise(st, target)
         return Array._make(target, h.value, shape, dtype, owner=owner)
-    # no zero-copy path: a copy through host memory, asked of the producer
+    # no zero-copy path: a copy through host memory, made by the producer
     del owner
-    try:
-        host_cap_obj = obj.__dlpack__(dl_device=(CPU, 0), copy=True)
-    except Exception as e:  # producers without cross-device export
-        raise BufferError("dvm.from_dlpack: %s memory cannot be used in place by this libdvm (it lacks "
-                          "dvm_array_wrap_device) and the producer cannot copy it to the host: %s" % (src_name, e))
-
-    class _Cap:
-        def __dlpack__(self, **kw):
-            return host_cap_obj
-
-        def __dlpack_device__(self):
-            return (CPU, 0)
-    host_arr = import_(_Cap(), "cpu").numpy()
+    host_arr = _host_copy(obj, src_name)
+    if host_arr.dtype != _NP[dtype] or host_arr.size != count:
+        raise BufferError("dvm.from_dlpack: the host copy of the %s tensor does not match it" % src_name)
     b = _new_array(target, shape, dtype)
     b._write(host_arr)
+    b._owner = _COPIED
     return b
+
+
+_COPIED = "copied"  # the _owner of an Array that from_dlpack filled with a copy
+
+
+def _host_copy(obj, src_name):
+    """A numpy copy of a device tensor: DLPack's cross-device export where the producer has
+    it (dl_device, copy), else the producer's own host copy (torch .cpu(), cupy .get())."""
+    try:
+        cap = obj.__dlpack__(dl_device=(CPU, 0), copy=True)
+
+        class _Cap:
+            def __dlpack__(self, **kw):
+                return cap
+
+            def __dlpack_device__(self):
+                return (CPU, 0)
+        return import_(_Cap(), "cpu").numpy()
+    except Exception:
+        pass
+    for how in ("cpu", "get"):
+        f = getattr(obj, how, None)
+        if callable(f):
+            try:
+                return np.ascontiguousarray(np.asarray(f()))
+            except Exception:
+                continue
+    try:
+        return np.ascontiguousarray(np.asarray(obj))
+    except Exception as e:
+        raise BufferError("dvm.from_dlpack: %s memory cannot be used in place by this libdvm (it lacks "
+                          "dvm_array_wrap_device), and the producer gives no host copy: %s" % (src_name, e))
+
+
+def is_copy(a):
+    """Whether from_dlpack had to copy (the array is not the producer's memory)."""
+    return a._owner is _COPIED

@@ -37,9 +37,14 @@ def test_dlpack_torch_zero_copy(device):
     np.testing.assert_array_equal(back.cpu().numpy(), a.numpy())
     # tensors as launch arguments, updated in place
     u = torch.zeros(4, device=td)
-    mod.inc(x=u)
     if device == "cpu" or dvm._lib.array_wrap_device is not None:
+        mod.inc(x=u)
         assert u.tolist() == [1, 1, 1, 1]
+    else:  # without dvm_array_wrap_device a copy would miss the writes: refused
+        with pytest.raises(dvm.ArgumentError, match="in place"):
+            mod.inc(x=u)
+    with pytest.raises(dvm.ArgumentError, match="'x' is declared f32\\[n\\], given a i32"):
+        mod.inc(x=torch.zeros(4, dtype=torch.int32, device=td))
 
 
 def test_torch_function_backward(device):
