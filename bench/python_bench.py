@@ -7,7 +7,7 @@
 2. Edit to first gradient in a live process: a changed source string compiled with
    dvm.compile and its first kernel.grad, per edit.
 
-Usage: python bench/python_bench.py [--n 64] [--reps 20000]"""
+Usage: python bench/python_bench.py [--n 64] [--reps 20000] [--device cpu]"""
 import argparse
 import ctypes
 import time
@@ -41,8 +41,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=64)
     ap.add_argument("--reps", type=int, default=20000)
+    ap.add_argument("--device", default="cpu")
     a = ap.parse_args()
-    dvm.set_device("cpu")
+    dvm.set_device(a.device)
     mod = dvm.compile(SRC % "0.5")
     k = mod.axpy
     x = dvm.array(np.ones(a.n, np.float32))
@@ -62,9 +63,9 @@ def main():
     t_py = per_call_us(lambda: k(x=x, y=y, s=s), a.reps)
     t_np = per_call_us(lambda: k(x=xn, y=yn, s=s), a.reps)
     t_np_new = per_call_us(lambda: k(x=np.ones(a.n, np.float32), y=yn, s=s), a.reps // 4)
-    print("launch, n=%d, cpu: dvm_launch via ctypes %.2f us; from Python with dvm.Arrays %.2f us (+%.2f); "
+    print("launch, n=%d, %s: dvm_launch via ctypes %.2f us; from Python with dvm.Arrays %.2f us (+%.2f); "
           "with the same numpy arrays %.2f us (+%.2f); with a new numpy array each time %.2f us (+%.2f)" % (
-              a.n, t_direct, t_py, t_py - t_direct, t_np, t_np - t_direct, t_np_new, t_np_new - t_direct))
+              a.n, a.device, t_direct, t_py, t_py - t_direct, t_np, t_np - t_direct, t_np_new, t_np_new - t_direct))
 
     # the Python side alone: the same calls with dvm_launch replaced by a no-op
     real = _lib.launch
@@ -90,8 +91,8 @@ def main():
         times.append(time.perf_counter() - t0)
         assert abs(float(g["x"][0]) - 2.0) < 1e-6
     times.sort()
-    print("edit to first gradient (dvm.compile + kernel.grad, live process, cpu): median %.3f ms, min %.3f ms" % (
-        times[len(times) // 2] * 1e3, times[0] * 1e3))
+    print("edit to first gradient (dvm.compile + kernel.grad, live process, %s): median %.3f ms, min %.3f ms" % (
+        a.device, times[len(times) // 2] * 1e3, times[0] * 1e3))
 
 
 if __name__ == "__main__":

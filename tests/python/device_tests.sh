@@ -3,7 +3,8 @@
 # cmake; nvcc). Carry the folder of wheels (tests/python/fetch_wheels.sh) as wheels/.
 # Builds the package with CUDA (sm_90) into a venv that sees the system's packages, then runs
 # tests/python on cuda:0 (CUDA, DLPack with torch/cupy/jax, dvm.torch) and on the cpu.
-# Writes under $OUT: info.txt, install.log, pytest-<device>.log and .xml, summary.txt.
+# Then bench/python_bench.py on cpu and cuda:0.
+# Writes under $OUT: info.txt, install.log, pytest-<device>.log and .xml, bench.txt, summary.txt.
 # Usage: OUT=dir tests/python/device_tests.sh [ARCHS]   (default 90)
 set -u
 cd "$(dirname "$0")/../.."
@@ -42,4 +43,9 @@ for dev in cuda:0 cpu; do
   log "$dev: $(tail -1 "$OUT/pytest-$tag.log") (exit $r)"
   [ $r -ne 0 ] && rc=1
 done
+# the overheads of bench/RESULTS.md, "Python", on this machine
+for dev in cpu cuda:0; do
+  (cd build-pydev && "$py" ../bench/python_bench.py --device "$dev" --reps 5000) >>"$OUT/bench.txt" 2>&1
+done
+cat "$OUT/bench.txt" | tee -a "$OUT/summary.txt"
 exit $rc
