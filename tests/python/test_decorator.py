@@ -106,3 +106,19 @@ def test_future_annotations(tmp_path, device):
     x = np.ones(3, np.float32)
     m.f(x=x, s=4.0)
     np.testing.assert_array_equal(x, 4)
+
+
+def test_decorator_with_device(tmp_path, device):
+    p = write(tmp_path, "dev_kernel", '''
+        import dvm
+
+        @dvm.kernel(device="cpu")
+        def twice(x: "f32[n]"):
+            for i in range(n):
+                x[i] = 2.0 * x[i]
+        ''')
+    m = load_module(p)
+    assert m.twice.module._ctx0.name == "cpu"
+    a = dvm.array(np.ones(3, np.float32))  # on the test's device: the module follows the arrays
+    m.twice(x=a)
+    np.testing.assert_array_equal(a.numpy(), 2)
