@@ -3,7 +3,7 @@
 # Usage: scripts/setup.sh [--gpu-toolchains]   (CUDA's nvcc is not a Debian package here:
 # the CUDA backend is built when nvcc is on PATH or in /usr/local/cuda/bin.)
 set -euo pipefail
-pkgs=(build-essential cmake python3 git
+pkgs=(build-essential cmake python3 python3-venv python3-pip git
       glslang-tools spirv-tools libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-tools
       clang libclang-rt-14-dev hipcc)
 missing=()

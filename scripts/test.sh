@@ -5,7 +5,10 @@
 #     tests that need a missing GPU are skipped and say so);
 #  2. an ASan+UBSan build of the library, the command and the CPU/Vulkan tests;
 #  3. the libFuzzer harnesses (blob reader/verifier, compiler front end), 30 s each
-#     (DVM_FUZZ_SECONDS=N for longer runs), which keeps CI near 10 minutes on 2 cores.
+#     (DVM_FUZZ_SECONDS=N for longer runs), which keeps CI near 10 minutes on 2 cores;
+#  4. the Python package as a user installs it: a fresh venv, `pip install .` (CPU and Vulkan
+#     backends: CUDA/HIP are off here to keep this step to a few minutes), numpy and pytest,
+#     then tests/python on the CPU and on Vulkan (lavapipe; skipped with a message if none).
 # Prints one closing line "summary: N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -57,6 +60,37 @@ fi
 if [ -x tests/fuzz/run_fuzz.sh ]; then
   echo "== fuzz ($fuzz_seconds s per harness)"
   if tests/fuzz/run_fuzz.sh "$fuzz_seconds"; then passed=$((passed + 1)); else failed=$((failed + 1)); status=1; fi
+fi
+
+# Runs pytest on one device; adds its counts (pytest's own closing line) to the totals.
+run_pytest() { # python, device
+  local py=$1 dev=$2
+  local log; log=$(mktemp)
+  (cd build-py && "$py" -m pytest ../tests/python --dvm-device="$dev" -q -rs -p no:cacheprovider) 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]} last p f s e
+  last=$(grep -E '^=*.* in [0-9.]+s' "$log" | tail -1)
+  p=$(echo "$last" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+'); f=$(echo "$last" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')
+  s=$(echo "$last" | grep -oE '[0-9]+ skipped' | grep -oE '[0-9]+'); e=$(echo "$last" | grep -oE '[0-9]+ errors?' | grep -oE '[0-9]+')
+  passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0} + ${e:-0})); skipped=$((skipped + ${s:-0}))
+  if [ "$rc" != 0 ] && [ "$rc" != 5 ]; then status=1; [ -z "$f$e" ] && failed=$((failed + 1)); fi
+  rm -f "$log"
+}
+
+echo "== python package: fresh venv, pip install ."
+rm -rf build-py && mkdir -p build-py
+if python3 -m venv build-py/venv && build-py/venv/bin/pip install -q numpy pytest &&
+   build-py/venv/bin/pip install -q . -C cmake.define.DVM_CUDA=OFF -C cmake.define.DVM_HIP=OFF \
+     -C build-dir=build-py/build; then
+  py=$PWD/build-py/venv/bin/python
+  run_pytest "$py" cpu
+  if "$py" -c 'import dvm, sys; sys.exit("vulkan:0" not in dvm.devices())'; then
+    run_pytest "$py" vulkan:0
+  else
+    echo "test.sh: python tests on vulkan skipped: no Vulkan device (python -m dvm info says why)"
+    skipped=$((skipped + 1))
+  fi
+else
+  echo "test.sh: pip install . failed"; status=1; failed=$((failed + 1))
 fi
 
 echo "summary: $passed passed, $failed failed, $skipped skipped"

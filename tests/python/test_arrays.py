@@ -1,0 +1,130 @@
+"""dvm.devices, set_device, dvm.array, dvm.zeros, .numpy(), .shape, .dtype, .device, .grad, DLPack."""
+import ctypes
+
+import numpy as np
+import pytest
+
+import dvm
+
+
+def test_devices_and_default():
+    ds = dvm.devices()
+    assert ds[0] == "cpu"
+    assert all(d == "cpu" or d.split(":")[0] in ("cuda", "hip", "vulkan") for d in ds)
+    gpu = [d for d in ds if d != "cpu"]
+    dvm.set_device("cpu")
+    assert dvm.get_device() == "cpu"
+    with pytest.raises(ValueError, match="unknown device"):
+        dvm.set_device("tpu:0")
+    with pytest.raises(dvm.Error, match="not available"):
+        dvm.set_device("vulkan:9")
+    if gpu:
+        dvm.set_device(gpu[0])
+        assert dvm.get_device() == gpu[0]
+    dvm.set_device("cpu")
+
+
+def test_array_and_zeros(device):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a = dvm.array(x, requires_grad=True)
+    assert a.shape == (2, 3) and a.dtype == "f32" and a.device == device and a.requires_grad
+    assert a.grad is None
+    np.testing.assert_array_equal(a.numpy(), x)
+    x[0, 0] = 99  # dvm.array copies
+    assert a.numpy()[0, 0] == 0
+    b = a.numpy()
+    b[0, 0] = 7  # .numpy() copies
+    assert a.numpy()[0, 0] == 0
+    z = dvm.zeros((4, 3), dtype="f32", device=None, requires_grad=False)
+    assert z.shape == (4, 3) and z.device == device and not z.numpy().any()
+    i = dvm.zeros(5, dtype="i32")
+    assert i.dtype == "i32" and i.numpy().dtype == np.int32
+    assert dvm.array([1.5, 2.5]).dtype == "f32"   # Python floats become f32
+    assert dvm.array([1, 2]).dtype == "i32"
+    assert dvm.array(np.arange(3.0)).dtype == "f32"  # float64 data converted on request only
+    with pytest.raises(ValueError):
+        dvm.zeros((1, 2, 3, 4, 5))
+    with pytest.raises(ValueError):
+        dvm.zeros(3, dtype="f64")
+    e = dvm.zeros(0)
+    assert e.numpy().shape == (0,)
+    c = a.to("cpu")
+    np.testing.assert_array_equal(c.numpy(), a.numpy())
+
+
+def test_arrays_stay_on_device(device):
+    mod = dvm.compile("kernel inc(x: f32[n]):\n    for i in range(n):\n        x[i] = x[i] + 1.0\n")
+    a = dvm.zeros(5)
+    for _ in range(3):
+        mod.inc(x=a)
+    np.testing.assert_array_equal(a.numpy(), 3)
+
+
+def test_dlpack_numpy_cpu():
+    dvm.set_device("cpu")
+    x = np.arange(5, dtype=np.float32)
+    a = dvm.from_dlpack(x)  # zero-copy: the same memory
+    assert a.device == "cpu" and a.shape == (5,)
+    x[0] = 42
+    assert a.numpy()[0] == 42
+    mod = dvm.compile("kernel inc(x: f32[n]):\n    for i in range(n):\n        x[i] = x[i] + 1.0\n")
+    mod.inc(x=a)
+    assert x[0] == 43  # the kernel wrote into numpy's memory
+    assert a.__dlpack_device__() == (1, 0)
+    y = np.from_dlpack(a)  # and back: numpy sees dvm's memory
+    assert y.ctypes.data == x.ctypes.data
+    b = dvm.zeros(3)
+    v = np.from_dlpack(b)
+    mod.inc(x=b)
+    np.testing.assert_array_equal(v, 1)
+    i = dvm.from_dlpack(np.arange(4, dtype=np.int32))
+    assert i.dtype == "i32"
+    with pytest.raises(ValueError, match="float32 or int32"):
+        dvm.from_dlpack(np.arange(3.0))
+    with pytest.raises(BufferError, match="contiguous"):
+        dvm.from_dlpack(np.arange(8, dtype=np.float32)[::2])
+
+
+def test_dlpack_capsules():
+    dvm.set_device("cpu")
+    a = dvm.array(np.arange(4, dtype=np.float32))
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype = ctypes.c_char_p
+    get_name.argtypes = [ctypes.py_object]
+    assert get_name(a.__dlpack__()) == b"dltensor"
+    assert get_name(a.__dlpack__(max_version=(1, 0))) == b"dltensor_versioned"
+    # an unconsumed capsule frees its tensor; a consumed one keeps the array alive
+    from dvm import _dlpack
+    n = len(_dlpack._exports)
+    cap = a.__dlpack__()
+    assert len(_dlpack._exports) == n + 1
+    del cap
+    assert len(_dlpack._exports) == n
+
+    class Holder:
+        def __init__(self, c):
+            self.c = c
+
+        def __dlpack__(self, **kw):
+            return self.c
+
+        def __dlpack_device__(self):
+            return (1, 0)
+    b = dvm.from_dlpack(Holder(dvm.array(np.arange(3, dtype=np.float32)).__dlpack__(max_version=(1, 0))))
+    np.testing.assert_array_equal(b.numpy(), [0, 1, 2])  # the producer's array is gone; its memory is not
+    del b
+    assert len(_dlpack._exports) == n
+
+
+def test_dlpack_gpu_array(device):
+    a = dvm.array(np.arange(4, dtype=np.float32))
+    if device == "cpu":
+        pytest.skip("the cpu device is covered by test_dlpack_numpy_cpu")
+    t, _ = a.__dlpack_device__()
+    assert t in (2, 7, 10)
+    if device.startswith("vulkan"):
+        with pytest.raises(BufferError):
+            a.__dlpack__(copy=False)
+        # a copy to the host when asked for one
+        np.testing.assert_array_equal(np.from_dlpack(a, device="cpu", copy=True) if np.__version__ >= "2.1"
+                                      else a.numpy(), [0, 1, 2, 3])
