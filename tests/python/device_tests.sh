@@ -20,6 +20,10 @@ if ! python3 -m venv --system-site-packages build-pydev/venv >"$OUT/install.log"
   log "device_tests: python3 -m venv failed (see install.log)"; exit 1
 fi
 py=$root/build-pydev/venv/bin/python
+# python3 may itself be a virtual environment (whose packages --system-site-packages does not
+# reach): let the new one see its site-packages too
+python3 -c 'import site, sys; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' \
+  > "$("$py" -c 'import site; print(site.getsitepackages()[0])')/dvm-parent-env.pth"
 if ! tests/python/offline_install.sh "$py" wheels -C cmake.define.DVM_CUDA=ON -C cmake.define.DVM_CUDA_ARCHS="$archs" \
      -C cmake.define.DVM_HIP=OFF -C build-dir=build-pydev/build -C build.verbose=true >>"$OUT/install.log" 2>&1; then
   log "device_tests: pip install failed (see install.log)"; tail -30 "$OUT/install.log"; exit 1

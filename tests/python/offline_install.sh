@@ -10,4 +10,4 @@ py=${1:-python3}; dir=${2:-wheels}
 shift $(( $# < 2 ? $# : 2 ))
 [ -d "$dir" ] || { echo "offline_install: no wheel folder '$dir' (run tests/python/fetch_wheels.sh where there is network)"; exit 1; }
 "$py" -m pip install -q --no-index --find-links "$dir" "scikit-build-core>=0.10" pytest
-"$py" -m pip install --no-index --find-links "$dir" --no-build-isolation . "$@"
+"$py" -m pip install --no-index --find-links "$dir" --no-build-isolation --no-deps . "$@"
