@@ -8,8 +8,14 @@ int dvm_compile_source(const char *src, size_t len, const char *filename, dvm_pr
     *msg = NULL;
     dvm_diags d;
     dvm_diags_init(&d, filename, src, len);
-    dvm_arena *a = dvm_arena_create();
+    dvm_arena *a = NULL;
     int rc = -1;
+    if (len > DVM_MAX_SOURCE_BYTES) {
+        dvm_diag(&d, 0, 0, "source too large: more than %zu bytes (the limit is %zu MiB)", DVM_MAX_SOURCE_BYTES,
+                 DVM_MAX_SOURCE_BYTES >> 20);
+        goto done;
+    }
+    a = dvm_arena_create();
     if (!a) {
         dvm_diag(&d, 0, 0, "out of memory");
         goto done;

@@ -1,0 +1,7 @@
+# The compiler's limits: every deep or huge generated source compiles or fails with a clear
+# error, on a 256 KiB thread stack (tests/test_compile_stack.c) and within seconds
+# (tests/test_limits.py).
+find_package(Threads REQUIRED)
+add_executable(test_compile_stack tests/test_compile_stack.c)
+target_link_libraries(test_compile_stack PRIVATE dvm Threads::Threads)
+add_test(NAME compile_stack COMMAND test_compile_stack)
