@@ -183,7 +183,8 @@ static void lex_number(lexer *L) {
         }
         t->ival = v;
         if (v > 2147483648LL)
-            lerr(L, b, "integer literal %s is out of the i32 range (at most 2147483647)", dvm_arena_strndup(L->a, s + b, p - b));
+            lerr(L, b, "integer literal %s is out of the i32 range (at most 2147483647)",
+                 p - b > 40 ? dvm_arena_printf(L->a, "%.20s...(%zu digits)", s + b, p - b) : dvm_arena_strndup(L->a, s + b, p - b));
     }
 }
 
