@@ -95,12 +95,20 @@ typedef struct lexer {
     int n, cap;
     int errors;
     int oom; /* an allocation failed: lexing stops and says so (never a token silently lost) */
+    int too_many; /* DVM_MAX_TOKENS reached: lexing stops */
     intern_tab names;
 } lexer;
 
 static dvm_token *emit(lexer *L, int kind, size_t off, size_t len) {
+    if (L->n >= DVM_MAX_TOKENS + 128) return NULL; /* past the limit, only the closing tokens (at most 102) come */
+    if (L->n == DVM_MAX_TOKENS && kind != TK_NEWLINE && kind != TK_DEDENT && kind != TK_EOF && !L->too_many) {
+        L->too_many = 1;
+        L->errors++;
+        dvm_diag(L->d, L->line, (int)(off - L->line_start) + 1, "source too large: more than %d tokens", DVM_MAX_TOKENS);
+        return NULL;
+    }
     if (L->n == L->cap) {
-        int nc = L->cap ? L->cap * 2 : 256;
+        int nc = L->cap ? (L->cap < (DVM_MAX_TOKENS + 128) / 2 ? L->cap * 2 : DVM_MAX_TOKENS + 128) : 256;
         dvm_token *t = dvm_arena_grow(L->a, L->toks, (size_t)L->cap * sizeof *t, (size_t)nc * sizeof *t);
         if (!t) {
             L->oom = 1;
@@ -275,7 +283,7 @@ int dvm_lex(dvm_arena *a, const char *src, size_t len, dvm_diags *d, dvm_lexed *
     int bracket_line[MAX_BRACKETS], bracket_col[MAX_BRACKETS], depth = 0;
     int at_line_start = 1, line_has_tokens = 0;
 
-    while (L.pos < len && !L.oom) {
+    while (L.pos < len && !L.oom && !L.too_many) {
         char c = src[L.pos];
         if (at_line_start && depth == 0) {
             /* measure the indentation of a new logical line */

@@ -7,6 +7,7 @@
 #include "ast.h"
 
 #define MAX_NEST 500 /* nesting of blocks and expressions (operator chains count too) */
+#define MAX_FUNCS 10000 /* kernels and helpers in one source */
 
 typedef struct parser {
     dvm_arena *a;
@@ -691,6 +692,8 @@ ast_module *dvm_parse(dvm_arena *a, const char *src, const dvm_lexed *lx, dvm_di
                 if (t->kind == TK_INDENT) fail(&P, t, "unexpected indentation at the top level");
                 fail(&P, t, "expected 'kernel' or 'def' at the top level, got %s", desc(&P, t));
             }
+            if (m->nfuncs == MAX_FUNCS) /* each costs tens of KiB and some 100 us to compile */
+                fail(&P, t, "too many kernels and helpers in one source (at most %d)", MAX_FUNCS);
             ast_func *f = parse_func(&P);
             if (m->nfuncs == cap) {
                 int nc = cap ? cap * 2 : 8;
