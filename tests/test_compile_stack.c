@@ -68,7 +68,14 @@ static void gen_elif(text *t, int n) {
     for (int j = 1; j < n; j++) put(t, "        elif v < %d.0:\n            y[i] = %d.0 * v\n", j, j);
     put(t, "        else:\n            y[i] = v\n");
 }
-/* the same chain in serial code, inside a loop, differentiated */
+/* the chain in top-level serial code (its hidden flag is a uniform word) */
+static void gen_elif_serial(text *t, int n) {
+    put(t, "kernel k(x: f32[n], y: f32[n]):\n    i = 0\n    while i < n:\n        v = x[i]\n");
+    put(t, "        if v < 0.0:\n            y[i] = 0.0\n");
+    for (int j = 1; j < n; j++) put(t, "        elif v < %d.0:\n            y[i] = %d.0 * v\n", j, j);
+    put(t, "        else:\n            y[i] = v\n        i += 1\n");
+}
+/* the same chain in a parallel loop, inside a loop, differentiated */
 static void gen_elif_loop(text *t, int n) {
     put(t, "kernel k(x: f32[n], y: f32[n]):\n    for i in range(n):\n        v = x[i]\n        s = 0.0\n");
     put(t, "        for r in range(2):\n");
@@ -192,7 +199,7 @@ typedef struct shape {
     void (*gen)(text *, int);
 } shape;
 static const shape shapes[] = {
-    {"elif", gen_elif},        {"elif_loop", gen_elif_loop}, {"helpers", gen_helpers},
+    {"elif", gen_elif},        {"elif_loop", gen_elif_loop}, {"elif_serial", gen_elif_serial}, {"helpers", gen_helpers},
     {"helper_blocks", gen_helper_blocks}, {"parens", gen_parens}, {"sum", gen_sum},
     {"unary", gen_unary},      {"not", gen_not},             {"power", gen_power},
     {"cond", gen_cond},        {"index", gen_index},         {"blocks", gen_blocks},
@@ -344,6 +351,7 @@ int main(int argc, char **argv) {
            tangent of 10,000 do not fit */
         {"elif", 10000, "more than the limit of 65535"},
         {"elif", 30000, "more than the limit of 65535"},
+        {"elif_serial", 100, NULL},
         {"elif_loop", 300, NULL},
         {"elif_loop", 3000, NULL},
         {"helpers", 50, NULL},
