@@ -45,15 +45,15 @@ run() { # name, max_len, sources...
 # Large sources for fuzz_front's corpus (generated: they would bloat the repository).
 big_seeds() { # dir
     awk 'BEGIN { print "kernel k(x: f32[n], y: f32[n]):\n    for i in range(n):\n        v = x[i]\n        if v < 0.0:\n            y[i] = 0.0";
-                 for (j = 1; j < 3000; j++) printf "        elif v < %d.0:\n            y[i] = %d.0 * v\n", j, j;
+                 for (j = 1; j < 1500; j++) printf "        elif v < %d.0:\n            y[i] = %d.0 * v\n", j, j;
                  print "        else:\n            y[i] = v" }' >"$1/big_elif.dvk"
     awk 'BEGIN { print "def h0(a: f32) -> f32:\n    return a + 1.0";
                  for (j = 1; j < 100; j++) printf "def h%d(a: f32) -> f32:\n    return h%d(a) * 0.5 + 1.0\n", j, j - 1;
                  print "kernel k(x: f32[n], y: f32[n]):\n    for i in range(n):\n        y[i] = h99(x[i])" }' >"$1/big_helpers.dvk"
     awk 'BEGIN { printf "kernel k(x: f32[n], y: f32[n]):\n    for i in range(n):\n        v = x[i]\n";
-                 for (j = 0; j < 20000; j++) printf "        v = v * 0.999 + sin(v) * %d.0\n", j % 7;
+                 for (j = 0; j < 4000; j++) printf "        v = v * 0.999 + sin(v) * %d.0\n", j % 7;
                  printf "        y[i] = v"; for (j = 0; j < 300; j++) printf " + v"; print "" }' >"$1/big_stmts.dvk"
-    awk 'BEGIN { for (j = 0; j < 5000; j++) printf "kernel k%d(x: f32[n], y: f32[n]):\n    for i in range(n):\n        y[i] = x[i] * %d.0\n", j, j }' \
+    awk 'BEGIN { for (j = 0; j < 2000; j++) printf "kernel k%d(x: f32[n], y: f32[n]):\n    for i in range(n):\n        y[i] = x[i] * %d.0\n", j, j }' \
         >"$1/big_kernels.dvk"
 }
 
