@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include "dvm.h"
+#include "compiler/compile.h"
 
 /* The sanitizers' instrumented frames are several times larger than the real ones. */
 #if defined(__SANITIZE_ADDRESS__)
@@ -313,6 +314,32 @@ static void check_elif_values(dvm_context *ctx, dvm_module *m, int nbranch, int 
     dvm_array_destroy(y);
 }
 
+/* Out of memory anywhere in the compiler (front end, autodiff, emitter) says so: with the
+ * arena limited to ever more bytes, every compile either fails with "out of memory" or
+ * succeeds, never with another error or none. */
+static void check_out_of_memory(void) {
+    text t = {0};
+    gen_elif_loop(&t, 40);
+    put(&t, "def h0(a: f32) -> f32:\n    return a + 1.0\n");
+    for (int j = 1; j < 5; j++)
+        put(&t, "def h%d(a: f32) -> f32:\n    s = a\n    for q in range(2):\n        s = h%d(s)\n    return s\n", j, j - 1);
+    put(&t, "kernel k2(x: f32[n], y: f32[n]):\n    for i in range(n):\n        y[i] = h4(x[i]) + sin(x[i])\n");
+    int ok = 0;
+    for (size_t limit = 1 << 16; limit < ((size_t)64 << 20) && !ok; limit += limit / 16) {
+        dvm_program *p = NULL;
+        char *msg = NULL;
+        int rc = dvm_compile_source_limited(t.s, t.n, "gen.dvk", limit, &p, &msg);
+        if (rc == 0) ok = 1;
+        else
+            EXPECT(msg && strstr(msg, "out of memory"), "with a %zu-byte arena: expected 'out of memory', got: %s", limit,
+                   msg ? msg : "(nothing)");
+        dvm_program_free(p);
+        free(msg);
+    }
+    EXPECT(ok, "the source never compiled, even with 64 MiB of arena");
+    free(t.s);
+}
+
 typedef struct cse {
     const char *shape;
     int n;
@@ -344,6 +371,7 @@ int main(int argc, char **argv) {
         dvm_context_destroy(ctx);
         return 0;
     }
+    check_out_of_memory();
     static const cse cases[] = {
         {"elif", 10, NULL},
         {"elif", 5000, NULL},
