@@ -91,7 +91,9 @@ extern const ad_rev_fn ad_rev_table[256];
 extern const ad_tan_fn ad_tan_table[256];
 
 /* ad_size.c: capacity of stack s pushed by the forward code fwd (par: the parallel top or NULL) */
-ir_size *ad_stack_size(ad_ctx *c, int s, const ir_block *fwd, const ir_top *par);
+/* ad_size.c: every stack's capacity (c->stacks[s].size): the serial stacks' from the serial
+ * sweeps sfwd, top t's from its sweep pfwd[t] over the loop pre[t]. 0, or -1 out of memory. */
+int ad_stack_sizes(ad_ctx *c, const ir_block *sfwd, const ir_block *pfwd, const ir_top *pre, int ntops);
 /* ad_tangent.c */
 int ad_tangent(ad_ctx *c);
 #endif

@@ -5,6 +5,8 @@
  * parallel index) becomes a max over that variable's range: max-over-range times the trip
  * count is an upper bound, never an under-estimate. No formula (while loops, bounds read from
  * f32 values, top-level variables or locals assigned in loops) gives IRS_DEFAULT. */
+#include <stdlib.h>
+#include <string.h>
 #include "ad_internal.h"
 
 static ir_size *mk(ad_ctx *c, int kind) {
@@ -177,25 +179,139 @@ static ir_size *range(ad_ctx *c, int var, const ir_expr *start, const ir_expr *s
     return r;
 }
 
-static const ad_loop *find(const ad_ctx *c, const ir_stmt *s) {
-    for (int i = 0; i < c->ngloops; i++)
-        if (c->gloops[i].s == s) return &c->gloops[i];
-    return NULL;
+/* ---- which statements hold a stack's pushes ----
+ * Walking every forward sweep once per stack costs stacks x program (a 10,000-branch elif
+ * chain has 10,000 stacks). Instead one walk numbers the statements (parent, and which of its
+ * blocks holds each) and lists the push sites of every stack; a stack's size then visits only
+ * the statements on the paths from the root to its sites, linked into per-stack child lists:
+ * the pushes times the depth in all, for all stacks. */
+typedef struct sz_index {
+    const ir_stmt **node;
+    int *parent;           /* -1: in a root block */
+    unsigned char *branch; /* 0: in the parent's body, 1: in its orelse */
+    int *root;             /* the root block (0: serial sweeps, t + 1: parallel top t) */
+    int *stamp;            /* the stack whose paths are linked now */
+    int *first;            /* per node and branch: first child on the paths, -1 */
+    int *next;             /* next sibling on the paths */
+    const ad_loop **loop;  /* IR_FOR / IR_WHILE: its loop, or NULL */
+    int n, cap;
+    int *rfirst;           /* per root: first statement on the paths */
+    int *rstamp;
+    int *site_start, *sites; /* per stack: its IR_PUSH statements */
+    int *site_stack;
+    int nsites, capsites;
+    const ad_loop **lhash; /* gloops by statement, open addressing */
+    size_t lcap;
+} sz_index;
+
+static size_t ptr_hash(const void *p, size_t cap) {
+    return (size_t)(((uint64_t)(uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull >> 17) & (cap - 1);
 }
 
-static ir_size *blk(ad_ctx *c, int st, const ir_block *b);
-static ir_size *stmt(ad_ctx *c, int st, const ir_stmt *s) {
+static int grow_ix(sz_index *x) {
+    int cap = x->cap ? x->cap * 2 : 256;
+    void *a[8] = {realloc(x->node, sizeof *x->node * (size_t)cap), realloc(x->parent, sizeof(int) * (size_t)cap),
+                  realloc(x->branch, (size_t)cap), realloc(x->root, sizeof(int) * (size_t)cap),
+                  realloc(x->stamp, sizeof(int) * (size_t)cap), realloc(x->first, sizeof(int) * 2 * (size_t)cap),
+                  realloc(x->next, sizeof(int) * (size_t)cap), realloc(x->loop, sizeof *x->loop * (size_t)cap)};
+    if (a[0]) x->node = a[0];
+    if (a[1]) x->parent = a[1];
+    if (a[2]) x->branch = a[2];
+    if (a[3]) x->root = a[3];
+    if (a[4]) x->stamp = a[4];
+    if (a[5]) x->first = a[5];
+    if (a[6]) x->next = a[6];
+    if (a[7]) x->loop = (const ad_loop **)a[7];
+    for (int i = 0; i < 8; i++)
+        if (!a[i]) return 0;
+    x->cap = cap;
+    return 1;
+}
+
+static int index_block(ad_ctx *c, sz_index *x, const ir_block *b, int parent, int branch, int root) {
+    for (int i = 0; i < b->n; i++) {
+        const ir_stmt *s = b->s[i];
+        if (s->kind != IR_PUSH && s->kind != IR_IF && s->kind != IR_FOR && s->kind != IR_WHILE) continue;
+        if (x->n == x->cap && !grow_ix(x)) return 0;
+        int id = x->n++;
+        x->node[id] = s;
+        x->parent[id] = parent;
+        x->branch[id] = (unsigned char)branch;
+        x->root[id] = root;
+        x->stamp[id] = -1;
+        x->loop[id] = NULL;
+        if (s->kind == IR_PUSH) {
+            if (x->nsites == x->capsites) {
+                int nc = x->capsites ? x->capsites * 2 : 256;
+                int *a = realloc(x->sites, sizeof(int) * (size_t)nc), *b2 = realloc(x->site_stack, sizeof(int) * (size_t)nc);
+                if (a) x->sites = a;
+                if (b2) x->site_stack = b2;
+                if (!a || !b2) return 0;
+                x->capsites = nc;
+            }
+            x->sites[x->nsites] = id;
+            x->site_stack[x->nsites++] = s->stack;
+            continue;
+        }
+        if (s->kind != IR_IF) {
+            for (size_t h = ptr_hash(s, x->lcap); x->lhash[h]; h = (h + 1) & (x->lcap - 1))
+                if (x->lhash[h]->s == s) {
+                    x->loop[id] = x->lhash[h];
+                    break;
+                }
+        }
+        if (!index_block(c, x, &s->body, id, 0, root)) return 0;
+        if (s->kind == IR_IF && !index_block(c, x, &s->orelse, id, 1, root)) return 0;
+    }
+    return 1;
+}
+
+/* Links the paths from the root to stack st's sites. The sites are in program order and are
+ * linked last first, each list growing at its head: every list ends up in program order. */
+static void link_paths(sz_index *x, int st) {
+    for (int k = x->site_start[st + 1] - 1; k >= x->site_start[st]; k--) {
+        int id = x->sites[k];
+        if (x->stamp[id] == st) continue;
+        x->stamp[id] = st;
+        for (;;) {
+            int p = x->parent[id];
+            if (p < 0) {
+                int r = x->root[id];
+                if (x->rstamp[r] != st) {
+                    x->rstamp[r] = st;
+                    x->rfirst[r] = -1;
+                }
+                x->next[id] = x->rfirst[r];
+                x->rfirst[r] = id;
+                break;
+            }
+            int fresh = x->stamp[p] != st;
+            if (fresh) {
+                x->stamp[p] = st;
+                x->first[2 * p] = x->first[2 * p + 1] = -1;
+            }
+            x->next[id] = x->first[2 * p + x->branch[id]];
+            x->first[2 * p + x->branch[id]] = id;
+            if (!fresh) break;
+            id = p;
+        }
+    }
+}
+
+static ir_size *blk(ad_ctx *c, const sz_index *x, int id);
+static ir_size *stmt(ad_ctx *c, const sz_index *x, int id) {
+    const ir_stmt *s = x->node[id];
     switch (s->kind) {
     case IR_PUSH:
-        return s->stack == st ? k_(c, 1) : NULL;
+        return k_(c, 1);
     case IR_IF:
-        return op2(c, IRS_MAX, blk(c, st, &s->body), blk(c, st, &s->orelse));
+        return op2(c, IRS_MAX, blk(c, x, x->first[2 * id]), blk(c, x, x->first[2 * id + 1]));
     case IR_FOR:
     case IR_WHILE: {
-        const ad_loop *L = find(c, s);
+        const ad_loop *L = x->loop[id];
         int bind = L && L->isfor && L->var >= 0 && c->nsenc < 64;
         if (bind) c->senc[c->nsenc++] = L;
-        ir_size *in = blk(c, st, &s->body);
+        ir_size *in = blk(c, x, x->first[2 * id]);
         if (bind) c->nsenc--;
         if (!in || isdef(in)) return in;
         if (!L || !L->isfor) return mk(c, IRS_DEFAULT);
@@ -208,9 +324,10 @@ static ir_size *stmt(ad_ctx *c, int st, const ir_stmt *s) {
         return NULL;
     }
 }
-static ir_size *blk(ad_ctx *c, int st, const ir_block *b) {
+/* the statements of one block that lie on the paths (a list from link_paths) */
+static ir_size *blk(ad_ctx *c, const sz_index *x, int id) {
     ir_size *r = NULL;
-    for (int i = 0; i < b->n && !isdef(r); i++) r = op2(c, IRS_ADD, r, stmt(c, st, b->s[i]));
+    for (; id >= 0 && !isdef(r); id = x->next[id]) r = op2(c, IRS_ADD, r, stmt(c, x, id));
     return r;
 }
 
@@ -234,9 +351,11 @@ static int fix_depth(ir_size *s, int *binders, int nb) {
     return fix_depth(s->a, binders, nb) && fix_depth(s->b, binders, nb) && fix_depth(s->body, binders, nb);
 }
 
-ir_size *ad_stack_size(ad_ctx *c, int st, const ir_block *fwd, const ir_top *par) {
+static ir_size *stack_size(ad_ctx *c, sz_index *x, int st, const ir_top *par) {
     c->nsenc = 0;
-    ir_size *s = blk(c, st, fwd);
+    link_paths(x, st);
+    const int r = c->stack_top[st] + 1;
+    ir_size *s = x->rstamp[r] == st ? blk(c, x, x->rfirst[r]) : NULL;
     if (!s) return k_(c, 0);
     if (par && !isdef(s))
         for (int d = par->ndim - 1; d >= 0 && !isdef(s); d--)
@@ -244,4 +363,76 @@ ir_size *ad_stack_size(ad_ctx *c, int st, const ir_block *fwd, const ir_top *par
     int binders[DVM_MAX_SIZE_DEPTH + 1];
     if (!isdef(s) && !fix_depth(s, binders, 0)) s = mk(c, IRS_DEFAULT);
     return s;
+}
+
+int ad_stack_sizes(ad_ctx *c, const ir_block *sfwd, const ir_block *pfwd, const ir_top *pre, int ntops) {
+    sz_index x;
+    memset(&x, 0, sizeof x);
+    int ok = 0;
+    x.lcap = 16;
+    while (x.lcap < (size_t)c->ngloops * 2 + 2) x.lcap *= 2;
+    x.lhash = calloc(x.lcap, sizeof *x.lhash);
+    x.rfirst = malloc(sizeof(int) * (size_t)(ntops + 1));
+    x.rstamp = malloc(sizeof(int) * (size_t)(ntops + 1));
+    x.site_start = calloc((size_t)c->nstacks + 2, sizeof(int));
+    if (!x.lhash || !x.rfirst || !x.rstamp || !x.site_start) goto done;
+    for (int i = 0; i < c->ngloops; i++) {
+        size_t h = ptr_hash(c->gloops[i].s, x.lcap);
+        while (x.lhash[h] && x.lhash[h]->s != c->gloops[i].s) h = (h + 1) & (x.lcap - 1);
+        if (!x.lhash[h]) x.lhash[h] = &c->gloops[i]; /* the first one, as a linear search finds */
+    }
+    for (int r = 0; r <= ntops; r++) x.rstamp[r] = -1;
+    int used = 0;
+    for (int s = 0; s < c->nstacks; s++) used |= c->stack_top[s] < 0;
+    if (used && !index_block(c, &x, sfwd, -1, 0, 0)) goto done;
+    unsigned char *want = calloc((size_t)ntops + 1, 1);
+    if (!want) goto done;
+    for (int s = 0; s < c->nstacks; s++)
+        if (c->stack_top[s] >= 0 && c->stack_top[s] < ntops) want[c->stack_top[s]] = 1;
+    for (int t = 0; t < ntops; t++)
+        if (want[t] && !index_block(c, &x, &pfwd[t], -1, 0, t + 1)) {
+            free(want);
+            goto done;
+        }
+    free(want);
+    /* the sites, grouped by stack (counting sort) */
+    int *sorted = malloc(sizeof(int) * (size_t)(x.nsites + 1));
+    if (!sorted) goto done;
+    for (int i = 0; i < x.nsites; i++)
+        if (x.site_stack[i] >= 0 && x.site_stack[i] < c->nstacks) x.site_start[x.site_stack[i] + 1]++;
+    for (int s = 0; s < c->nstacks; s++) x.site_start[s + 1] += x.site_start[s];
+    int *fill = calloc((size_t)c->nstacks + 1, sizeof(int));
+    if (!fill) {
+        free(sorted);
+        goto done;
+    }
+    for (int i = 0; i < x.nsites; i++) {
+        int st = x.site_stack[i];
+        if (st >= 0 && st < c->nstacks) sorted[x.site_start[st] + fill[st]++] = x.sites[i];
+    }
+    free(fill);
+    free(x.sites);
+    x.sites = sorted;
+    for (int s = 0; s < c->nstacks && !c->oom; s++) {
+        int t = c->stack_top[s];
+        c->stacks[s].size = stack_size(c, &x, s, t < 0 ? NULL : &pre[t]);
+    }
+    ok = 1;
+done:
+    free(x.node);
+    free(x.parent);
+    free(x.branch);
+    free(x.root);
+    free(x.stamp);
+    free(x.first);
+    free(x.next);
+    free(x.loop);
+    free(x.rfirst);
+    free(x.rstamp);
+    free(x.site_start);
+    free(x.sites);
+    free(x.site_stack);
+    free(x.lhash);
+    if (!ok) c->oom = 1;
+    return ok ? 0 : -1;
 }

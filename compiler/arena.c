@@ -13,7 +13,10 @@ typedef struct chunk {
 
 struct dvm_arena {
     chunk *head;
+    size_t total, limit; /* bytes in chunks; the test limit (0: none) */
 };
+
+void dvm_arena_set_limit(dvm_arena *a, size_t bytes) { a->limit = bytes; }
 
 dvm_arena *dvm_arena_create(void) { return calloc(1, sizeof(dvm_arena)); }
 
@@ -32,8 +35,10 @@ void *dvm_arena_alloc(dvm_arena *a, size_t size) {
     chunk *c = a->head;
     if (!c || c->cap - c->used < size) {
         size_t cap = size > 65536 ? size : 65536;
+        if (a->limit && (a->total + cap > a->limit || a->total + cap < a->total)) return NULL;
         chunk *n = malloc(sizeof(chunk) + cap);
         if (!n) return NULL;
+        a->total += cap;
         n->used = 0;
         n->cap = cap;
         if (c && size > 65536) { /* keep filling the current chunk */

@@ -8,6 +8,9 @@ typedef struct dvm_arena dvm_arena;
 
 dvm_arena *dvm_arena_create(void);
 void dvm_arena_destroy(dvm_arena *a);
+/* For tests of the out-of-memory paths: every allocation that would take the arena's chunks
+ * past `bytes` in all fails as malloc would (0: no limit, the default). */
+void dvm_arena_set_limit(dvm_arena *a, size_t bytes);
 /* Zeroed memory aligned for any type; NULL only when the system is out of memory. */
 void *dvm_arena_alloc(dvm_arena *a, size_t size);
 /* Grows an array allocated in the arena (the old block is abandoned, not freed). */

@@ -1094,10 +1094,7 @@ static int adjoint(ad_ctx *c) {
         add_top(c, &tops, &ntops, &captops, &p);
     }
     /* capacities */
-    for (int s = 0; s < c->nstacks; s++) {
-        int t = c->stack_top[s];
-        c->stacks[s].size = t < 0 ? ad_stack_size(c, s, &sfwd, NULL) : ad_stack_size(c, s, &pfwd[t], &pre[t]);
-    }
+    ad_stack_sizes(c, &sfwd, pfwd, pre, nt);
     if (c->oom) return -1;
     ir_variant *v = &k->v[DVM_V_ADJOINT];
     v->present = 1;

@@ -10,6 +10,12 @@
 #define MAX_INLINE 20000   /* helper bodies inlined per kernel */
 #define MAX_UNROLL 4096    /* iterations of one static loop */
 #define MAX_STMTS 200000   /* IR statements per kernel, after unrolling and inlining */
+/* Nesting after inlining: every later pass walks the IR recursively, and the compiler must
+ * fit a 256 KiB thread stack (tests/test_compile_stack.c). */
+#define MAX_BLOCK_DEPTH 200 /* IR blocks inside one another (loops, ifs, elif chunks, inlined bodies) */
+#define MAX_EXPR_DEPTH 600  /* IR expressions inside one another (the parser allows 500 per source expression) */
+#define MAX_CALL_DEPTH 64   /* helper calls inside one another (each is inlined) */
+#define ELIF_CHUNK 8        /* a longer elif chain is lowered as a sequence of chains this long */
 
 enum { BK_VAR, BK_ARRAY, BK_EXPR, BK_POISON };
 enum { LK_NONE, LK_SERIAL, LK_NDRANGE, LK_STATIC, LK_PARALLEL };
@@ -42,6 +48,8 @@ typedef struct frame {
     int R, D;       /* flag mode: result variable, done flag */
     int loopdepth;  /* real loops open in this frame */
     int loopkind;   /* innermost loop kind */
+    int calls;      /* helper calls open around this frame's body (0: the kernel body) */
+    struct frame *up; /* the caller's frame */
 } frame;
 
 typedef struct ctx {
@@ -67,6 +75,7 @@ typedef struct ctx {
     int nreported;
     int oom;           /* 1: out of memory; 2: the kernel grew too large (both stop lowering) */
     int nstmts;
+    int depth, edepth; /* IR blocks and expressions open now (MAX_BLOCK_DEPTH, MAX_EXPR_DEPTH) */
 } ctx;
 
 /* ---- errors: one per source location (a helper inlined twice reports once) ---- */
@@ -612,8 +621,7 @@ static ir_expr *lower_name(ctx *c, const ast_expr *e) {
     }
 }
 
-static ir_expr *lower_expr(ctx *c, const ast_expr *e, ir_block *pre) {
-    if (c->oom) return NULL;
+static ir_expr *lower_expr_node(ctx *c, const ast_expr *e, ir_block *pre) {
     switch (e->kind) {
     case AE_INT: return mk_const_i(c, DVM_T_I32, (int32_t)e->ival, e->line, e->col);
     case AE_FLOAT: return mk_const_f(c, e->fval, e->line, e->col);
@@ -732,12 +740,35 @@ static ir_expr *lower_expr(ctx *c, const ast_expr *e, ir_block *pre) {
 }
 
 /* ---- helpers ---- */
+/* Counts the nesting that inlining adds to the parser's (both bound the recursion here and in
+ * every later pass). */
+static ir_expr *lower_expr(ctx *c, const ast_expr *e, ir_block *pre) {
+    if (c->oom) return NULL;
+    if (c->edepth >= MAX_EXPR_DEPTH) {
+        err(c, e->line, e->col, "expression is nested too deeply after inlining helpers (more than %d levels)", MAX_EXPR_DEPTH);
+        c->oom = 2;
+        return NULL;
+    }
+    c->edepth++;
+    ir_expr *r = lower_expr_node(c, e, pre);
+    c->edepth--;
+    return r;
+}
+
+/* The elif that continues s's chain, else NULL. The walks below follow chains in a loop: a
+ * chain may be as long as the file (parse.c builds it without recursion). */
+static const ast_stmt *next_elif(const ast_stmt *s) {
+    return s->kind == AS_IF && s->orelse.n == 1 && s->orelse.s[0]->kind == AS_IF && s->orelse.s[0]->is_elif ? s->orelse.s[0] : NULL;
+}
 static int count_returns(const ast_block *b) {
     int n = 0;
     for (int i = 0; i < b->n; i++) {
         const ast_stmt *s = b->s[i];
         if (s->kind == AS_RETURN) n++;
-        n += count_returns(&s->body) + count_returns(&s->orelse);
+        for (; s; s = next_elif(s)) {
+            n += count_returns(&s->body);
+            if (!next_elif(s)) n += count_returns(&s->orelse);
+        }
     }
     return n;
 }
@@ -745,8 +776,10 @@ static int always_returns(const ast_block *b) {
     if (b->n == 0) return 0;
     const ast_stmt *s = b->s[b->n - 1];
     if (s->kind == AS_RETURN) return 1;
-    if (s->kind == AS_IF) return always_returns(&s->body) && always_returns(&s->orelse);
-    return 0;
+    if (s->kind != AS_IF) return 0;
+    for (; next_elif(s); s = next_elif(s))
+        if (!always_returns(&s->body)) return 0;
+    return always_returns(&s->body) && always_returns(&s->orelse);
 }
 static void mark_assigned(const ast_block *b, const ast_func *f, unsigned char *assigned) {
     for (int i = 0; i < b->n; i++) {
@@ -754,8 +787,10 @@ static void mark_assigned(const ast_block *b, const ast_func *f, unsigned char *
         if ((s->kind == AS_ASSIGN || s->kind == AS_AUG) && s->target->kind == AE_NAME)
             for (int p = 0; p < f->nparams; p++)
                 if (f->params[p].name == s->target->name) assigned[p] = 1;
-        mark_assigned(&s->body, f, assigned);
-        mark_assigned(&s->orelse, f, assigned);
+        for (; s; s = next_elif(s)) {
+            mark_assigned(&s->body, f, assigned);
+            if (!next_elif(s)) mark_assigned(&s->orelse, f, assigned);
+        }
     }
 }
 
@@ -789,6 +824,25 @@ static void analyze_helper(ctx *c, helper_info *h) {
     mark_assigned(&f->body, f, h->assigned);
 }
 
+/* Names the chain of calls, outermost first: "k -> h1 -> h2 -> ... -> h63 -> h64". */
+static void call_chain_error(ctx *c, const ast_expr *e, const ast_func *callee) {
+    const char *names[MAX_CALL_DEPTH + 2];
+    int n = 0;
+    names[n++] = callee->str;
+    for (const frame *f = c->fr; f && n < MAX_CALL_DEPTH + 2; f = f->up) names[n++] = f->h ? f->h->f->str : c->k->name;
+    char chain[512];
+    size_t at = 0;
+    for (int i = n - 1; i >= 0 && at < sizeof chain - 64; i--) {
+        if (i < n - 4 && i > 2) { /* the middle of the chain */
+            at += (size_t)snprintf(chain + at, sizeof chain - at, " -> ...");
+            i = 3;
+        }
+        at += (size_t)snprintf(chain + at, sizeof chain - at, "%s%s", i == n - 1 ? "" : " -> ", names[i]);
+    }
+    err(c, e->line, e->col, "helper calls are nested too deeply (more than %d levels; every call is inlined): %s", MAX_CALL_DEPTH, chain);
+    c->oom = 2;
+}
+
 static ir_expr *lower_helper_call(ctx *c, helper_info *h, const ast_expr *e, ir_block *pre) {
     ast_func *f = h->f;
     if (!h->ok) return NULL;
@@ -800,6 +854,10 @@ static ir_expr *lower_helper_call(ctx *c, helper_info *h, const ast_expr *e, ir_
     if (e->nargs != f->nparams) {
         err(c, e->line, e->col, "helper '%s' takes %d argument%s but %d %s given", f->str, f->nparams, f->nparams == 1 ? "" : "s",
             e->nargs, e->nargs == 1 ? "was" : "were");
+        return NULL;
+    }
+    if (c->fr->calls >= MAX_CALL_DEPTH) {
+        call_chain_error(c, e, f);
         return NULL;
     }
     h->used = 1;
@@ -874,6 +932,8 @@ static ir_expr *lower_helper_call(ctx *c, helper_info *h, const ast_expr *e, ir_
     nf.h = h;
     nf.R = nf.D = -1;
     nf.loopkind = LK_NONE;
+    nf.calls = saved->calls + 1;
+    nf.up = saved;
     c->fr = &nf;
     h->active = 1;
     int mark = scope_mark(c);
@@ -955,7 +1015,24 @@ static int lower_block(ctx *c, const ast_block *b, ir_block *out) {
 
 static int lower_stmt(ctx *c, const ast_stmt *s, ir_block *out);
 
+static int lower_stmts_in(ctx *c, ast_stmt **s, int n, ir_block *out);
+/* Statements of one IR block (counted against MAX_BLOCK_DEPTH). */
 static int lower_stmts(ctx *c, ast_stmt **s, int n, ir_block *out) {
+    if (n == 0 || c->oom) return 0;
+    if (c->depth >= MAX_BLOCK_DEPTH) {
+        err(c, s[0]->line, s[0]->col,
+            "blocks are nested too deeply (more than %d levels, counting the blocks of inlined helpers and of long elif chains)",
+            MAX_BLOCK_DEPTH);
+        c->oom = 2;
+        return 0;
+    }
+    c->depth++;
+    int r = lower_stmts_in(c, s, n, out);
+    c->depth--;
+    return r;
+}
+
+static int lower_stmts_in(ctx *c, ast_stmt **s, int n, ir_block *out) {
     int res = 0;
     for (int i = 0; i < n; i++) {
         if (c->oom) return res;
@@ -1353,6 +1430,64 @@ static int lower_while(ctx *c, const ast_stmt *s, ir_block *out) {
     return r & ESC;
 }
 
+/* if / elif / else. Nested as written, one IR block per elif, a chain would nest as deep as
+ * it is long; a chain longer than ELIF_CHUNK (or than the blocks left) is lowered as a
+ * sequence of shorter chains instead, each after the first guarded by a hidden flag that
+ * says no branch was taken yet:
+ *     rest = False
+ *     if c1: B1  elif c2: B2 ... elif c8: B8  else: rest = True
+ *     if rest:
+ *         rest = False
+ *         if c9: B9 ... else: rest = True
+ *     if rest: ...
+ * The conditions still run in order and only until one holds. */
+static int lower_if(ctx *c, const ast_stmt *s, ir_block *out) {
+    int len = 1;
+    for (const ast_stmt *q = next_elif(s); q; q = next_elif(q)) len++;
+    int chunk = ELIF_CHUNK, room = MAX_BLOCK_DEPTH - c->depth - 2;
+    if (len > chunk && room < chunk) chunk = room > 1 ? room : 1;
+    int rest = -1;
+    if (len > chunk) {
+        rest = new_var(c, "elif chain", DVM_T_BOOL, s->line, s->col);
+        if (rest < 0) return 0;
+        push(c, out, mk_assign(c, rest, mk_const_i(c, DVM_T_BOOL, 0, s->line, s->col), s->line, s->col));
+    }
+    const int depth0 = c->depth;
+    ir_block *dst = out;
+    int r = 0, term = 1;
+    for (int k = 1; s && !c->oom; k++) {
+        ir_expr *cond = lower_cond(c, s->value, dst, s->is_elif ? "the elif condition" : "the if condition");
+        ir_stmt *st = mk_stmt(c, IR_IF, s->line, s->col);
+        if (!st) break;
+        st->e = cond;
+        int r1 = lower_block(c, &s->body, &st->body);
+        r |= r1 & ESC;
+        if (!(r1 & TERM)) term = 0;
+        if (cond) push(c, dst, st);
+        const ast_stmt *nx = next_elif(s);
+        if (!nx) {
+            int r2 = lower_block(c, &s->orelse, &st->orelse);
+            r |= r2 & ESC;
+            if (!(r2 & TERM)) term = 0;
+        } else if (k % chunk == 0) { /* this chain ends; the next one runs under `if rest:` */
+            push(c, &st->orelse, mk_assign(c, rest, mk_const_i(c, DVM_T_BOOL, 1, s->line, s->col), s->line, s->col));
+            ir_stmt *g = mk_stmt(c, IR_IF, nx->line, nx->col);
+            if (!g) break;
+            g->e = mk_var(c, rest, nx->line, nx->col);
+            push(c, out, g);
+            push(c, &g->body, mk_assign(c, rest, mk_const_i(c, DVM_T_BOOL, 0, nx->line, nx->col), nx->line, nx->col));
+            dst = &g->body;
+            c->depth = depth0 + 1;
+        } else { /* the next elif nests in this one's else */
+            dst = &st->orelse;
+            c->depth++;
+        }
+        s = nx;
+    }
+    c->depth = depth0;
+    return term ? r | TERM : r;
+}
+
 static int lower_stmt(ctx *c, const ast_stmt *s, ir_block *out) {
     frame *fr = c->fr;
     switch (s->kind) {
@@ -1394,18 +1529,7 @@ static int lower_stmt(ctx *c, const ast_stmt *s, ir_block *out) {
         return 0;
     }
     case AS_EXPR: return lower_expr_stmt(c, s, out);
-    case AS_IF: {
-        ir_expr *cond = lower_cond(c, s->value, out, s->is_elif ? "the elif condition" : "the if condition");
-        ir_stmt *st = mk_stmt(c, IR_IF, s->line, s->col);
-        if (!st) return 0;
-        st->e = cond;
-        int r1 = lower_block(c, &s->body, &st->body);
-        int r2 = lower_block(c, &s->orelse, &st->orelse);
-        if (cond) push(c, out, st);
-        int r = (r1 | r2) & ESC;
-        if ((r1 & TERM) && (r2 & TERM)) r |= TERM;
-        return r;
-    }
+    case AS_IF: return lower_if(c, s, out);
     case AS_WHILE: return lower_while(c, s, out);
     case AS_FOR: return lower_for(c, s, out);
     case AS_BREAK:
@@ -1663,6 +1787,7 @@ static void begin_kernel(ctx *c, ir_kernel *k, frame *kf, int in_parallel) {
     c->cflag = -1;
     c->ninline = 0;
     c->nstmts = 0;
+    c->depth = c->edepth = 0;
 }
 
 static ir_kernel *lower_kernel(ctx *c, ast_func *f) {

@@ -4,16 +4,28 @@
 #include <string.h>
 
 int dvm_compile_source(const char *src, size_t len, const char *filename, dvm_program **out, char **msg) {
+    return dvm_compile_source_limited(src, len, filename, 0, out, msg);
+}
+
+int dvm_compile_source_limited(const char *src, size_t len, const char *filename, size_t arena_limit, dvm_program **out,
+                               char **msg) {
     *out = NULL;
     *msg = NULL;
     dvm_diags d;
     dvm_diags_init(&d, filename, src, len);
-    dvm_arena *a = dvm_arena_create();
+    dvm_arena *a = NULL;
     int rc = -1;
+    if (len > DVM_MAX_SOURCE_BYTES) {
+        dvm_diag(&d, 0, 0, "source too large: more than %zu bytes (the limit is %zu MiB)", DVM_MAX_SOURCE_BYTES,
+                 DVM_MAX_SOURCE_BYTES >> 20);
+        goto done;
+    }
+    a = dvm_arena_create();
     if (!a) {
         dvm_diag(&d, 0, 0, "out of memory");
         goto done;
     }
+    dvm_arena_set_limit(a, arena_limit);
     ir_module *m = dvm_front(a, src, len, filename, &d);
     if (!m || d.nerrors) goto done;
     if (dvm_check_races(m, &d)) goto done;

@@ -32,7 +32,15 @@ int dvm_optimize(dvm_program *p, dvm_diags *d, unsigned unroll);
  * trip; the number of tasks changed, or -1 when out of memory. */
 int dvm_unroll_loops(dvm_program *p, unsigned factor);
 
+/* The largest source dvm_compile_source accepts (docs/language.md, "Limits"); readers of source
+ * files stop one byte past it, so that an endless input (/dev/zero, a pipe) ends at once. */
+#define DVM_MAX_SOURCE_BYTES ((size_t)16 << 20)
+
 /* compile.c: all stages (DVM_NO_OPT=1 in the environment skips dvm_optimize; DVM_UNROLL=N
  * sets the unrolling factor, 0 or 1: none). 0 on success; otherwise *msg (malloc'd) holds the diagnostics. */
 int dvm_compile_source(const char *src, size_t len, const char *filename, dvm_program **out, char **msg);
+/* For tests of the out-of-memory paths: the same with the compilation's arena limited to
+ * arena_limit bytes (dvm_arena_set_limit; 0: none). */
+int dvm_compile_source_limited(const char *src, size_t len, const char *filename, size_t arena_limit, dvm_program **out,
+                               char **msg);
 #endif

@@ -2,6 +2,7 @@
  * shape symbols, array slots, uniform slots, tasks, stacks, constant pool, strings) and
  * hands each task to emit_code.c and each stack's size to emit_size.c. */
 #include "emit_internal.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -440,8 +441,39 @@ static int emit_kernel(emit_prog *ep, const ir_kernel *k) {
         sd->uslot = (uint16_t)(nscalars + s);
         sd->pad = 0;
     }
-    for (int vk = 0; vk < DVM_V_COUNT && !bad; vk++)
-        if (emit_one_variant(ep, k, vk, &kd, param_uslot, nscalars)) bad = 1;
+    for (int vk = 0; vk < DVM_V_COUNT && !bad; vk++) {
+        /* an adjoint past a task's limits (registers, nodes) leaves the kernel without a
+           gradient, not without a forward: the error is kept for the launch that asks for it */
+        const size_t dn = ep->d->n;
+        const int derr = ep->d->nerrors;
+        const uint32_t nslots = ep->nslots, nstacks = ep->nstacks, ntasks = ep->ntasks, nnodes = ep->nnodes;
+        if (!emit_one_variant(ep, k, vk, &kd, param_uslot, nscalars)) continue;
+        if (vk != DVM_V_ADJOINT || ep->oom || kd.no_adjoint || !ep->d->buf || ep->d->n <= dn) {
+            bad = 1;
+            continue;
+        }
+        const char *why = ep->d->buf + dn;
+        size_t flen = strlen(ep->d->file);
+        if (!strncmp(why, ep->d->file, flen) && why[flen] == ':') why += flen + 1;
+        const size_t wlen = strcspn(why, "\n");
+        char *msg = malloc(wlen + 64);
+        if (!msg) {
+            ep->oom = 1;
+            bad = 1;
+            continue;
+        }
+        snprintf(msg, wlen + 64, "%.*s (the kernel has no gradient)", (int)wlen, why);
+        ep->d->n = dn;
+        ep->d->buf[dn] = 0;
+        ep->d->nerrors = derr;
+        ep->nslots = nslots;
+        ep->nstacks = nstacks;
+        ep->ntasks = ntasks;
+        ep->nnodes = nnodes;
+        memset(&kd.v[vk], 0, sizeof kd.v[vk]);
+        kd.no_adjoint = emit_string(ep, msg);
+        free(msg);
+    }
     free(param_uslot);
     ep->kernels[ep->nkernels++] = kd;
     return bad || ep->oom;

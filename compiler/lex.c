@@ -94,14 +94,26 @@ typedef struct lexer {
     dvm_token *toks;
     int n, cap;
     int errors;
+    int oom; /* an allocation failed: lexing stops and says so (never a token silently lost) */
+    int too_many; /* DVM_MAX_TOKENS reached: lexing stops */
     intern_tab names;
 } lexer;
 
 static dvm_token *emit(lexer *L, int kind, size_t off, size_t len) {
+    if (L->n >= DVM_MAX_TOKENS + 128) return NULL; /* past the limit, only the closing tokens (at most 102) come */
+    if (L->n == DVM_MAX_TOKENS && kind != TK_NEWLINE && kind != TK_DEDENT && kind != TK_EOF && !L->too_many) {
+        L->too_many = 1;
+        L->errors++;
+        dvm_diag(L->d, L->line, (int)(off - L->line_start) + 1, "source too large: more than %d tokens", DVM_MAX_TOKENS);
+        return NULL;
+    }
     if (L->n == L->cap) {
-        int nc = L->cap ? L->cap * 2 : 256;
+        int nc = L->cap ? (L->cap < (DVM_MAX_TOKENS + 128) / 2 ? L->cap * 2 : DVM_MAX_TOKENS + 128) : 256;
         dvm_token *t = dvm_arena_grow(L->a, L->toks, (size_t)L->cap * sizeof *t, (size_t)nc * sizeof *t);
-        if (!t) return NULL;
+        if (!t) {
+            L->oom = 1;
+            return NULL;
+        }
         L->toks = t;
         L->cap = nc;
     }
@@ -179,7 +191,8 @@ static void lex_number(lexer *L) {
         }
         t->ival = v;
         if (v > 2147483648LL)
-            lerr(L, b, "integer literal %s is out of the i32 range (at most 2147483647)", dvm_arena_strndup(L->a, s + b, p - b));
+            lerr(L, b, "integer literal %s is out of the i32 range (at most 2147483647)",
+                 p - b > 40 ? dvm_arena_printf(L->a, "%.20s...(%zu digits)", s + b, p - b) : dvm_arena_strndup(L->a, s + b, p - b));
     }
 }
 
@@ -194,7 +207,10 @@ static void lex_string(lexer *L) {
     size_t e = p;
     while (e < L->len && s[e] != '\n') e++;
     buf = dvm_arena_alloc(L->a, e - p + 1);
-    if (!buf) return;
+    if (!buf) {
+        L->oom = 1;
+        return;
+    }
     for (;;) {
         if (p >= L->len || s[p] == '\n' || s[p] == '\r') {
             L->pos = p;
@@ -267,7 +283,7 @@ int dvm_lex(dvm_arena *a, const char *src, size_t len, dvm_diags *d, dvm_lexed *
     int bracket_line[MAX_BRACKETS], bracket_col[MAX_BRACKETS], depth = 0;
     int at_line_start = 1, line_has_tokens = 0;
 
-    while (L.pos < len) {
+    while (L.pos < len && !L.oom && !L.too_many) {
         char c = src[L.pos];
         if (at_line_start && depth == 0) {
             /* measure the indentation of a new logical line */
@@ -337,7 +353,10 @@ int dvm_lex(dvm_arena *a, const char *src, size_t len, dvm_diags *d, dvm_lexed *
             if (!t) break;
             if (kw < 0) {
                 t->name = intern(&L.names, src + b, L.pos - b, &t->str);
-                if (t->name < 0) break;
+                if (t->name < 0) {
+                    L.oom = 1;
+                    break;
+                }
             }
             continue;
         }
@@ -393,6 +412,12 @@ int dvm_lex(dvm_arena *a, const char *src, size_t len, dvm_diags *d, dvm_lexed *
         emit(&L, TK_DEDENT, L.pos, 0);
     }
     emit(&L, TK_EOF, L.pos, 0);
+    if (L.oom) { /* the tokens are incomplete: no other error may come from them */
+        dvm_diag(d, L.line, (int)(L.pos - L.line_start) + 1, "out of memory while reading the source");
+        out->toks = NULL;
+        out->ntoks = 0;
+        return -1;
+    }
     out->toks = L.toks;
     out->ntoks = L.n;
     out->names = L.names.names;

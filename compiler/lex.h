@@ -38,6 +38,10 @@ typedef struct dvm_lexed {
     int nnames;
 } dvm_lexed;
 
+/* Tokens in one source: what the lexer holds at once (every later stage is bounded by it), so
+ * memory stays a small multiple of the source's size. */
+#define DVM_MAX_TOKENS (4 << 20)
+
 /* Lexes src. Returns 0 on success; on errors they are reported to d and -1 is returned
  * (the token array is still terminated by TK_EOF). */
 int dvm_lex(dvm_arena *a, const char *src, size_t len, dvm_diags *d, dvm_lexed *out);

@@ -678,7 +678,16 @@ static int hoist_task(dvm_program *p, dvm_task_desc *td) {
     int rc = -1;
     uint32_t *ndef = calloc(nr, sizeof *ndef), *order = malloc(sizeof *order * len), *first = malloc(sizeof *first * nr);
     uint32_t *next = malloc(sizeof *next * (len + 1)), *pos = malloc(sizeof *pos * len);
-    uint8_t *inv = calloc(nr, 1), *idx = calloc(nr, 1), *moved = calloc(len, 1), *uw = calloc(65536, 1);
+    /* uw: the uniforms the task writes, sized by the highest one (a fixed 64 KiB per task
+       made a source of many small kernels cost gigabytes of memset) */
+    uint32_t nuw = 1;
+    for (uint32_t i = 0; i < len; i++) {
+        const dvm_node *n = &p->nodes[td->code_begin + i];
+        const char *f = fmt_of(n);
+        for (int j = 0; j < 3; j++)
+            if ((f[j + 1] == 'V' || f[j + 1] == 'T') && (uint32_t)opnd(n, j) + 1 > nuw) nuw = (uint32_t)opnd(n, j) + 1;
+    }
+    uint8_t *inv = calloc(nr, 1), *idx = calloc(nr, 1), *moved = calloc(len, 1), *uw = calloc(nuw, 1);
     uint64_t *entry = calloc((nr + 63) / 64, sizeof *entry);
     dvm_node *code = malloc(sizeof *code * len);
     uint32_t *lines = malloc(sizeof *lines * len);
@@ -713,7 +722,7 @@ static int hoist_task(dvm_program *p, dvm_task_desc *td) {
         changed = 0;
         for (uint32_t i = 0; i < len; i++) {
             const dvm_node *n = &t.code[i];
-            if (moved[i] || !cse_able(n) || (n->op == DVM_OP_LDU && uw[n->b])) continue;
+            if (moved[i] || !cse_able(n) || (n->op == DVM_OP_LDU && n->b < nuw && uw[n->b])) continue;
             const char *f = fmt_of(n);
             int ok = 1;
             for (int j = 0; j < 3; j++)

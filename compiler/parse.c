@@ -7,6 +7,7 @@
 #include "ast.h"
 
 #define MAX_NEST 500 /* nesting of blocks and expressions (operator chains count too) */
+#define MAX_FUNCS 10000 /* kernels and helpers in one source */
 
 typedef struct parser {
     dvm_arena *a;
@@ -199,16 +200,24 @@ static ast_expr *parse_postfix(parser *p) {
 
 static ast_expr *parse_factor(parser *p);
 
+/* A chain `a + b + c ...` builds a left spine as deep as it is long: it counts as nesting,
+ * so that no later recursive pass can overflow the stack. */
+static void chain_step(parser *p, const dvm_token *t) {
+    if (++p->depth > MAX_NEST) fail(p, t, "expression is nested too deeply (or its operator chain is too long)");
+}
+
 static ast_expr *parse_power(parser *p) {
     ast_expr *e = parse_postfix(p);
     if (at(p, TK_DSTAR)) {
         const dvm_token *t = next(p);
+        chain_step(p, t); /* a ** b ** c nests to the right */
         ast_expr *x = new_expr(p, AE_BINARY, t);
         x->op = TK_DSTAR;
         x->a = e;
         x->b = parse_factor(p); /* right-associative; binds a unary minus on its right */
         x->off = e->off;
         span_to(p, x);
+        p->depth--;
         return x;
     }
     return e;
@@ -247,11 +256,6 @@ static int binop_level(int kind) {
     }
 }
 
-/* A chain `a + b + c ...` builds a left spine as deep as it is long: it counts as nesting,
- * so that no later recursive pass can overflow the stack. */
-static void chain_step(parser *p, const dvm_token *t) {
-    if (++p->depth > MAX_NEST) fail(p, t, "expression is nested too deeply (or its operator chain is too long)");
-}
 
 static ast_expr *parse_binary(parser *p, int level) {
     int depth = p->depth;
@@ -399,24 +403,37 @@ static void end_of_simple(parser *p, const char *what) {
     accept(p, TK_NEWLINE);
 }
 
-static ast_stmt *parse_if(parser *p, const dvm_token *t, int is_elif) {
-    ast_stmt *s = new_stmt(p, AS_IF, t);
-    s->is_elif = is_elif;
-    s->value = parse_expr(p);
-    expect(p, TK_COLON, is_elif ? "after the elif condition" : "after the if condition");
-    parse_block(p, &s->body, is_elif ? "the elif" : "the if");
-    if (at(p, TK_ELIF)) {
-        const dvm_token *e = next(p);
-        ast_stmt *x = parse_if(p, e, 1);
-        s->orelse.s = alloc(p, sizeof(ast_stmt *));
-        s->orelse.s[0] = x;
-        s->orelse.n = 1;
-    } else if (at(p, TK_ELSE)) {
-        next(p);
-        expect(p, TK_COLON, "after 'else'");
-        parse_block(p, &s->orelse, "the else");
+/* An if and its elif chain: each elif is an AS_IF alone in the previous one's orelse, built in
+ * a loop (a chain may be as long as the file). */
+static ast_stmt *parse_if(parser *p, const dvm_token *t) {
+    ast_stmt *first = NULL, *prev = NULL;
+    int is_elif = 0;
+    for (;;) {
+        ast_stmt *s = new_stmt(p, AS_IF, t);
+        s->is_elif = is_elif;
+        if (prev) {
+            prev->orelse.s = alloc(p, sizeof(ast_stmt *));
+            prev->orelse.s[0] = s;
+            prev->orelse.n = 1;
+        } else {
+            first = s;
+        }
+        s->value = parse_expr(p);
+        expect(p, TK_COLON, is_elif ? "after the elif condition" : "after the if condition");
+        parse_block(p, &s->body, is_elif ? "the elif" : "the if");
+        if (at(p, TK_ELIF)) {
+            t = next(p);
+            is_elif = 1;
+            prev = s;
+            continue;
+        }
+        if (at(p, TK_ELSE)) {
+            next(p);
+            expect(p, TK_COLON, "after 'else'");
+            parse_block(p, &s->orelse, "the else");
+        }
+        return first;
     }
-    return s;
 }
 
 static ast_stmt *parse_stmt(parser *p) {
@@ -429,7 +446,7 @@ static ast_stmt *parse_stmt(parser *p) {
         fail(p, t, "'%s' is only allowed at the top level of the file, not inside a body", dvm_tok_spelling(t->kind));
     case TK_IF:
         next(p);
-        return parse_if(p, t, 0);
+        return parse_if(p, t);
     case TK_ELIF:
     case TK_ELSE: fail(p, t, "'%s' without a matching 'if'", dvm_tok_spelling(t->kind));
     case TK_WHILE:
@@ -675,6 +692,8 @@ ast_module *dvm_parse(dvm_arena *a, const char *src, const dvm_lexed *lx, dvm_di
                 if (t->kind == TK_INDENT) fail(&P, t, "unexpected indentation at the top level");
                 fail(&P, t, "expected 'kernel' or 'def' at the top level, got %s", desc(&P, t));
             }
+            if (m->nfuncs == MAX_FUNCS) /* each costs tens of KiB and some 100 us to compile */
+                fail(&P, t, "too many kernels and helpers in one source (at most %d)", MAX_FUNCS);
             ast_func *f = parse_func(&P);
             if (m->nfuncs == cap) {
                 int nc = cap ? cap * 2 : 8;

@@ -474,7 +474,39 @@ static void test_large_kernel(void) {
     free(src);
 }
 
+/* Out of memory is reported as such, at any point of the front end: never as a syntax error
+ * from tokens the lexer dropped, never as success. */
+static void test_out_of_memory(void) {
+    size_t cap = 1 << 20, n = 0;
+    char *src = malloc(cap);
+    if (!src) abort();
+    n += (size_t)sprintf(src, "kernel k(x: f32[n], y: f32[n]):\n    for i in range(n):\n        v = x[i]\n");
+    for (int i = 0; n + 100 < cap; i++) n += (size_t)sprintf(src + n, "        v = v * 1.5 + alpha%d_beta\n", i % 5000);
+    for (size_t limit = 65536; limit <= ((size_t)40 << 20); limit += limit / 8) {
+        dvm_arena *a = dvm_arena_create();
+        dvm_arena_set_limit(a, limit);
+        dvm_diags d;
+        dvm_diags_init(&d, "t.dvk", src, n);
+        ir_module *m = dvm_front(a, src, n, "t.dvk", &d);
+        char *msg = dvm_diags_take(&d);
+        checks++;
+        /* names alpha%d_beta are undefined: with enough memory that is the error */
+        int ok = m == NULL && msg && (strstr(msg, "out of memory") || strstr(msg, "unknown name 'alpha0_beta'"));
+        int syntax = msg && (strstr(msg, "expected") || strstr(msg, "syntax"));
+        if (!ok || syntax) {
+            failures++;
+            fprintf(stderr, "test_front.c:%d: with %zu bytes of arena: expected 'out of memory' (or the undefined name), got:\n%s\n",
+                    __LINE__, limit, msg ? msg : "(nothing)");
+        }
+        free(msg);
+        dvm_diags_free(&d);
+        dvm_arena_destroy(a);
+    }
+    free(src);
+}
+
 int main(void) {
+    test_out_of_memory();
     test_spec_example();
     test_lexer();
     test_parser_errors();

@@ -199,7 +199,12 @@ static dvm_status read_file(dvm_context *ctx, const char *path, char **out, size
     }
     char *buf = NULL;
     size_t n = 0, cap = 0;
+    /* bounded, so that an endless file (/dev/zero, a pipe) ends: a source stops one byte past
+       the largest the compiler takes (it reports "source too large"), a blob at 1 GiB */
+    const size_t max_blob = (size_t)1 << 30;
     for (;;) {
+        size_t max = n >= 16 && dvm_blob_is_blob(buf, n) ? max_blob : DVM_MAX_SOURCE_BYTES + 1;
+        if (n >= max) break;
         if (cap - n < 4096) {
             cap = cap ? cap * 2 : 65536;
             char *nb = (char *)realloc(buf, cap + 1);
@@ -210,9 +215,14 @@ static dvm_status read_file(dvm_context *ctx, const char *path, char **out, size
             }
             buf = nb;
         }
-        size_t r = fread(buf + n, 1, cap - n, f);
+        size_t r = fread(buf + n, 1, (cap - n < max - n ? cap - n : max - n), f);
         n += r;
         if (r == 0) break;
+    }
+    if (n >= max_blob) {
+        fclose(f);
+        free(buf);
+        return dvm_fail(ctx, DVM_ERR_IO, 0, "%s: file too large (a blob is at most 1 GiB)", path);
     }
     if (ferror(f)) {
         fclose(f);

@@ -12,6 +12,7 @@
 #include "dvm.h"
 #include "vm/npy.h"
 #include "vm/runtime.h"
+#include "compiler/compile.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
@@ -386,20 +387,31 @@ static int cmd_compile(int argc, char **argv) {
         fprintf(stderr, "dvm: error: %s: cannot open: %s\n", src, strerror(errno));
         goto done;
     }
+    /* bounded: one byte past the compiler's limit is enough for it to say "source too large",
+       and an endless input (/dev/zero, a pipe) ends there */
     char *text = NULL;
     size_t n = 0, cap = 0;
-    for (;;) {
+    int oom = 0;
+    while (n <= DVM_MAX_SOURCE_BYTES) {
         if (cap - n < 4096) {
             char *nt = (char *)realloc(text, cap = cap * 2 + 65536);
-            if (!nt) break;
+            if (!nt) {
+                oom = 1;
+                break;
+            }
             text = nt;
         }
-        size_t r = fread(text + n, 1, cap - n, f);
+        size_t want = cap - n < DVM_MAX_SOURCE_BYTES + 1 - n ? cap - n : DVM_MAX_SOURCE_BYTES + 1 - n;
+        size_t r = fread(text + n, 1, want, f);
         n += r;
         if (!r) break;
     }
     fclose(f);
-    if (!text) goto done;
+    if (oom || !text) {
+        fprintf(stderr, "dvm: error: %s: out of memory reading the source\n", src);
+        free(text);
+        goto done;
+    }
     double t0 = now_ms();
     dvm_status st = dvm_compile(ctx, text, n, src, &m);
     double t1 = now_ms();
