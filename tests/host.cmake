@@ -12,3 +12,9 @@ add_test(NAME test_cli COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}
 add_executable(test_api tests/test_api.c)
 target_link_libraries(test_api PRIVATE dvm)
 add_test(NAME test_api COMMAND test_api)
+
+# The serial tasks the host runs before a launch run once on every backend (a hand-built blob).
+add_executable(test_hostrun tests/test_hostrun.c)
+target_link_libraries(test_hostrun PRIVATE dvm)
+target_include_directories(test_hostrun PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+add_test(NAME hostrun COMMAND test_hostrun)
