@@ -256,6 +256,31 @@ dvm_task_flow dvm_task_flow_of(const dvm_node *nodes, const dvm_task_desc *t);
 int dvm_task_may_fail(const dvm_node *nodes, const dvm_task_desc *t, const int64_t *lo, const int64_t *hi,
                       const int64_t *arr_len, const int32_t *arr_shape, uint32_t nslots);
 
+/* Registers written before they are read (bytecode/verify.c; docs/bytecode.md, "What the
+ * verifier guarantees"): whether every register a node of task t (its nodes at code, its
+ * operands in range, a parallel task's prologue straight through) reads is written on every path
+ * from the task's start. An iteration of a parallel task starts with its index registers, and at
+ * body with the prologue's registers that no node from body on writes. Solved in one pass in
+ * reverse postorder of a depth-first search from node 0; a backward jump must then hold every
+ * register its target has (a loop is entered through its head). Cost: O(code_len x nregs / 64).
+ * Returns 0 if so, 1 if not (the first offence in *fail when fail is given; with need, every
+ * register of every offence is added to need, DVM_REG_WORDS words, and the search goes on as if
+ * it were written), -1 when out of memory. The scratch is reused from call to call. */
+#define DVM_REG_WORDS (DVM_MAX_REGS / 64)
+typedef struct dvm_flow_scratch {
+    uint32_t *order, *num, *dfs, len;
+    uint64_t *sets;
+    uint64_t sets_cap;
+} dvm_flow_scratch;
+typedef struct dvm_flow_fail {
+    uint32_t node; /* the node that reads, or that jumps */
+    int operand;   /* 0..3 (fields x a b c) of the read; -1: the jump to node `target` */
+    uint32_t reg;
+    uint32_t target;
+} dvm_flow_fail;
+int dvm_flow_regs(const dvm_node *code, const dvm_task_desc *t, dvm_flow_scratch *s, dvm_flow_fail *fail, uint64_t *need);
+void dvm_flow_scratch_free(dvm_flow_scratch *s);
+
 /* Whether serial task t computes on uniforms alone, so that a host can run it before a launch
  * (vm/launch.c): no array, stack or heap access, no library math (a device's may round
  * otherwise), no backward jump (it ends), and every uniform it reads (U) is marked in

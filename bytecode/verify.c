@@ -22,6 +22,12 @@ typedef struct vctx {
        checked once, so verification is linear in the blob's size, however its ranges are
        laid out. One byte per record and node. */
     uint8_t *own_params, *own_syms, *own_slots, *own_tasks, *own_stacks, *own_nodes;
+    /* check_flow's scratch, reused by every task: per node its place in the search and a
+       register set (words of 64 registers); per uniform slot the last task (a stamp) that
+       reads it and the last that adds to it atomically */
+    dvm_flow_scratch flow;
+    uint32_t *u_read, *u_add;
+    uint32_t stamp;
 } vctx;
 
 
@@ -221,6 +227,266 @@ static int check_task_node(vctx *c, const opctx *o, const dvm_node *n) {
     return 0;
 }
 
+/* ---- what a task computes: registers, its prologue, uniforms ----
+ * Every register a node reads is written on every path from the task's start; a parallel
+ * task's prologue computes only what every iteration would compute alike; and a parallel task
+ * never reads a uniform that it adds to (its extent and start included). Then what a task
+ * computes depends neither on what a backend leaves in its registers, nor on how it deals
+ * iterations to threads and lanes, nor on the order in which they run.
+ *
+ * Registers: a must-written dataflow over the task's control flow graph (fall through unless
+ * END or JMP; a branch to its J operand), solved in one pass over the nodes reachable from node
+ * 0 in reverse postorder of a depth-first search. A node's set is the intersection of what its
+ * predecessors that come earlier in that order leave; a retreating edge (a loop's back edge) must
+ * leave every register of its target's set. The sets then satisfy every edge, so by induction
+ * along any path a register in a node's set was written on that path (writes only add to a
+ * set). Every loop entered only through its head passes (the back edge's source is reached only
+ * through the head, so it has at least the head's registers): the compiler's loops, rotated
+ * ones included. A parallel task starts with nothing written, its prologue (straight through)
+ * adds what it computes, and `body` has the index registers and those of the prologue's that no
+ * node from body on writes: exactly what a later iteration, started at body with the registers
+ * as the one before left them, surely holds with the same values (a prologue's register that a
+ * later node writes must be written again before each read, like any other).
+ * Cost: O(code_len x nregs / 64) word operations (at most 16 words a node, 3 edges' worth) and
+ * code_len x nregs / 8 bytes of sets, reused by the next task. */
+#define SET_WORDS DVM_REG_WORDS
+#define SET_HAS(s, r) (((s)[(r) >> 6] >> ((r)&63u)) & 1u)
+#define SET_ADD(s, r) ((s)[(r) >> 6] |= (uint64_t)1 << ((r)&63u))
+
+/* The node's jump target (its 'J' operand), or UINT32_MAX. */
+static uint32_t jump_target(const dvm_node *n) {
+    const char *f = dvm_op_table[n->op].fmt;
+    const uint32_t v[4] = {n->x, n->a, n->b, n->c};
+    for (int i = 0; i < 4; i++)
+        if (f[i] == 'J') return v[i];
+    return UINT32_MAX;
+}
+
+/* Whether the next node may run after n: not after END, nor after a branch whose condition
+ * reads no register (JMP: the optimizer's rule too). */
+static int falls_through(const dvm_node *n) {
+    const dvm_op_info *o = &dvm_op_table[n->op];
+    if (n->op == DVM_OP_END) return 0;
+    return !(o->flags & DVM_F_BRANCH) || strpbrk(o->fmt, "rmo") != NULL;
+}
+
+/* Successor k (0: the next node, 1: the jump target) of node j, or UINT32_MAX. */
+static uint32_t successor(const dvm_node *code, uint32_t len, uint32_t j, int k) {
+    if (k == 0) return j + 1 < len && falls_through(&code[j]) ? j + 1 : UINT32_MAX;
+    return (dvm_op_table[code[j].op].flags & DVM_F_BRANCH) ? jump_target(&code[j]) : UINT32_MAX;
+}
+
+static uint32_t first_bit(const uint64_t *s, uint32_t words) {
+    for (uint32_t w = 0; w < words; w++)
+        for (uint32_t b = 0; b < 64; b++)
+            if ((s[w] >> b) & 1u) return w * 64 + b;
+    return 0;
+}
+
+/* The rules that do not follow the jumps, in node order: the prologue's nodes and the
+ * uniforms a parallel task reads and adds to. */
+static int check_invariants(vctx *c, const dvm_task_desc *t, const uint64_t *idx) {
+    const dvm_node *code = c->p->nodes + t->code_begin;
+    const int par = t->kind == DVM_TASK_PARALLEL;
+    const uint32_t stamp = ++c->stamp;
+    for (uint32_t d = 0; par && d < t->ndim; d++) {
+        c->u_read[t->ext_u[d]] = stamp;
+        if (t->start_u[d] != DVM_NO_SLOT) c->u_read[t->start_u[d]] = stamp;
+    }
+    for (uint32_t j = 0; j < t->code_len; j++) {
+        const dvm_node *n = &code[j];
+        const dvm_op_info *o = &dvm_op_table[n->op];
+        const uint32_t v[4] = {n->x, n->a, n->b, n->c};
+        const int in_pro = j < t->body;
+        if (in_pro && (o->flags & (DVM_F_SIDE | DVM_F_BRANCH)))
+            return vfail(c, "node %u (%s) is in the prologue (nodes before body %u), which may only compute registers "
+                            "from uniforms, constants and shapes (no memory, stack or uniform write, nothing that can "
+                            "fail, no branch or END)", j, o->name, t->body);
+        for (int i = 0; i < 4; i++) {
+            const char l = o->fmt[i];
+            if (par && l == 'U') {
+                if (c->u_add[v[i]] == stamp)
+                    return vfail(c, "node %u (%s): reads uniform %u, which the task adds to (ATOMADDU): what it "
+                                    "reads would depend on the order its iterations run in", j, o->name, v[i]);
+                c->u_read[v[i]] = stamp;
+            } else if (par && l == 'T') {
+                for (uint32_t d = 0; d < t->ndim; d++)
+                    if (t->ext_u[d] == v[i] || t->start_u[d] == v[i])
+                        return vfail(c, "node %u (%s): adds to uniform %u, the task's own %s (%s_u[%u]): nothing may "
+                                        "change a task's extent while it runs", j, o->name, v[i],
+                                     t->ext_u[d] == v[i] ? "stop" : "start", t->ext_u[d] == v[i] ? "ext" : "start", d);
+                if (c->u_read[v[i]] == stamp)
+                    return vfail(c, "node %u (%s): adds to uniform %u, which the task reads: what it reads would depend "
+                                    "on the order its iterations run in", j, o->name, v[i]);
+                c->u_add[v[i]] = stamp;
+            } else if (in_pro && (l == 'r' || l == 'm' || l == 'o')) {
+                const uint32_t r = l == 'o' ? DVM_OFS_REG(v[i]) : v[i];
+                if (SET_HAS(idx, r))
+                    return vfail(c, "node %u (%s): operand %c reads index register %u in the prologue (nodes before "
+                                    "body %u), which runs once per thread, not once per iteration", j, o->name,
+                                 operand_name[i], r, t->body);
+            }
+        }
+        for (int i = 0; i < 4; i++) {
+            const char l = o->fmt[i];
+            if (l != 'w' && l != 'm') continue;
+            if (in_pro && SET_HAS(idx, v[i]))
+                return vfail(c, "node %u (%s): operand %c writes index register %u in the prologue (nodes before body "
+                                "%u): later iterations would see their index instead", j, o->name, operand_name[i],
+                             v[i], t->body);
+        }
+    }
+    return 0;
+}
+
+/* Grows the scratch for a task of len nodes and words words of registers. */
+static int flow_scratch(dvm_flow_scratch *f, uint32_t len, uint32_t words) {
+    if (len > f->len) {
+        uint32_t *o = realloc(f->order, (size_t)len * sizeof *o);
+        if (o) f->order = o;
+        uint32_t *nm = realloc(f->num, (size_t)len * sizeof *nm);
+        if (nm) f->num = nm;
+        uint32_t *st = realloc(f->dfs, (size_t)len * sizeof *st);
+        if (st) f->dfs = st;
+        if (!o || !nm || !st) return -1;
+        f->len = len;
+    }
+    if ((uint64_t)len * words > f->sets_cap) {
+        uint64_t *s = realloc(f->sets, (size_t)len * words * sizeof *s);
+        if (!s) return -1;
+        f->sets = s;
+        f->sets_cap = (uint64_t)len * words;
+    }
+    return 0;
+}
+
+void dvm_flow_scratch_free(dvm_flow_scratch *f) {
+    free(f->order);
+    free(f->num);
+    free(f->dfs);
+    free(f->sets);
+    memset(f, 0, sizeof *f);
+}
+
+/* One offence: node j's operand k (-1: its jump to node s) lacks register r. Returns 1 to stop
+   (the verifier's first), 0 to go on with r counted as written (the emitter's need). */
+static int flow_offence(dvm_flow_fail *fail, uint64_t *need, uint32_t j, int k, uint32_t r, uint32_t s) {
+    if (fail && fail->node == UINT32_MAX) *fail = (dvm_flow_fail){j, k, r, s};
+    if (!need) return 1;
+    SET_ADD(need, r);
+    return 0;
+}
+
+int dvm_flow_regs(const dvm_node *code, const dvm_task_desc *t, dvm_flow_scratch *f, dvm_flow_fail *fail, uint64_t *need) {
+    const uint32_t len = t->code_len, W = t->nregs ? (t->nregs + 63u) / 64u : 1; /* a word even for none */
+    const int par = t->kind == DVM_TASK_PARALLEL;
+    uint64_t full[SET_WORDS], idx[SET_WORDS], later[SET_WORDS], out[SET_WORDS], miss[SET_WORDS];
+    memset(full, 0, sizeof full);
+    memset(idx, 0, sizeof idx);
+    memset(later, 0, sizeof later);
+    if (fail) fail->node = UINT32_MAX;
+    if (!len || t->nregs > DVM_MAX_REGS || t->body >= len) return -1;
+    if (flow_scratch(f, len, W)) return -1;
+    for (uint32_t w = 0; w < W; w++) /* registers 0 .. nregs - 1 */
+        full[w] = t->nregs >= 64 * (w + 1) ? ~(uint64_t)0 : ((uint64_t)1 << (t->nregs - 64 * w)) - 1;
+    for (uint32_t d = 0; par && d < t->ndim && d < DVM_MAX_PAR_DIMS; d++)
+        if (t->idx_reg[d] < t->nregs) SET_ADD(idx, t->idx_reg[d]);
+    /* what the nodes from body on write: a prologue's register they write is not the prologue's
+       value in a later iteration, so it counts as written at body only if none does */
+    for (uint32_t j = t->body; par && t->body && j < len; j++) {
+        const char *fm = dvm_op_table[code[j].op].fmt;
+        const uint32_t v[4] = {code[j].x, code[j].a, code[j].b, code[j].c};
+        for (int k = 0; k < 4; k++)
+            if ((fm[k] == 'w' || fm[k] == 'm') && v[k] < t->nregs) SET_ADD(later, v[k]);
+    }
+    /* depth-first from node 0: num[j] is UNSEEN (not reached) or the next successor to follow
+       (DONE: none left), then its place in reverse postorder; order lists them in postorder */
+    enum { UNSEEN = 0xFFFFFFFFu, DONE = 2 };
+    uint32_t *num = f->num, *order = f->order, *stk = f->dfs, sp = 0, npost = 0;
+    for (uint32_t j = 0; j < len; j++) num[j] = UNSEEN;
+    num[0] = 0;
+    stk[sp++] = 0;
+    while (sp) {
+        const uint32_t u = stk[sp - 1];
+        if (num[u] == DONE) {
+            sp--;
+            order[npost++] = u;
+            continue;
+        }
+        const uint32_t s = successor(code, len, u, (int)num[u]++);
+        if (s < len && num[s] == UNSEEN) {
+            num[s] = 0;
+            stk[sp++] = s;
+        }
+    }
+    for (uint32_t i = 0; i < npost; i++) num[order[i]] = npost - 1 - i;
+    /* the sets, in reverse postorder; node 0 starts with the index registers only without a
+       prologue (the prologue reads none) */
+    uint64_t *sets = f->sets;
+    for (uint32_t i = 0; i < npost; i++) memcpy(sets + (size_t)order[i] * W, full, W * sizeof *full);
+    memcpy(sets, idx, W * sizeof *sets);
+    if (t->body) memset(sets, 0, W * sizeof *sets);
+    int bad = 0;
+    for (uint32_t i = npost; i-- > 0;) {
+        const uint32_t j = order[i];
+        const dvm_node *n = &code[j];
+        const dvm_op_info *o = &dvm_op_table[n->op];
+        const uint32_t v[4] = {n->x, n->a, n->b, n->c};
+        memcpy(out, sets + (size_t)j * W, W * sizeof *out);
+        for (int k = 0; k < 4; k++) { /* reads first: an m operand reads, then writes */
+            const char l = o->fmt[k];
+            if (l != 'r' && l != 'm' && l != 'o') continue;
+            const uint32_t r = l == 'o' ? DVM_OFS_REG(v[k]) : v[k];
+            if (r >= t->nregs || SET_HAS(out, r)) continue;
+            bad = 1;
+            if (flow_offence(fail, need, j, k, r, 0)) return 1;
+            SET_ADD(out, r);
+        }
+        for (int k = 0; k < 4; k++)
+            if ((o->fmt[k] == 'w' || o->fmt[k] == 'm') && v[k] < t->nregs) SET_ADD(out, v[k]);
+        for (int k = 0; k < 2; k++) {
+            const uint32_t s = successor(code, len, j, k);
+            if (s >= len) continue;
+            uint64_t *in = sets + (size_t)s * W;
+            if (num[s] > num[j]) {
+                if (par && t->body && s == t->body && j + 1 == s) /* the prologue's end */
+                    for (uint32_t w = 0; w < W; w++) in[w] &= (out[w] & ~later[w]) | idx[w];
+                else
+                    for (uint32_t w = 0; w < W; w++) in[w] &= out[w];
+                continue;
+            }
+            uint64_t any = 0;
+            for (uint32_t w = 0; w < W; w++) any |= miss[w] = in[w] & ~out[w];
+            if (!any) continue;
+            bad = 1;
+            if (flow_offence(fail, need, j, -1, first_bit(miss, W), s)) return 1;
+            for (uint32_t w = 0; w < W; w++) need[w] |= miss[w];
+        }
+    }
+    return bad;
+}
+
+/* The task has passed check_task_node: every operand is in range. */
+static int check_flow(vctx *c, const dvm_task_desc *t) {
+    const int par = t->kind == DVM_TASK_PARALLEL;
+    uint64_t idx[SET_WORDS];
+    memset(idx, 0, sizeof idx);
+    for (uint32_t d = 0; par && d < t->ndim; d++) SET_ADD(idx, t->idx_reg[d]);
+    if (check_invariants(c, t, idx)) return -1;
+    dvm_flow_fail e;
+    const int rc = dvm_flow_regs(c->p->nodes + t->code_begin, t, &c->flow, &e, NULL);
+    if (rc < 0) return vfail(c, "out of memory");
+    if (rc == 0) return 0;
+    const char *name = dvm_op_table[c->p->nodes[t->code_begin + e.node].op].name;
+    if (e.operand < 0)
+        return vfail(c, "node %u (%s): jumps back to node %u without register %u, which every other way into node "
+                        "%u writes (a loop must be entered through its head)", e.node, name, e.target, e.reg, e.target);
+    return vfail(c, "node %u (%s): operand %c reads register %u, which is not written on every path from the task's "
+                    "start%s", e.node, name, operand_name[e.operand], e.reg,
+                 par ? " (an iteration starts with its index registers, and with what the prologue computed and no "
+                       "later node writes)" : "");
+}
+
 static int check_task(vctx *c, const dvm_kernel_desc *k, const dvm_variant_desc *v, const dvm_task_desc *t) {
     const dvm_program *p = c->p;
     if (t->kind != DVM_TASK_SERIAL && t->kind != DVM_TASK_PARALLEL && t->kind != DVM_TASK_REPEAT)
@@ -284,15 +550,12 @@ static int check_task(vctx *c, const dvm_kernel_desc *k, const dvm_variant_desc 
         o.node = j;
         const dvm_node *n = &p->nodes[t->code_begin + j];
         if (check_task_node(c, &o, n)) return -1;
-        if (j < t->body && ((dvm_op_table[n->op].flags & DVM_F_BRANCH) || n->op == DVM_OP_END))
-            return vfail(c, "node %u (%s) is in the prologue (nodes before body %u), which must run straight through",
-                         j, dvm_op_table[n->op].name, t->body);
     }
     uint8_t last = p->nodes[t->code_begin + t->code_len - 1].op;
     if (last != DVM_OP_END && last != DVM_OP_JMP)
         return vfail(c, "the last node %u is %s, expected END or JMP (execution must not run off the end)",
                      t->code_len - 1, dvm_op_table[last].name);
-    return 0;
+    return check_flow(c, t);
 }
 
 /* A size program is a post-order tree: an `s` operand names a node of the same scope (the
@@ -536,7 +799,11 @@ static int cmp_str(const void *a, const void *b) {
 }
 
 int dvm_verify(const dvm_program *p, char *err, size_t errlen) {
-    vctx c = {p, err, errlen, "", NULL, NULL, NULL, NULL, NULL, NULL};
+    vctx c;
+    memset(&c, 0, sizeof c);
+    c.p = p;
+    c.err = err;
+    c.errlen = errlen;
     if (err && errlen) err[0] = 0;
     if (!p) return vfail(&c, "no program");
     struct { const char *name; uint32_t n; const void *ptr; } arrays[] = {
@@ -561,7 +828,10 @@ int dvm_verify(const dvm_program *p, char *err, size_t errlen) {
     c.own_tasks = calloc((size_t)p->ntasks + 1, 1);
     c.own_stacks = calloc((size_t)p->nstacks + 1, 1);
     c.own_nodes = calloc((size_t)p->nnodes + 1, 1);
-    int bad = !c.own_params || !c.own_syms || !c.own_slots || !c.own_tasks || !c.own_stacks || !c.own_nodes;
+    c.u_read = calloc((size_t)DVM_MAX_UNIFORMS + 1, sizeof *c.u_read);
+    c.u_add = calloc((size_t)DVM_MAX_UNIFORMS + 1, sizeof *c.u_add);
+    int bad = !c.own_params || !c.own_syms || !c.own_slots || !c.own_tasks || !c.own_stacks || !c.own_nodes || !c.u_read ||
+              !c.u_add;
     if (bad) vfail(&c, "out of memory");
     for (uint32_t ki = 0; ki < p->nkernels && !bad; ki++) bad = check_kernel(&c, ki) != 0;
     free(c.own_params);
@@ -570,6 +840,9 @@ int dvm_verify(const dvm_program *p, char *err, size_t errlen) {
     free(c.own_tasks);
     free(c.own_stacks);
     free(c.own_nodes);
+    dvm_flow_scratch_free(&c.flow);
+    free(c.u_read);
+    free(c.u_add);
     if (bad) return -1;
     /* Kernel names are how the host finds a kernel: two with one name is an emitter bug.
      * Sorted, so a blob with many kernels costs n log n, not n^2. */

@@ -1082,12 +1082,22 @@ static int adjoint(ad_ctx *c) {
         c->par = 1;
         c->cur_top = t;
         ir_block rev = {0};
+        const int nv0 = k->nvars;
         gen_block(c, &pre[t].body, &pfwd[t], &rev);
         c->par = 0;
         if (!rev.n) continue; /* nothing flows back through this loop */
         ir_top p = pre[t];
         memset(&p.body, 0, sizeof p.body);
         ad_append(c, &p.body, &pfwd[t]);
+        /* The adjoints of the loop's locals (registers, made by this sweep) start every
+           iteration at -0.0, the exact identity of f32 addition: no register is read before
+           it is written (the verifier requires it), whatever a backend's registers held
+           before. The resets after each use (gen_stmt) then end dead at END and go. */
+        for (int a = nv0; a < k->nvars; a++) {
+            const int pv = k->vars[a].primal;
+            if (pv >= 0 && pv < c->nv1 && c->deriv[pv] == a && k->vars[a].storage == IR_LOCAL)
+                ad_push_stmt(c, &p.body, ad_assign(c, a, ad_kf(c, -0.0f)));
+        }
         ad_append(c, &p.body, &rev);
         p.stage = t;
         p.phase = 1;

@@ -895,7 +895,12 @@ static void task_free(tctx *c) {
 
 static int is_uniform_storage(int st) { return st == IR_PARAM || st == IR_SHAPESYM || st == IR_GLOBAL; }
 
-/* Prepends the uniform loads, resolves temporaries and labels, appends the task. */
+/* Prepends the uniform loads, resolves temporaries and labels, appends the task. A register
+ * that some path reads before any node writes it (a value on a path the program never takes, as
+ * a helper's result after an early return, or the old value of a variable pushed on its first
+ * trip) is set to 0 at the start: the verifier requires every read to follow a write on every
+ * path (bytecode/verify.c, dvm_flow_regs), so that no result depends on what a backend's
+ * registers held. */
 static int task_finish(tctx *c, dvm_task_desc *td, int line) {
     emit_prog *ep = c->ep;
     if (c->failed || ep->oom) return 1;
@@ -904,39 +909,41 @@ static int task_finish(tctx *c, dvm_task_desc *td, int line) {
         if (c->varreg[v] >= 0 && is_uniform_storage(c->k->vars[v].storage)) npre++;
     npre += c->nk;
     int64_t total = (int64_t)npre + c->n;
-    if (total > DVM_MAX_TASK_NODES) {
-        terr(c, line, 0, "a task needs %lld nodes, more than the limit of %d; split the loop body",
-             (long long)total, DVM_MAX_TASK_NODES);
-        return 1;
-    }
     int64_t nregs = (int64_t)c->nvreg + c->maxtmp;
     if (nregs > DVM_MAX_REGS) {
         terr(c, line, 0, "a task needs %lld registers, more than the limit of %d; split the loop body",
              (long long)nregs, DVM_MAX_REGS);
         return 1;
     }
-    td->code_begin = ep->nnodes;
-    td->code_len = (uint32_t)total;
-    td->nregs = (uint16_t)nregs;
-    td->line = line > 0 ? (uint32_t)line : 0;
-    td->stage = (uint16_t)c->ev->stage;
-    td->phase = (uint8_t)c->ev->phase;
+    if (total > DVM_MAX_TASK_NODES) {
+        terr(c, line, 0, "a task needs %lld nodes, more than the limit of %d; split the loop body",
+             (long long)total, DVM_MAX_TASK_NODES);
+        return 1;
+    }
+    /* the task's nodes, resolved, after room for the zeroed registers (at most nregs) */
+    tnode *fin = malloc(sizeof *fin * (size_t)(total + nregs + 1));
+    if (!fin) {
+        ep->oom = 1;
+        return 1;
+    }
+    tnode *body = fin + nregs;
+    int k = 0;
     for (int v = 0; v < c->k->nvars; v++) {
         if (c->varreg[v] < 0 || !is_uniform_storage(c->k->vars[v].storage)) continue;
         int u = emit_var_uslot(c->ev, v);
-        if (u < 0) return 1;
-        dvm_node n = {DVM_OP_LDU, 0, (uint16_t)c->varreg[v], (uint16_t)u, 0};
-        emit_node(ep, n, line, 0);
+        if (u < 0) {
+            free(fin);
+            return 1;
+        }
+        body[k++] = (tnode){{DVM_OP_LDU, 0, (uint16_t)c->varreg[v], (uint16_t)u, 0}, line, 0};
     }
-    for (int i = 0; i < c->nk; i++) {
-        dvm_node n = {DVM_OP_CONST, 0, (uint16_t)c->kreg[i], (uint16_t)(c->kbits[i] & 0xFFFF),
-                      (uint16_t)(c->kbits[i] >> 16)};
-        emit_node(ep, n, line, 0);
-    }
+    for (int i = 0; i < c->nk; i++)
+        body[k++] = (tnode){{DVM_OP_CONST, 0, (uint16_t)c->kreg[i], (uint16_t)(c->kbits[i] & 0xFFFF),
+                             (uint16_t)(c->kbits[i] >> 16)}, line, 0};
     for (int i = 0; i < c->n; i++) {
-        dvm_node n = c->code[i].n;
-        const char *fmt = dvm_op_table[n.op].fmt;
-        uint16_t *opnd[3] = {&n.a, &n.b, &n.c};
+        tnode t = c->code[i];
+        const char *fmt = dvm_op_table[t.n.op].fmt;
+        uint16_t *opnd[3] = {&t.n.a, &t.n.b, &t.n.c};
         for (int j = 0; j < 3; j++) {
             char f = fmt[j + 1];
             if ((f == 'w' || f == 'r' || f == 'm') && (*opnd[j] & TMP))
@@ -945,13 +952,56 @@ static int task_finish(tctx *c, dvm_task_desc *td, int line) {
                 int l = *opnd[j];
                 if (l >= c->nlabels || c->labels[l] < 0) {
                     terr(c, line, 0, "internal error: unplaced jump label");
+                    free(fin);
                     return 1;
                 }
                 *opnd[j] = (uint16_t)(npre + c->labels[l]);
             }
         }
-        emit_node(ep, n, c->code[i].line, c->code[i].col);
+        body[k++] = t;
     }
+    td->code_len = (uint32_t)total;
+    td->nregs = (uint16_t)nregs;
+    dvm_node *code = malloc(sizeof *code * (size_t)total);
+    uint64_t need[DVM_REG_WORDS] = {0};
+    dvm_flow_scratch fs;
+    memset(&fs, 0, sizeof fs);
+    int rc = code ? 0 : -1;
+    for (int64_t i = 0; code && i < total; i++) code[i] = body[i].n;
+    if (code) rc = dvm_flow_regs(code, td, &fs, NULL, need);
+    free(code);
+    dvm_flow_scratch_free(&fs);
+    if (rc < 0) {
+        ep->oom = 1;
+        free(fin);
+        return 1;
+    }
+    int nz = 0;
+    for (int r = 0; r < nregs; r++)
+        if ((need[r >> 6] >> (r & 63)) & 1u) nz++;
+    if (nz && total + nz > DVM_MAX_TASK_NODES) {
+        terr(c, line, 0, "a task needs %lld nodes, more than the limit of %d; split the loop body",
+             (long long)(total + nz), DVM_MAX_TASK_NODES);
+        free(fin);
+        return 1;
+    }
+    tnode *first = body - nz;
+    for (int r = 0, z = 0; r < nregs; r++)
+        if ((need[r >> 6] >> (r & 63)) & 1u) first[z++] = (tnode){{DVM_OP_CONST, 0, (uint16_t)r, 0, 0}, line, 0};
+    for (int64_t i = nz; nz && i < nz + total; i++) { /* jumps are relative to the task's start */
+        const char *fmt = dvm_op_table[first[i].n.op].fmt;
+        uint16_t *opnd[3] = {&first[i].n.a, &first[i].n.b, &first[i].n.c};
+        for (int j = 0; j < 3; j++)
+            if (fmt[j + 1] == 'J') *opnd[j] = (uint16_t)(*opnd[j] + nz);
+    }
+    total += nz;
+    td->code_begin = ep->nnodes;
+    td->code_len = (uint32_t)total;
+    td->line = line > 0 ? (uint32_t)line : 0;
+    td->stage = (uint16_t)c->ev->stage;
+    td->phase = (uint8_t)c->ev->phase;
+    for (int64_t i = 0; i < total; i++) emit_node(ep, first[i].n, first[i].line, first[i].col);
+    free(fin);
     if (ep->oom) return 1;
     if (!GROW(ep, tasks, ctasks, ep->ntasks + 1)) return 1;
     ep->tasks[ep->ntasks++] = *td;

@@ -29,3 +29,9 @@ add_test(NAME test_docs COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR
 # Outputs survive kill -9: every --out file is the old one or the new one, whole.
 add_test(NAME test_kill COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_kill.py $<TARGET_FILE:dvm_cli>)
 set_tests_properties(test_kill PROPERTIES LABELS nosan TIMEOUT 300)
+
+# The serial tasks the host runs before a launch run once on every backend (a hand-built blob).
+add_executable(test_hostrun tests/test_hostrun.c)
+target_link_libraries(test_hostrun PRIVATE dvm)
+target_include_directories(test_hostrun PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+add_test(NAME hostrun COMMAND test_hostrun)

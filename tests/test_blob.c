@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bytecode/bc.h"
 #include "bytecode/blob.h"
@@ -96,11 +97,11 @@ static dvm_program *sample_program(void) {
         N(END, 0, 0, 0, 0),
         /* adjoint task 0: serial loop with push/pop, assert, uniform store */
         N(CONST, 0, 0, 0, 0), N(CONSTK, 0, 1, 0, 0), N(JGEI, 0, 0, 1, 6), N(PUSH, 0, 0, 1, 0),
-        N(POP, 0, 2, 0, 0), N(INCLT, 0, 0, 1, 3), N(ASSERT, 0, 0, S_MSG, 0), N(STU, 0, 2, 2, 0),
+        N(POP, 0, 2, 0, 0), N(INCLT, 0, 0, 1, 3), N(ASSERT, 0, 0, S_MSG, 0), N(STU, 0, 2, 1, 0),
         N(END, 0, 0, 0, 0),
         /* adjoint task 1: parallel over (n, n) on m */
         N(IDX, 3, 2, 0, 0), N(IDXM, 3, 2, 1, 1), N(LD, 3, 3, 2, 0), N(MULFK, 0, 3, 3, 1), N(ATOMADDF, 6, 2, 3, 0),
-        N(SHAPE, 3, 4, 1, 0), N(ATOMADDU, 0, 2, 3, 0), N(END, 0, 0, 0, 0),
+        N(SHAPE, 3, 4, 1, 0), N(ATOMADDU, 0, 0, 3, 0), N(END, 0, 0, 0, 0),
         /* size program of stack 0: 2 + max over i in [0, n) of steps[i] */
         N(SZ_PARAM, 0, 1, 0, 0), N(SZ_CONST, 0, 0, 0, 0), N(SZ_RANGE, 0, 1, 0, 5), N(SZ_VAR, 0, 0, 0, 0),
         N(SZ_LOAD, 2, 3, 0, 0), N(SZ_CONST, 0, 2, 0, 0), N(SZ_ADD, 0, 2, 5, 0),
@@ -325,6 +326,45 @@ M(m_phase_order, p->tasks[1].phase = 1; p->tasks[2].phase = 0)
 M(m_stage_order, p->tasks[1].phase = 1; p->tasks[2].stage = 1)
 M(m_noadj_both, p->kernels[0].no_adjoint = S_SAXPY)
 M(m_noadj_off, p->kernels[0].no_adjoint = 9999)
+M(m_unwritten_serial, p->nodes[ADJ_T0 + 7].b = 2)
+M(m_unwritten_par, p->nodes[FWD_T0 + 2].a = 1)
+M(m_pro_load, p->tasks[0].body = 2)
+M(m_pro_idx_read, p->nodes[FWD_T0] = (dvm_node)N(ADDIK, 0, 2, 0, 1))
+M(m_pro_idx_write, p->nodes[FWD_T0] = (dvm_node)N(CONST, 0, 0, 1, 0))
+M(m_pro_rewritten, p->nodes[FWD_T0 + 4] = (dvm_node)N(ADDF, 0, 2, 2, 3))
+M(m_u_ext, p->nodes[ADJ_T1 + 6].a = 1)
+M(m_u_start, p->nodes[ADJ_T1 + 6].a = 2)
+M(m_u_read_add, p->nodes[ADJ_T1 + 5] = (dvm_node)N(LDU, 0, 4, 0, 0))
+
+/* Gives kernel 'k2' the task code[0..n) with nregs registers (appended nodes). */
+static void k2_code(dvm_program *p, const dvm_node *code, uint32_t n, uint16_t nregs) {
+    uint32_t base = p->nnodes;
+    p->nodes = realloc(p->nodes, (base + n) * sizeof *p->nodes);
+    p->lines = realloc(p->lines, (base + n) * sizeof *p->lines);
+    p->cols = realloc(p->cols, (base + n) * sizeof *p->cols);
+    memcpy(p->nodes + base, code, n * sizeof *code);
+    memset(p->lines + base, 0, n * sizeof *p->lines);
+    memset(p->cols + base, 0, n * sizeof *p->cols);
+    p->nnodes = base + n;
+    p->tasks[4].code_begin = base;
+    p->tasks[4].code_len = n;
+    p->tasks[4].nregs = nregs;
+}
+/* A loop entered at two places: node 3 after r1 is written, node 4 also without. */
+static void m_two_entries(dvm_program *p) {
+    static const dvm_node code[] = {N(CONST, 0, 0, 0, 0), N(JNZ, 0, 0, 4, 0), N(CONST, 0, 1, 1, 0), N(MOV, 0, 2, 0, 0),
+                                    N(MOV, 0, 3, 0, 0),   N(JNZ, 0, 0, 3, 0), N(END, 0, 0, 0, 0)};
+    k2_code(p, code, 7, 4);
+}
+/* A loop laid out test last (the compiler's while loops): entered by a jump to its test, its
+ * body only by the back edge. Valid. */
+static void rotated_loop(dvm_program *p) {
+    static const dvm_node code[] = {N(CONST, 0, 0, 3, 0), N(JMP, 0, 4, 0, 0), N(ADDIK, 0, 0, 0, 0xFFFF),
+                                    N(MOV, 0, 1, 0, 0),   N(JNZ, 0, 0, 2, 0), N(END, 0, 0, 0, 0)};
+    k2_code(p, code, 6, 2);
+}
+/* The forward task's prologue register r2 reused by the body, written before it is read: valid. */
+M(prologue_reg_reused, p->nodes[FWD_T0 + 1] = (dvm_node)N(LD, 0, 2, 0, 0); p->nodes[FWD_T0 + 3] = (dvm_node)N(FMAF, 0, 3, 2, 2))
 
 /* Replaces stack 0's size program by `depth` nested SZ_RANGEs (appended nodes): each level
  * is lo, hi, RANGE, the child level, then a root node in the level's own scope. */
@@ -454,6 +494,23 @@ static const malform malforms[] = {
     {"size nesting", m_sz_deep, "SZ_RANGE): nesting deeper than 8"},
     {"size body root in a nested body", m_sz_root, "size node 2 (SZ_RANGE): the body's last node 5 (its value) lies in a nested body"},
     {"duplicate kernel", m_dup_kernel, "two kernels are named 'saxpy'"},
+    /* what a task computes: registers, prologues, uniforms */
+    {"register read before written (serial)", m_unwritten_serial,
+     "(adjoint) task 0: node 7 (STU): operand b reads register 2, which is not written on every path from the task's start"},
+    {"register read before written (parallel)", m_unwritten_par,
+     "(forward) task 0: node 3 (FMAF): operand a reads register 3, which is not written on every path from the task's "
+     "start (an iteration starts with its index registers"},
+    {"loop entered at two places", m_two_entries,
+     "kernel 'k2' (forward) task 0: node 5 (JNZ): jumps back to node 3 without register 1, which every other way into node 3 writes"},
+    {"load in the prologue", m_pro_load, "node 1 (LD) is in the prologue (nodes before body 2), which may only compute registers"},
+    {"prologue reads an index", m_pro_idx_read, "node 0 (ADDIK): operand b reads index register 0 in the prologue"},
+    {"prologue writes an index", m_pro_idx_write, "node 0 (CONST): operand a writes index register 0 in the prologue"},
+    {"prologue register rewritten by the body", m_pro_rewritten,
+     "(forward) task 0: node 3 (FMAF): operand c reads register 2, which is not written on every path from the task's start "
+     "(an iteration starts with its index registers, and with what the prologue computed and no later node writes)"},
+    {"task adds to its own stop", m_u_ext, "(adjoint) task 1: node 6 (ATOMADDU): adds to uniform 1, the task's own stop (ext_u[0])"},
+    {"task adds to its own start", m_u_start, "(adjoint) task 1: node 6 (ATOMADDU): adds to uniform 2, the task's own start (start_u[1])"},
+    {"task reads what it adds to", m_u_read_add, "(adjoint) task 1: node 6 (ATOMADDU): adds to uniform 0, which the task reads"},
     {"missing array", m_no_nodes, "nodes: 37 entries but no array"},
 };
 
@@ -682,6 +739,55 @@ static void test_corruption(const char *what, dvm_program *p, uint64_t seed, int
     free(blob);
 }
 
+/* ---- verification cost ----
+ * A blob built to make the verifier work hardest per byte: tasks of 65535 nodes with 1024
+ * registers, every node a conditional jump (two edges, a loop back edge each), each register
+ * set the largest there is. Verification must stay linear: well under a second per megabyte. */
+static void test_verify_cost(void) {
+    enum { NTASKS = 6, LEN = DVM_MAX_TASK_NODES };
+    dvm_program *p = tiny_program();
+    uint32_t total = NTASKS * LEN;
+    free(p->nodes);
+    free(p->lines);
+    free(p->cols);
+    free(p->tasks);
+    p->nodes = calloc(total, sizeof *p->nodes);
+    p->lines = calloc(total, sizeof *p->lines);
+    p->cols = calloc(total, sizeof *p->cols);
+    p->tasks = calloc(NTASKS, sizeof *p->tasks);
+    p->nnodes = total;
+    p->ntasks = NTASKS;
+    for (uint32_t t = 0; t < NTASKS; t++) {
+        dvm_task_desc *td = &p->tasks[t];
+        td->kind = DVM_TASK_SERIAL;
+        td->nregs = DVM_MAX_REGS;
+        td->code_begin = t * LEN;
+        td->code_len = LEN;
+        for (int d = 0; d < DVM_MAX_PAR_DIMS; d++) td->start_u[d] = NS;
+        dvm_node *c = p->nodes + td->code_begin;
+        c[0] = (dvm_node)N(CONST, 0, DVM_MAX_REGS - 1, 1, 0);
+        for (uint32_t j = 1; j + 1 < LEN; j++) /* back to an earlier node, or on to a later one */
+            c[j] = (dvm_node)N(JNZ, 0, DVM_MAX_REGS - 1, (uint16_t)(j % 2 ? j / 2 + 1 : (j + LEN) / 2), 0);
+        c[LEN - 1] = (dvm_node)N(END, 0, 0, 0, 0);
+    }
+    p->kernels[0].v[0].ntasks = NTASKS;
+    char err[512];
+    void *blob = NULL;
+    size_t len = 0;
+    CHECK(dvm_blob_write(p, &blob, &len, err, sizeof err) == 0, "verify cost: write failed: %s", err);
+    dvm_program_free(p);
+    if (!blob) return;
+    dvm_program *q = NULL;
+    clock_t t0 = clock();
+    int rc = dvm_blob_read(blob, len, &q, err, sizeof err);
+    double s = (double)(clock() - t0) / CLOCKS_PER_SEC, mb = (double)len / (1 << 20);
+    CHECK(rc == 0, "verify cost: read failed: %s", err);
+    CHECK(s / mb < 1.0, "verify cost: %.3f s for %.2f MB (%.3f s per MB), expected well under a second per MB", s, mb, s / mb);
+    printf("verify cost: %.2f MB read and verified in %.3f s CPU (%.3f s per MB)\n", mb, s, s / mb);
+    dvm_program_free(q);
+    free(blob);
+}
+
 /* ---- disassembly ---- */
 static void test_disasm(void) {
     dvm_program *p = sample_program();
@@ -705,13 +811,13 @@ static void test_disasm(void) {
         "2: JGEI      r0, r1, ->6",
         "3: PUSH      stack 0 'v', r1",
         "6: ASSERT    r0, \"index out\"",
-        "7: STU       U2, r2",
+        "7: STU       U2, r1",
         "0: CONST     r0, #0, #0  ; 0",
         "task 1: parallel over ([0, U1 'n') -> r0, [U2, U1 'n') -> r1), stage 0 reverse, 5 regs",
         "1: IDXM      A3 'm', r2, r1, axis 1",
         "3: MULFK     r3, r3, K1=1.5",
         "4: ATOMADDF  A6 'm'.grad, r2, r3",
-        "6: ATOMADDU  U2, r3",
+        "6: ATOMADDU  U0 'a', r3",
         "stack 0 'v' f32 serial (line 4): size program, nodes 23..29",
         "2: SZ_RANGE  s1, s0, end 5",
         "3: SZ_VAR    depth 0",
@@ -820,8 +926,17 @@ int main(int argc, char **argv) {
     build_deep(p, DVM_MAX_SIZE_DEPTH);
     roundtrip("size program nested to the limit", p);
     dvm_program_free(p);
+    p = sample_program();
+    rotated_loop(p);
+    roundtrip("a loop entered at its test", p);
+    dvm_program_free(p);
+    p = sample_program();
+    prologue_reg_reused(p);
+    roundtrip("a prologue's register written again before the body reads it", p);
+    dvm_program_free(p);
     test_header();
     test_disasm();
+    test_verify_cost();
     if (fails) {
         fprintf(stderr, "test_blob: %d failure(s)\n", fails);
         return 1;

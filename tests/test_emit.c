@@ -550,9 +550,9 @@ static void test_fmafk_forms(void) {
     push(&t->body, store(IR_STORE, 0, x, V(i), V(w)));
     dvm_program *p = emit_ok("fmafk");
     if (!p) return;
-    /* regs i0 v1 w2 */
+    /* regs i0 v1 w2; w is read before any assignment: the task zeroes it first */
     EXPECT_CODE(p, 0,
-                "LD 0,1,0,0; "
+                "CONST 0,2,0,0; LD 0,1,0,0; "
                 "FMAFK 0,2,1,0; "             /* w = w*v + K (w is the destination) */
                 "SIN 0,2,1,0; FMAFK 0,2,1,0; " /* w = sin(v)*v + K: sin(v) straight into w */
                 "MULF 0,3,1,1; ADDFK 0,2,3,0; " /* w = v*v + K: two variables, no copy: exact form */

@@ -58,8 +58,9 @@ typedef struct dvm_exec {
     uint32_t nstacks;
     int64_t nthread_slots;            /* as returned by be->slots() for this exec */
     /* The variant's first host_tasks tasks are serial tasks the host has run already
-       (dvm_task_uniform_only; vm/launch.c): their results are in uniforms. A backend may skip
-       them (CUDA/HIP do: a launch each saved) or run them again (the same values). known:
+       (dvm_task_uniform_only; vm/launch.c): their results are in uniforms. A backend must skip
+       them: each runs exactly once, and one that stores to a uniform it read (a parameter's,
+       say) would not give the same values twice. known:
        per uniform slot, whether the host knows its value before the launch (host-filled, or
        written by those tasks): a backend may size its grids from such extents. */
     uint32_t host_tasks;

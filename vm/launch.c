@@ -432,9 +432,11 @@ static void slot_extents(const launch *L, const dvm_variant_desc *var, int64_t *
    arguments alone): its uniforms into L->uni[vk], the scalars, then the shape symbols (every
    other word zero); then the serial tasks at its start that compute on uniforms alone (a
    partitioned loop's bounds, a range's computed stop: dvm_task_uniform_only) run here, on the
-   host, and the backend gets their results with the other uniforms: a GPU then launches no
-   kernel for them and knows every extent they compute (its grids sized to them, before
-   slots()). One that fails is left to the backend, which reports the error as it would have.
+   host, once: the backend gets their results with the other uniforms and skips them (one that
+   stores to a uniform it read would not give the same values twice, and variant_may_fail
+   judges the launch by these values), and a GPU knows every extent they compute (its grids
+   sized to them, before slots()). One that fails is left to the backend, which reports the
+   error as it would have.
    L->known[vk] marks the uniforms the host knows for the whole launch. */
 static dvm_status prepare_uniforms(launch *L, uint32_t vk) {
     const dvm_program *p = L->p;

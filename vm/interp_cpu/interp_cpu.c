@@ -381,7 +381,8 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
         return -1;
     }
     const dvm_variant_desc *var = x->var;
-    for (uint32_t ti = 0; ti < var->ntasks; ti++) {
+    /* the host ran the first host_tasks tasks (vm/launch.c): their results are in the uniforms */
+    for (uint32_t ti = x->host_tasks; ti < var->ntasks; ti++) {
         uint32_t task_index = ti; /* task index within the variant (the error record's unit) */
         const dvm_task_desc *t = &p->tasks[var->task_begin + ti];
         /* lanes: plain for a task with no conditional branch, else masked (the GPU backends' rule) */

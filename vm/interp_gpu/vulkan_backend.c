@@ -849,7 +849,8 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
                   .nthreads = (uint32_t)nthr, .stride_lo = (uint32_t)x->stride,
                   .stride_hi = (uint32_t)((uint64_t)x->stride >> 32), .nstacks = x->nstacks};
     int first_serial = !x->resume; /* a later window keeps what earlier ones pushed */
-    for (uint32_t t = 0; t < v->ntasks; t++) {
+    /* the host ran the first host_tasks tasks (vm/launch.c): their results are in the uniforms */
+    for (uint32_t t = x->host_tasks; t < v->ntasks; t++) {
         const dvm_task_desc *td = &x->prog->tasks[v->task_begin + t];
         pc.task = v->task_begin + t;
         pc.task_rel = t;
