@@ -156,8 +156,8 @@ static void test_parser_errors(void) {
     ERR("x = 1\n", "1:1", "expected 'kernel' or 'def' at the top level, got 'x'");
     ERR("kernel k(y: f32[4]):\n    def f(a: f32) -> f32:\n        return a\n", "2:5", "only allowed at the top level");
     ERR("def f(a: f32):\n    return a\n", "1:14", "expected '->'");
-    ERR("kernel k(y: b32[4]):\n    pass\n", "1:13", "expected a type (f32, i32 or bool), got 'b32'");
-    ERR("kernel k(y: f32[4]):\n    a, b = 1, 2\n", "2:6", "tuple assignment is not supported");
+    ERR("kernel k(y: b32[4]):\n    pass\n", "1:13", "expected a type (f32, i32, bool, vec2..vec4 or mat2..mat4), got 'b32'");
+    ERR("kernel k(y: f32[4]):\n    a, b = 1, 2\n", "2:13", "tuple values are not supported: 'a, b = f(...)' unpacks the values of one helper call");
     ERR("kernel k(y: f32[4]):\n    else:\n        pass\n", "2:5", "'else' without a matching 'if'");
     /* several errors in one run: each statement is reported */
     {
