@@ -63,7 +63,7 @@ typedef struct ctx {
     ir_kernel *k;
     int *slot_of_param;
     uint8_t *param_vt;       /* per parameter: the vector or matrix element type of an array, else 0 */
-    const char **param_decl; /* per parameter: its declaration, for messages ("x: vec3[n]") */
+    const char **param_decl; /* per parameter: its declared type, for messages ("vec3[n]") */
     binding **head;    /* per name id: innermost binding */
     binding **expired; /* per name id: the last binding that went out of scope */
     binding **stack;   /* bindings in order, for popping scopes */
@@ -910,6 +910,11 @@ static int array_of(ctx *c, const ast_expr *e) {
 /* Lowers the indices of x[...] into idx; returns the rank or -1. */
 static int lower_indices(ctx *c, const ast_expr *ix, int param, ir_expr **idx, ir_block *pre) {
     const ir_param *p = &c->k->params[param];
+    if (ix->nargs != p->rank && c->param_vt[param]) {
+        err(c, ix->line, ix->col, "'%s' is %s: an element of one f32 takes %d indices here (%s[%s]), got %d", p->name, c->param_decl[param], p->rank,
+            p->name, p->rank == 2 ? "i, k" : p->rank == 3 ? "i, j, k" : "i, j, k, l", ix->nargs);
+        return -1;
+    }
     if (ix->nargs != p->rank) {
         err(c, ix->line, ix->col, "array '%s' has rank %d but %d %s given", p->name, p->rank, ix->nargs,
             ix->nargs == 1 ? "index was" : "indices were");
@@ -1071,7 +1076,7 @@ static int resolve_place(ctx *c, const ast_expr *e, place *pl, ir_block *pre) {
     if (resolve_place(c, e->a, &inner, pre)) return -1;
     *pl = inner;
     if (!is_vt(pl->type)) {
-        err(c, e->line, e->col, "%s has no components", tname(pl->type));
+        err(c, e->line, e->col, "%s has no components%s", tname(pl->type), e->kind == AE_ATTR ? "" : " to index");
         return -1;
     }
     if (e->kind == AE_ATTR) {
@@ -1153,7 +1158,7 @@ static void place_store(ctx *c, const ast_expr *t, const ast_expr *ve, ir_expr *
     }
     ir_expr *cv = vconvert(c, v, pl.type);
     if (!cv) {
-        err(c, ve->line, ve->col, "cannot store %s into an element of '%s' that is a %s (%s)", tname(v->type), p->name, tname(pl.type), c->param_decl[pl.param]);
+        err(c, ve->line, ve->col, "cannot store %s into an element of '%s' that is a %s ('%s' is %s)", tname(v->type), p->name, tname(pl.type), p->name, c->param_decl[pl.param]);
         return;
     }
     ir_expr *fl[16];
@@ -2672,7 +2677,7 @@ static int param_types(ctx *c, const ast_func *f) {
         const ast_param *ap = &f->params[i];
         c->param_vt[i] = ap->is_array && is_vt(ap->type) ? ap->type : 0;
         char buf[256];
-        size_t at = (size_t)snprintf(buf, sizeof buf, "%s: %s", ap->str, tname(ap->type));
+        size_t at = (size_t)snprintf(buf, sizeof buf, "%s", tname(ap->type));
         for (int r = 0; r < ap->rank && at < sizeof buf - 24; r++) {
             if (ap->dim[r].is_sym) at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%.*s", r ? ", " : "[", 64, ap->dim[r].str);
             else at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%lld", r ? ", " : "[", (long long)ap->dim[r].value);
@@ -2716,7 +2721,7 @@ static ir_kernel *lower_kernel(ctx *c, ast_func *f) {
         p->rank = ap->rank + (is_mat(ap->type) ? 2 : is_vec(ap->type) ? 1 : 0);
         p->var = -1;
         if (p->rank > DVM_MAX_RANK) {
-            err(c, ap->line, ap->col, "'%s' has %d axes with the %s's own; arrays have at most %d", c->param_decl[i], p->rank, tname(ap->type),
+            err(c, ap->line, ap->col, "'%s: %s' has %d axes with the %s's own; arrays have at most %d", ap->str, c->param_decl[i], p->rank, tname(ap->type),
                 DVM_MAX_RANK);
             p->rank = DVM_MAX_RANK;
         }
@@ -2837,7 +2842,7 @@ static void check_unused_helper(ctx *c, helper_info *h) {
         p->type = c->param_vt[i] ? DVM_T_F32 : ap->type;
         p->rank = ap->rank + (c->param_vt[i] ? (is_mat(ap->type) ? 2 : 1) : 0);
         if (p->rank > DVM_MAX_RANK) {
-            err(c, ap->line, ap->col, "'%s' has %d axes with the %s's own; arrays have at most %d", c->param_decl[i], p->rank, tname(ap->type),
+            err(c, ap->line, ap->col, "'%s: %s' has %d axes with the %s's own; arrays have at most %d", ap->str, c->param_decl[i], p->rank, tname(ap->type),
                 DVM_MAX_RANK);
             p->rank = DVM_MAX_RANK;
         }
