@@ -300,3 +300,32 @@ kernel k(x: vec3[n], v: vec3[n], steps: i32[n]):
             p += vel * 0.1
         x[i] = p
 ''', 'k', {'x': F(6, 3), 'v': F(6, 3), 'steps': ('i4', (6,), 0, 7)}, _vec_loop, grad=True)
+
+
+def _vec_serial(d):
+    n = len(d['x'])
+    c = [0.0, 0.0, 0.0]
+    for i in range(n):
+        c = add(c, get(d['x'], i, 3))
+    c = scale(c, 1.0 / n)
+    m = [[d['r'][0, a, b] for b in range(3)] for a in range(3)]
+    for i in range(n):
+        put(d['y'], i, matvec(m, sub(get(d['x'], i, 3), c)))
+case('vec_serial', '''
+def at(x: vec3[n], i: i32) -> vec3:
+    return x[i]
+
+kernel k(x: vec3[n], r: mat3[1], y: vec3[n]):
+    c = vec3(0.0)
+    for j in serial(range(1)):
+        for i in range(n):
+            y[i] = vec3(0.0)
+    t = 0
+    while t < n:
+        c += at(x, t)
+        t += 1
+    c /= f32(n)
+    R = r[0]
+    for i in range(n):
+        y[i] = R @ (at(x, i) - c)
+''', 'k', {'x': F(5, 3), 'r': F(1, 3, 3), 'y': F(5, 3)}, _vec_serial, grad=True)
