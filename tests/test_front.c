@@ -592,6 +592,18 @@ static void test_vectors(void) {
         "4:9", "cannot assign to 'v.x' inside a parallel loop: it was declared at 2:5 outside the loop, an");
     ERR("kernel k(x: vec3[n], y: f32[n]):\n    for i in range(n):\n        y[i] = -x[i] ** 2.0\n",
         "3:22", "operator '**' is not defined on vec3 and f32 (vectors and matrices take + - * / componentw");
+    /* helpers that no kernel calls are checked with their vector parameters */
+    ERR("def h(v: vec3) -> vec3:\n    return v.w\n\nkernel k(x: f32[n]):\n    pass\n", "2:12", "vec3 has no component '.w' (it has x y z)");
+    ERR("def h(v: vec3) -> f32:\n    return v.x, v.y\n\nkernel k(x: f32[n]):\n    pass\n", "2:12",
+        "helper 'h' returns 2 values but is declared '-> f32'");
+    ERR("def h(v: vec3) -> (f32, f32):\n    return v.x\n\nkernel k(x: vec3[n]):\n    for i in range(n):\n        a, b = h(x[i])\n", "2:12",
+        "helper 'h' returns f32 but is declared '-> (f32, f32)' (return several values: return a, b)");
+    ERR("kernel k(x: mat3[n], y: f32[n]):\n    for i in range(n):\n        y[i] = inverse(x[i])[0].w\n", "3:16",
+        "vec3 has no component '.w' (it has x y z)");
+    /* a component of any vector value; a helper with several values and branches, never called */
+    IR("def h(v: vec3, m: mat3, a: vec3[k]) -> (f32, vec3):\n    if v.x > 0.0:\n        return dot(v, a[0]), m @ v\n    return 1.0, v\n\n"
+       "kernel k(x: vec3[n], y: f32[n]):\n    for i in range(n):\n        y[i] = x[i][0] + vec3(1.0, 2.0, 3.0)[1] + (x[i] * 2.0).z\n",
+       "y[i%1] = ADDF(ADDF(x[i%1, 0], 2f), MULF(x[i%1, 2], 2f))");
 }
 
 int main(void) {
