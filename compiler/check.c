@@ -972,6 +972,15 @@ typedef struct place {
     ir_expr *idx[DVM_MAX_RANK];
 } place;
 
+/* e.NAME is no component of a value of type t */
+static void bad_component(ctx *c, const ast_expr *e, int t) {
+    const char *s = e->str;
+    size_t n = strlen(s), sw = strspn(s, "xyzw");
+    if (is_mat(t)) err(c, e->line, e->col, "%s has no component '.%s': index it, m[i, j] (a row: m[i])", tname(t), s);
+    else if (n > 1 && sw == n) err(c, e->line, e->col, "swizzles such as '.%s' are not supported; build the vector from components (vec2(v.x, v.y))", s);
+    else err(c, e->line, e->col, "%s has no component '.%s' (it has %.*s)", tname(t), s, 2 * vdim(t) - 1, "x y z w");
+}
+
 /* Does e name a place (something rooted at an array of vectors or a vector local)? */
 static int is_place_form(ctx *c, const ast_expr *e) {
     while (e->kind == AE_ATTR || e->kind == AE_INDEX) {
@@ -1083,8 +1092,7 @@ static int resolve_place(ctx *c, const ast_expr *e, place *pl, ir_block *pre) {
         const char *s = e->str;
         int k = s[0] && !s[1] ? (s[0] == 'x' ? 0 : s[0] == 'y' ? 1 : s[0] == 'z' ? 2 : s[0] == 'w' ? 3 : -1) : -1;
         if (is_mat(pl->type) || k < 0 || k >= vdim(pl->type)) {
-            if (is_mat(pl->type)) err(c, e->line, e->col, "%s has no component '.%s': index it, m[i, j] (a row: m[i])", tname(pl->type), s);
-            else err(c, e->line, e->col, "%s has no component '.%s' (it has %.*s)", tname(pl->type), s, 2 * vdim(pl->type) - 1, "x y z w" );
+            bad_component(c, e, pl->type);
             return -1;
         }
         place_step(pl, k, NULL, c, e->line, e->col);
@@ -1201,8 +1209,7 @@ static ir_expr *lower_select(ctx *c, const ast_expr *e, ir_block *pre) {
         const char *s = e->str;
         int k = s[0] && !s[1] ? (s[0] == 'x' ? 0 : s[0] == 'y' ? 1 : s[0] == 'z' ? 2 : s[0] == 'w' ? 3 : -1) : -1;
         if (is_mat(v->type) || k < 0 || k >= vdim(v->type)) {
-            if (is_mat(v->type)) err(c, e->line, e->col, "%s has no component '.%s': index it, m[i, j] (a row: m[i])", tname(v->type), s);
-            else err(c, e->line, e->col, "%s has no component '.%s' (it has %.*s)", tname(v->type), s, 2 * vdim(v->type) - 1, "x y z w");
+            bad_component(c, e, v->type);
             return NULL;
         }
         return vpart(c, v, k, e->line, e->col);

@@ -592,6 +592,10 @@ static void test_vectors(void) {
         "4:9", "cannot assign to 'v.x' inside a parallel loop: it was declared at 2:5 outside the loop, an");
     ERR("kernel k(x: vec3[n], y: f32[n]):\n    for i in range(n):\n        y[i] = -x[i] ** 2.0\n",
         "3:22", "operator '**' is not defined on vec3 and f32 (vectors and matrices take + - * / componentw");
+    ERR("kernel k(x: vec3[n], y: vec2[n]):\n    for i in range(n):\n        y[i] = x[i].xy\n", "3:16",
+        "swizzles such as '.xy' are not supported; build the vector from components (vec2(v.x, v.y))");
+    ERR("kernel k(x: vec3[n], y: vec2[n]):\n    for i in range(n):\n        v = x[i]\n        v.xz = y[i]\n", "4:9",
+        "swizzles such as '.xz' are not supported");
     /* helpers that no kernel calls are checked with their vector parameters */
     ERR("def h(v: vec3) -> vec3:\n    return v.w\n\nkernel k(x: f32[n]):\n    pass\n", "2:12", "vec3 has no component '.w' (it has x y z)");
     ERR("def h(v: vec3) -> f32:\n    return v.x, v.y\n\nkernel k(x: f32[n]):\n    pass\n", "2:12",
