@@ -4,3 +4,10 @@
 add_executable(bench_cpu bench/bench_cpu.c)
 target_link_libraries(bench_cpu PRIVATE dvm OpenMP::OpenMP_C m)
 target_compile_options(bench_cpu PRIVATE -O2)
+
+# The same particle step with vec3 / mat3 and with scalars (issue: vectors cost nothing):
+#   build/bench_vec            (2^17 particles; bench/RESULTS.md records its output)
+#   build/bench_vec --quick    (a smoke run)
+add_executable(bench_vec bench/bench_vec.c)
+target_link_libraries(bench_vec PRIVATE dvm m)
+target_compile_options(bench_vec PRIVATE -O2)

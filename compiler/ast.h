@@ -16,8 +16,18 @@ enum ast_expr_kind {
     AE_COND,    /* a if b else c */
     AE_CALL,    /* name(args) */
     AE_INDEX,   /* a[args] */
-    AE_ATTR     /* a.name */
+    AE_ATTR,    /* a.name */
+    AE_TUPLE    /* args (only as a returned value: return a, b) */
 };
+
+/* Vector, matrix and tuple types, beside dvm_vtype's scalars (check.c lowers every vector and
+ * matrix to its f32 components; none of them reaches the IR). */
+enum {
+    DVM_T_VEC2 = 16, DVM_T_VEC3, DVM_T_VEC4,
+    DVM_T_MAT2 = 20, DVM_T_MAT3, DVM_T_MAT4,
+    DVM_T_TUPLE = 24
+};
+#define DVM_MAX_TUPLE 8
 
 typedef struct ast_expr {
     uint8_t kind;
@@ -57,7 +67,7 @@ struct ast_stmt {
     uint8_t op;
     int line, col;
     ast_expr *target, *value;
-    ast_expr **targets; /* AS_FOR: the loop variables (AE_NAME) */
+    ast_expr **targets; /* AS_FOR: the loop variables (AE_NAME); AS_ASSIGN of a tuple: the targets */
     int ntargets;
     const char *msg;    /* AS_ASSERT: the message, or NULL */
     const char *text;   /* AS_ASSERT: the condition's source text */
@@ -77,7 +87,7 @@ typedef struct ast_param {
     int name;
     const char *str;
     int line, col;
-    uint8_t type;     /* DVM_T_F32, DVM_T_I32, DVM_T_BOOL */
+    uint8_t type;     /* DVM_T_F32, DVM_T_I32, DVM_T_BOOL, DVM_T_VEC2.. DVM_T_MAT4 (arrays: the element) */
     int is_array;
     int rank;
     ast_dim dim[4];
@@ -90,7 +100,9 @@ typedef struct ast_func {
     int line, col;
     ast_param *params;
     int nparams;
-    uint8_t ret;      /* helpers: the return type */
+    uint8_t ret;      /* helpers: the return type (DVM_T_TUPLE: rets) */
+    uint8_t rets[DVM_MAX_TUPLE];
+    int nrets;
     ast_block body;
 } ast_func;
 

@@ -2,6 +2,7 @@
  * ir.h (forward variant): helpers inlined, static loops unrolled, top-level loops turned into
  * parallel tops. Also dvm_front, the front end's entry point. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include "ast.h"
@@ -27,6 +28,7 @@ typedef struct binding {
     int var;          /* BK_VAR */
     int param;        /* BK_ARRAY: the kernel's array parameter */
     int loopvar;      /* BK_VAR: a serial loop's variable (read-only in its loop) */
+    int vtype;        /* BK_VAR: a vector or matrix local (var: its first component), else 0 */
     ir_expr *expr;    /* BK_EXPR: a leaf substituted at each use */
     const char *what; /* BK_EXPR: what it is, for messages */
     int line, col;
@@ -60,6 +62,8 @@ typedef struct ctx {
     ast_module *am;
     ir_kernel *k;
     int *slot_of_param;
+    uint8_t *param_vt;       /* per parameter: the vector or matrix element type of an array, else 0 */
+    const char **param_decl; /* per parameter: its declared type, for messages ("vec3[n]") */
     binding **head;    /* per name id: innermost binding */
     binding **expired; /* per name id: the last binding that went out of scope */
     binding **stack;   /* bindings in order, for popping scopes */
@@ -101,6 +105,8 @@ static void err(ctx *c, int line, int col, const char *fmt, ...) {
 }
 
 static const char *tname(int t) {
+    static const char *const vt[] = {"vec2", "vec3", "vec4", "?", "mat2", "mat3", "mat4", "?", "a tuple"};
+    if (t >= DVM_T_VEC2 && t <= DVM_T_TUPLE) return vt[t - DVM_T_VEC2];
     return t == DVM_T_F32 ? "f32" : t == DVM_T_I32 ? "i32" : t == DVM_T_BOOL ? "bool" : "no value";
 }
 
@@ -257,7 +263,7 @@ static int is_reserved(const char *s) {
 }
 
 /* ---- builtins ---- */
-enum { BI_F1, BI_F2, BI_ABS, BI_MINMAX, BI_CLAMP, BI_SELECT, BI_F32, BI_I32, BI_ATOMIC, BI_LOOP };
+enum { BI_F1, BI_F2, BI_ABS, BI_MINMAX, BI_CLAMP, BI_SELECT, BI_F32, BI_I32, BI_ATOMIC, BI_LOOP, BI_CTOR, BI_VEC };
 typedef struct builtin {
     const char *name;
     int kind, op, nargs; /* nargs -1: 2 or more */
@@ -272,6 +278,12 @@ static const builtin builtins[] = {
     {"clamp", BI_CLAMP, 0, 3},         {"select", BI_SELECT, 0, 3},       {"f32", BI_F32, 0, 1},
     {"i32", BI_I32, 0, 1},             {"atomic_max", BI_ATOMIC, 1, 2},   {"atomic_min", BI_ATOMIC, 0, 2},
     {"range", BI_LOOP, 0, 0},          {"ndrange", BI_LOOP, 0, 0},        {"static", BI_LOOP, 0, 0},
+    {"vec2", BI_CTOR, DVM_T_VEC2, 0},  {"vec3", BI_CTOR, DVM_T_VEC3, 0},  {"vec4", BI_CTOR, DVM_T_VEC4, 0},
+    {"mat2", BI_CTOR, DVM_T_MAT2, 0},  {"mat3", BI_CTOR, DVM_T_MAT3, 0},  {"mat4", BI_CTOR, DVM_T_MAT4, 0},
+    /* op: vbuiltin's VB_* */
+    {"dot", BI_VEC, 0, 0},             {"cross", BI_VEC, 1, 0},           {"length", BI_VEC, 2, 0},
+    {"normalize", BI_VEC, 3, 0},       {"outer", BI_VEC, 4, 0},           {"transpose", BI_VEC, 5, 0},
+    {"determinant", BI_VEC, 6, 0},     {"inverse", BI_VEC, 7, 0},         {"trace", BI_VEC, 8, 0},
 };
 static const builtin *find_builtin(const char *s) {
     for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
@@ -318,6 +330,13 @@ static ir_expr *arith(ctx *c, int tk, ir_expr *a, ir_expr *b, int line, int col)
             uint32_t x = (uint32_t)a->k.i, y = (uint32_t)b->k.i;
             uint32_t r = op == DVM_OP_ADDI ? x + y : op == DVM_OP_SUBI ? x - y : x * y; /* wraps like the VM */
             return mk_const_i(c, DVM_T_I32, (int32_t)r, line, col);
+        }
+        /* (k + 1) % 3 of a static loop variable stays a constant (an index of a vector) */
+        if (a->kind == IR_CONST && b->kind == IR_CONST && (op == DVM_OP_DIVI || op == DVM_OP_MODI) && b->k.i != 0 &&
+            !(a->k.i == INT32_MIN && b->k.i == -1)) {
+            int32_t x = a->k.i, y = b->k.i, q = x / y;
+            if (x % y != 0 && ((x < 0) != (y < 0))) q--; /* floor, as Python */
+            return mk_const_i(c, DVM_T_I32, op == DVM_OP_DIVI ? q : x - q * y, line, col);
         }
         return mk_bin(c, op, DVM_T_I32, a, b, line, col);
     }
@@ -403,6 +422,471 @@ static ir_expr *lower_chain(ctx *c, const ast_expr *e, int i, ir_expr *left, ir_
     return logic(c, 1, cmp, rest, &sub, pre, e->line, e->col);
 }
 
+/* ---- vectors, matrices and tuples ----
+ * A vector or matrix value is an IRX_VEC node that holds its f32 components (row-major); a
+ * tuple (the values a helper returns) one that holds its values. Both live only while an
+ * expression is lowered here: every consumer takes the parts apart, so the IR, autodiff, the
+ * optimizer and every backend see scalars only. A local of type vec3 is three f32 variables. */
+#define IRX_VEC 200
+typedef struct vexpr {
+    ir_expr h; /* kind IRX_VEC, type the vector, matrix or tuple type, nidx the number of parts */
+    ir_expr *p[16];
+} vexpr;
+
+static int is_vt(int t) { return t >= DVM_T_VEC2 && t <= DVM_T_MAT4; }
+static int is_vec(int t) { return t >= DVM_T_VEC2 && t <= DVM_T_VEC4; }
+static int is_mat(int t) { return t >= DVM_T_MAT2 && t <= DVM_T_MAT4; }
+static int vdim(int t) { return is_vec(t) ? t - DVM_T_VEC2 + 2 : is_mat(t) ? t - DVM_T_MAT2 + 2 : 1; }
+static int ncomp(int t) { return is_mat(t) ? vdim(t) * vdim(t) : vdim(t); }
+static int is_num(int t) { return t == DVM_T_F32 || t == DVM_T_I32; }
+static int is_vval(const ir_expr *e) { return e && e->kind == IRX_VEC; }
+static ir_expr **parts(ir_expr *e) { return ((vexpr *)e)->p; }
+
+static ir_expr *mk_vec(ctx *c, int type, int n, int line, int col) {
+    vexpr *v = dvm_arena_alloc(c->a, sizeof *v);
+    if (!v) {
+        c->oom = 1;
+        return NULL;
+    }
+    v->h.kind = IRX_VEC;
+    v->h.type = (uint8_t)type;
+    v->h.nidx = n;
+    v->h.line = line;
+    v->h.col = col;
+    v->h.var = v->h.slot = -1;
+    return &v->h;
+}
+/* NULL when a part is missing (out of memory or an error inside) */
+static ir_expr *vdone(ir_expr *v) {
+    if (!v) return NULL;
+    for (int i = 0; i < v->nidx; i++)
+        if (!parts(v)[i]) return NULL;
+    return v;
+}
+/* A part for one more use: a leaf is copied (no node appears twice in the IR). */
+static ir_expr *use(ctx *c, ir_expr *x) { return x && is_leaf(x) ? clone_leaf(c, x, x->line, x->col) : x; }
+
+/* Every part that is not a leaf (force: not a constant) goes into a temporary, so that it can
+ * be used several times and is computed once. */
+static ir_expr *settle_f(ctx *c, ir_expr *e, ir_block *pre, int force) {
+    if (!e) return NULL;
+    if (is_vval(e)) {
+        ir_expr *r = mk_vec(c, e->type, e->nidx, e->line, e->col);
+        if (!r) return NULL;
+        for (int i = 0; i < e->nidx; i++) parts(r)[i] = settle_f(c, parts(e)[i], pre, force);
+        return vdone(r);
+    }
+    if (e->kind == IR_CONST || (!force && is_leaf(e))) return e;
+    int t = new_var(c, "tmp", e->type, e->line, e->col);
+    if (t < 0) return NULL;
+    push(c, pre, mk_assign(c, t, e, e->line, e->col));
+    return mk_var(c, t, e->line, e->col);
+}
+static ir_expr *settle(ctx *c, ir_expr *e, ir_block *pre) { return settle_f(c, e, pre, 0); }
+
+static const char *comp_name(ctx *c, const char *name, int type, int i) {
+    int n = vdim(type);
+    const char *s = is_vec(type) ? dvm_arena_printf(c->a, "%s.%c", name, "xyzw"[i]) : dvm_arena_printf(c->a, "%s[%d,%d]", name, i / n, i % n);
+    return s ? s : name;
+}
+
+/* Variables for a value of `type` (consecutive: one per component; a tuple's values in
+ * order); the first one's id, or -1. */
+static int new_vvar(ctx *c, const char *name, int type, const uint8_t *rets, int nrets, int line, int col) {
+    if (type == DVM_T_TUPLE) {
+        int first = -1;
+        for (int i = 0; i < nrets; i++) {
+            int v = new_vvar(c, dvm_arena_printf(c->a, "%s.%d", name, i), rets[i], NULL, 0, line, col);
+            if (v < 0) return -1;
+            if (i == 0) first = v;
+        }
+        return first;
+    }
+    if (!is_vt(type)) return new_var(c, name, type, line, col);
+    int first = -1;
+    for (int i = 0; i < ncomp(type); i++) {
+        int v = new_var(c, comp_name(c, name, type, i), DVM_T_F32, line, col);
+        if (v < 0) return -1;
+        if (i == 0) first = v;
+    }
+    return first;
+}
+static ir_expr *vvar_val(ctx *c, int var0, int type, const uint8_t *rets, int nrets, int line, int col) {
+    if (type == DVM_T_TUPLE) {
+        ir_expr *r = mk_vec(c, DVM_T_TUPLE, nrets, line, col);
+        if (!r) return NULL;
+        for (int i = 0; i < nrets; i++) {
+            parts(r)[i] = vvar_val(c, var0, rets[i], NULL, 0, line, col);
+            var0 += ncomp(rets[i]);
+        }
+        return vdone(r);
+    }
+    if (!is_vt(type)) return mk_var(c, var0, line, col);
+    ir_expr *r = mk_vec(c, type, ncomp(type), line, col);
+    if (!r) return NULL;
+    for (int i = 0; i < ncomp(type); i++) parts(r)[i] = mk_var(c, var0 + i, line, col);
+    return vdone(r);
+}
+
+static void flatten(ir_expr *e, ir_expr **out, int *n) {
+    if (!is_vval(e)) {
+        out[(*n)++] = e;
+        return;
+    }
+    for (int i = 0; i < e->nidx; i++) flatten(parts(e)[i], out, n);
+}
+static int refs_range(const ir_expr *e, int lo, int hi) {
+    if (!e) return 0;
+    if (e->kind == IR_VAR) return e->var >= lo && e->var < hi;
+    if (e->kind == IR_LOAD)
+        for (int i = 0; i < e->nidx; i++)
+            if (refs_range(e->idx[i], lo, hi)) return 1;
+    return refs_range(e->a, lo, hi) || refs_range(e->b, lo, hi) || refs_range(e->c, lo, hi);
+}
+/* var0.. = v, component by component; a component that reads a variable assigned before it
+ * (v = vec2(v.y, v.x)) makes every component go through a temporary first. */
+static void vassign(ctx *c, int var0, ir_expr *v, ir_block *out, int line, int col) {
+    if (!v) return;
+    if (!is_vval(v)) {
+        push(c, out, mk_assign(c, var0, v, line, col));
+        return;
+    }
+    ir_expr *fl[DVM_MAX_TUPLE * 16];
+    int n = 0;
+    flatten(v, fl, &n);
+    for (int i = 1; i < n; i++)
+        if (refs_range(fl[i], var0, var0 + i)) {
+            for (int j = 0; j < n; j++) fl[j] = settle_f(c, fl[j], out, 1);
+            break;
+        }
+    for (int i = 0; i < n; i++)
+        if (fl[i]) push(c, out, mk_assign(c, var0 + i, use(c, fl[i]), line, col));
+}
+
+/* An assignment's conversion, for every type: vectors and matrices only to their own type. */
+static ir_expr *vconvert(ctx *c, ir_expr *e, int want) {
+    if (!e) return NULL;
+    if (is_vval(e) || is_vt(want) || want == DVM_T_TUPLE) return e->type == want && e->type != DVM_T_TUPLE ? e : NULL;
+    return convert(c, e, want);
+}
+
+static const char *verb(int tk) {
+    return tk == TK_PLUS ? "add" : tk == TK_MINUS ? "subtract" : tk == TK_STAR ? "multiply" : "divide";
+}
+
+static int no_tuple(ctx *c, const ir_expr *e, int line, int col) {
+    if (!e || e->type != DVM_T_TUPLE) return 0;
+    err(c, line, col, "this helper returns %d values: unpack them first (a, b = f(...))", e->nidx);
+    return 1;
+}
+
+static ir_expr *sum_products(ctx *c, ir_expr **x, ir_expr **y, int n, int line, int col) {
+    ir_expr *r = NULL;
+    for (int k = 0; k < n; k++) {
+        ir_expr *p = mk_bin(c, DVM_OP_MULF, DVM_T_F32, use(c, x[k]), use(c, y[k]), line, col);
+        r = r ? mk_bin(c, DVM_OP_ADDF, DVM_T_F32, r, p, line, col) : p;
+    }
+    return r;
+}
+
+static ir_expr *matmul(ctx *c, ir_expr *a, ir_expr *b, ir_block *pre, int line, int col) {
+    if (!is_vt(a->type) || !is_vt(b->type)) {
+        err(c, line, col, "'@' multiplies matrices and vectors, got %s and %s (use * with a scalar)", tname(a->type), tname(b->type));
+        return NULL;
+    }
+    if (is_vec(a->type) && is_vec(b->type)) {
+        err(c, line, col, "'@' of two vectors (%s and %s) is not defined: use dot(a, b) or outer(a, b)", tname(a->type), tname(b->type));
+        return NULL;
+    }
+    int n = vdim(a->type);
+    if (vdim(b->type) != n) {
+        err(c, line, col, "cannot multiply %s by %s with '@': their sizes differ", tname(a->type), tname(b->type));
+        return NULL;
+    }
+    a = settle(c, a, pre);
+    b = settle(c, b, pre);
+    if (!a || !b) return NULL;
+    ir_expr **A = parts(a), **B = parts(b);
+    ir_expr *x[4], *y[4];
+    if (is_mat(a->type) && is_mat(b->type)) {
+        ir_expr *r = mk_vec(c, a->type, n * n, line, col);
+        if (!r) return NULL;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) {
+                for (int k = 0; k < n; k++) x[k] = A[i * n + k], y[k] = B[k * n + j];
+                parts(r)[i * n + j] = sum_products(c, x, y, n, line, col);
+            }
+        return vdone(r);
+    }
+    ir_expr *r = mk_vec(c, DVM_T_VEC2 + n - 2, n, line, col);
+    if (!r) return NULL;
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < n; k++) {
+            if (is_mat(a->type)) x[k] = A[i * n + k], y[k] = B[k]; /* (m @ v)[i] = sum_k m[i, k] v[k] */
+            else x[k] = A[k], y[k] = B[k * n + i];                  /* (v @ m)[i] = sum_k v[k] m[k, i] */
+        }
+        parts(r)[i] = sum_products(c, x, y, n, line, col);
+    }
+    return vdone(r);
+}
+
+static ir_expr *arith(ctx *c, int tk, ir_expr *a, ir_expr *b, int line, int col);
+
+/* a op b where a or b is a vector or matrix (or op is @). */
+static ir_expr *varith(ctx *c, int tk, ir_expr *a, ir_expr *b, ir_block *pre, int line, int col) {
+    if (!a || !b) return NULL;
+    if (no_tuple(c, a, line, col) || no_tuple(c, b, line, col)) return NULL;
+    if (tk == TK_AT) return matmul(c, a, b, pre, line, col);
+    if (tk != TK_PLUS && tk != TK_MINUS && tk != TK_STAR && tk != TK_SLASH) {
+        err(c, line, col, "operator '%s' is not defined on %s and %s (vectors and matrices take + - * / componentwise and @)", op_text(tk),
+            tname(a->type), tname(b->type));
+        return NULL;
+    }
+    int va = is_vt(a->type), vb = is_vt(b->type);
+    if (va && vb && a->type != b->type) {
+        err(c, line, col, "cannot %s %s and %s%s", verb(tk), tname(a->type), tname(b->type),
+            tk == TK_STAR && (is_mat(a->type) || is_mat(b->type)) ? " (use @ for the matrix product)" : "");
+        return NULL;
+    }
+    if ((!va && !is_num(a->type)) || (!vb && !is_num(b->type))) {
+        err(c, line, col, "cannot %s %s and %s", verb(tk), tname(a->type), tname(b->type));
+        return NULL;
+    }
+    int t = va ? a->type : b->type;
+    if (!va) a = settle(c, to_f32(c, a), pre);
+    if (!vb) b = settle(c, to_f32(c, b), pre);
+    if (!a || !b) return NULL;
+    ir_expr *r = mk_vec(c, t, ncomp(t), line, col);
+    if (!r) return NULL;
+    for (int i = 0; i < ncomp(t); i++)
+        parts(r)[i] = arith(c, tk, va ? use(c, parts(a)[i]) : use(c, a), vb ? use(c, parts(b)[i]) : use(c, b), line, col);
+    return vdone(r);
+}
+
+/* Arithmetic of any types: the scalar rules, or componentwise. */
+static ir_expr *arith2(ctx *c, int tk, ir_expr *a, ir_expr *b, ir_block *pre, int line, int col) {
+    if (!a || !b) return NULL;
+    if (is_vval(a) || is_vval(b) || tk == TK_AT) return varith(c, tk, a, b, pre, line, col);
+    return arith(c, tk, a, b, line, col);
+}
+
+static ir_expr *vneg(ctx *c, ir_expr *a, int line, int col) {
+    ir_expr *r = mk_vec(c, a->type, a->nidx, line, col);
+    if (!r) return NULL;
+    for (int i = 0; i < a->nidx; i++) parts(r)[i] = mk_un(c, DVM_OP_NEGF, DVM_T_F32, parts(a)[i]);
+    return vdone(r);
+}
+
+/* Part k of a vector (a component) or of a matrix (a row). */
+static ir_expr *vpart(ctx *c, ir_expr *v, int k, int line, int col) {
+    if (is_vec(v->type)) return use(c, parts(v)[k]);
+    int n = vdim(v->type);
+    ir_expr *r = mk_vec(c, DVM_T_VEC2 + n - 2, n, line, col);
+    if (!r) return NULL;
+    for (int j = 0; j < n; j++) parts(r)[j] = use(c, parts(v)[k * n + j]);
+    return vdone(r);
+}
+
+/* determinant of the k x k submatrix rows[] x cols[] of the n x n matrix m (leaves) */
+static ir_expr *det_rec(ctx *c, ir_expr **m, int n, const int *rows, const int *cols, int k, int line, int col) {
+    if (k == 1) return use(c, m[rows[0] * n + cols[0]]);
+    if (k == 2)
+        return mk_bin(c, DVM_OP_SUBF, DVM_T_F32,
+                      mk_bin(c, DVM_OP_MULF, DVM_T_F32, use(c, m[rows[0] * n + cols[0]]), use(c, m[rows[1] * n + cols[1]]), line, col),
+                      mk_bin(c, DVM_OP_MULF, DVM_T_F32, use(c, m[rows[0] * n + cols[1]]), use(c, m[rows[1] * n + cols[0]]), line, col), line, col);
+    ir_expr *r = NULL;
+    for (int j = 0; j < k; j++) {
+        int sub[4], ns = 0;
+        for (int q = 0; q < k; q++)
+            if (q != j) sub[ns++] = cols[q];
+        ir_expr *t = mk_bin(c, DVM_OP_MULF, DVM_T_F32, use(c, m[rows[0] * n + cols[j]]), det_rec(c, m, n, rows + 1, sub, k - 1, line, col), line, col);
+        r = !r ? t : mk_bin(c, j % 2 ? DVM_OP_SUBF : DVM_OP_ADDF, DVM_T_F32, r, t, line, col);
+    }
+    return r;
+}
+
+enum { VB_DOT, VB_CROSS, VB_LENGTH, VB_NORMALIZE, VB_OUTER, VB_TRANSPOSE, VB_DET, VB_INVERSE, VB_TRACE };
+
+/* dot cross length normalize outer transpose determinant inverse trace */
+static ir_expr *vbuiltin(ctx *c, const char *name, int which, ir_expr **args, int nargs, ir_block *pre, int line, int col) {
+    static const int want_args[] = {2, 2, 1, 1, 2, 1, 1, 1, 1};
+    if (nargs != want_args[which]) {
+        err(c, line, col, "%s takes %d argument%s but %d %s given", name, want_args[which], want_args[which] == 1 ? "" : "s", nargs,
+            nargs == 1 ? "was" : "were");
+        return NULL;
+    }
+    for (int i = 0; i < nargs; i++)
+        if (no_tuple(c, args[i], line, col)) return NULL;
+    int t = args[0]->type;
+    int on_vec = which <= VB_OUTER;
+    int ok = on_vec ? is_vec(t) : is_mat(t);
+    if (ok && nargs == 2 && args[1]->type != t) ok = 0;
+    if (ok && which == VB_CROSS && t != DVM_T_VEC3) ok = 0;
+    if (!ok) {
+        const char *need = which == VB_CROSS ? "two vec3" : nargs == 2 ? "two vectors of the same size" : on_vec ? "a vector" : "a matrix";
+        if (nargs == 2) err(c, line, col, "%s takes %s, got %s and %s", name, need, tname(t), tname(args[1]->type));
+        else err(c, line, col, "%s takes %s, got %s", name, need, tname(t));
+        return NULL;
+    }
+    int n = vdim(t);
+    ir_expr *a = settle(c, args[0], pre), *b = nargs == 2 ? settle(c, args[1], pre) : NULL;
+    if (!a || (nargs == 2 && !b)) return NULL;
+    ir_expr **A = parts(a), **B = b ? parts(b) : NULL;
+    ir_expr *r = NULL;
+    switch (which) {
+    case VB_DOT: return sum_products(c, A, B, n, line, col);
+    case VB_LENGTH: return mk_un(c, DVM_OP_SQRT, DVM_T_F32, sum_products(c, A, A, n, line, col));
+    case VB_NORMALIZE: {
+        ir_expr *len = settle(c, mk_un(c, DVM_OP_SQRT, DVM_T_F32, sum_products(c, A, A, n, line, col)), pre);
+        if (!len) return NULL;
+        r = mk_vec(c, t, n, line, col);
+        if (!r) return NULL;
+        for (int i = 0; i < n; i++) parts(r)[i] = mk_bin(c, DVM_OP_DIVF, DVM_T_F32, use(c, A[i]), use(c, len), line, col);
+        return vdone(r);
+    }
+    case VB_CROSS: {
+        r = mk_vec(c, t, 3, line, col);
+        if (!r) return NULL;
+        for (int i = 0; i < 3; i++) {
+            int j = (i + 1) % 3, k = (i + 2) % 3; /* (a x b)_i = a_j b_k - a_k b_j */
+            parts(r)[i] = mk_bin(c, DVM_OP_SUBF, DVM_T_F32, mk_bin(c, DVM_OP_MULF, DVM_T_F32, use(c, A[j]), use(c, B[k]), line, col),
+                                 mk_bin(c, DVM_OP_MULF, DVM_T_F32, use(c, A[k]), use(c, B[j]), line, col), line, col);
+        }
+        return vdone(r);
+    }
+    case VB_OUTER:
+        r = mk_vec(c, DVM_T_MAT2 + n - 2, n * n, line, col);
+        if (!r) return NULL;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) parts(r)[i * n + j] = mk_bin(c, DVM_OP_MULF, DVM_T_F32, use(c, A[i]), use(c, B[j]), line, col);
+        return vdone(r);
+    case VB_TRANSPOSE:
+        r = mk_vec(c, t, n * n, line, col);
+        if (!r) return NULL;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) parts(r)[i * n + j] = use(c, A[j * n + i]);
+        return vdone(r);
+    case VB_TRACE:
+        for (int i = 0; i < n; i++) r = r ? mk_bin(c, DVM_OP_ADDF, DVM_T_F32, r, use(c, A[i * n + i]), line, col) : use(c, A[0]);
+        return r;
+    case VB_DET: {
+        static const int idx[4] = {0, 1, 2, 3};
+        return det_rec(c, A, n, idx, idx, n, line, col);
+    }
+    case VB_INVERSE: { /* the adjugate over the determinant: inv[i, j] = cofactor(j, i) / det */
+        static const int idx[4] = {0, 1, 2, 3};
+        ir_expr *det = settle(c, det_rec(c, A, n, idx, idx, n, line, col), pre);
+        ir_expr *inv = settle(c, mk_bin(c, DVM_OP_DIVF, DVM_T_F32, mk_const_f(c, 1.0f, line, col), det, line, col), pre);
+        if (!inv) return NULL;
+        r = mk_vec(c, t, n * n, line, col);
+        if (!r) return NULL;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) {
+                int rows[3], cols[3], nr = 0, nc = 0;
+                for (int q = 0; q < n; q++) {
+                    if (q != j) rows[nr++] = q;
+                    if (q != i) cols[nc++] = q;
+                }
+                ir_expr *m = det_rec(c, A, n, rows, cols, n - 1, line, col);
+                if ((i + j) % 2) m = mk_un(c, DVM_OP_NEGF, DVM_T_F32, m);
+                parts(r)[i * n + j] = mk_bin(c, DVM_OP_MULF, DVM_T_F32, m, use(c, inv), line, col);
+            }
+        return vdone(r);
+    }
+    }
+    return NULL;
+}
+
+/* vec3(a, b, c), vec3(s), mat3(row0, row1, row2), mat2(a, b, c, d): the arguments' components
+ * in order (a vector counts as its components). */
+static ir_expr *vconstruct(ctx *c, const char *name, int t, ir_expr **args, int nargs, const ast_expr *e, ir_block *pre) {
+    int need = ncomp(t);
+    ir_expr *fl[DVM_MAX_TUPLE * 16];
+    int n = 0;
+    for (int i = 0; i < nargs; i++) {
+        ir_expr *x = args[i];
+        if (no_tuple(c, x, e->args[i]->line, e->args[i]->col)) return NULL;
+        if (!is_vt(x->type) && !is_num(x->type)) {
+            err(c, e->args[i]->line, e->args[i]->col, "argument %d of %s must be f32, i32 or a vector, got %s", i + 1, name, tname(x->type));
+            return NULL;
+        }
+        if (n + ncomp(x->type) > need) {
+            n = need + 1;
+            break;
+        }
+        if (is_vval(x)) for (int j = 0; j < x->nidx; j++) fl[n++] = parts(x)[j];
+        else fl[n++] = to_f32(c, x);
+    }
+    if (n == 1 && nargs == 1 && is_vec(t)) { /* vec3(s): every component s */
+        ir_expr *s = settle(c, fl[0], pre);
+        for (int i = 1; i < need; i++) fl[i] = s;
+        fl[0] = s;
+        n = need;
+    }
+    if (n != need) {
+        int d = vdim(t);
+        if (is_vec(t)) err(c, e->line, e->col, "%s(...) takes %d components (or one value for all of them), got %s", name, need, n > need ? "more" : "fewer");
+        else err(c, e->line, e->col, "%s(...) takes %d rows (vec%d) or %d values, row by row; got %s", name, d, d, need, n > need ? "more" : "fewer");
+        return NULL;
+    }
+    ir_expr *r = mk_vec(c, t, need, e->line, e->col);
+    if (!r) return NULL;
+    for (int i = 0; i < need; i++) parts(r)[i] = use(c, fl[i]);
+    return vdone(r);
+}
+
+/* abs min max clamp select with a vector or matrix among the arguments: componentwise, a
+ * scalar broadcast. */
+static ir_expr *velementwise(ctx *c, const char *name, int kind, int op, ir_expr **args, int nargs, ir_block *pre, int line, int col) {
+    int t = 0;
+    for (int i = 0; i < nargs; i++) {
+        if (no_tuple(c, args[i], line, col)) return NULL;
+        int at = args[i]->type;
+        if (kind == BI_SELECT && i == 0) {
+            if (at != DVM_T_BOOL) {
+                err(c, line, col, "the condition of select must be bool, got %s (select is componentwise only in its values)", tname(at));
+                return NULL;
+            }
+            continue;
+        }
+        if (is_vt(at)) {
+            if (t && t != at) {
+                err(c, line, col, "%s of %s and %s: the vector and matrix arguments must have the same type", name, tname(t), tname(at));
+                return NULL;
+            }
+            t = at;
+        } else if (!is_num(at)) {
+            err(c, line, col, "argument %d of %s must be f32, i32 or a vector, got %s", i + 1, name, tname(at));
+            return NULL;
+        }
+    }
+    if (kind != BI_ABS && kind != BI_MINMAX && kind != BI_CLAMP && kind != BI_SELECT) {
+        err(c, line, col, "%s takes f32 or i32, got %s (only abs, min, max, clamp and select work componentwise)", name, tname(t));
+        return NULL;
+    }
+    ir_expr *s[16];
+    for (int i = 0; i < nargs && i < 16; i++)
+        s[i] = is_vt(args[i]->type) ? args[i] : settle(c, (kind == BI_SELECT && i == 0) ? args[i] : to_f32(c, args[i]), pre);
+    ir_expr *r = mk_vec(c, t, ncomp(t), line, col);
+    if (!r) return NULL;
+    for (int k = 0; k < ncomp(t); k++) {
+        ir_expr *x[16];
+        for (int i = 0; i < nargs && i < 16; i++) x[i] = is_vval(s[i]) ? use(c, parts(s[i])[k]) : use(c, s[i]);
+        ir_expr *v = NULL;
+        if (kind == BI_ABS) v = mk_un(c, DVM_OP_ABSF, DVM_T_F32, x[0]);
+        else if (kind == BI_CLAMP) v = mk_bin(c, DVM_OP_MINF, DVM_T_F32, mk_bin(c, DVM_OP_MAXF, DVM_T_F32, x[0], x[1], line, col), x[2], line, col);
+        else if (kind == BI_MINMAX) {
+            v = x[0];
+            for (int i = 1; i < nargs && i < 16; i++) v = mk_bin(c, op ? DVM_OP_MAXF : DVM_OP_MINF, DVM_T_F32, v, x[i], line, col);
+        } else {
+            v = mk(c, IR_SELECT, DVM_T_F32, line, col);
+            if (v) v->a = x[0], v->b = x[1], v->c = x[2];
+        }
+        parts(r)[k] = v;
+    }
+    return vdone(r);
+}
+
 /* ---- arrays ---- */
 /* The array a name refers to: the kernel parameter index, or -1 with an error. */
 static int array_of(ctx *c, const ast_expr *e) {
@@ -426,6 +910,11 @@ static int array_of(ctx *c, const ast_expr *e) {
 /* Lowers the indices of x[...] into idx; returns the rank or -1. */
 static int lower_indices(ctx *c, const ast_expr *ix, int param, ir_expr **idx, ir_block *pre) {
     const ir_param *p = &c->k->params[param];
+    if (ix->nargs != p->rank && c->param_vt[param]) {
+        err(c, ix->line, ix->col, "'%s' is %s: an element of one f32 takes %d indices here (%s[%s]), got %d", p->name, c->param_decl[param], p->rank,
+            p->name, p->rank == 2 ? "i, k" : p->rank == 3 ? "i, j, k" : "i, j, k, l", ix->nargs);
+        return -1;
+    }
     if (ix->nargs != p->rank) {
         err(c, ix->line, ix->col, "array '%s' has rank %d but %d %s given", p->name, p->rank, ix->nargs,
             ix->nargs == 1 ? "index was" : "indices were");
@@ -473,6 +962,271 @@ static ir_expr *lower_shape(ctx *c, const ast_expr *ix, ir_block *pre) {
     return mk_var(c, c->k->syms[-dm - 1].var, ix->line, ix->col);
 }
 
+/* ---- places: an array element, a local vector, and their parts ---- */
+typedef struct place {
+    int param;   /* the array parameter, or -1: a local */
+    binding *b;  /* a local's binding */
+    int var0;    /* a local: the first variable of the place */
+    int type;    /* the place's type (f32, i32, a vector or a matrix) */
+    int nidx;    /* an array: the indices so far */
+    ir_expr *idx[DVM_MAX_RANK];
+} place;
+
+/* e.NAME is no component of a value of type t */
+static void bad_component(ctx *c, const ast_expr *e, int t) {
+    const char *s = e->str;
+    size_t n = strlen(s), sw = strspn(s, "xyzw");
+    if (is_mat(t)) err(c, e->line, e->col, "%s has no component '.%s': index it, m[i, j] (a row: m[i])", tname(t), s);
+    else if (n > 1 && sw == n) err(c, e->line, e->col, "swizzles such as '.%s' are not supported; build the vector from components (vec2(v.x, v.y))", s);
+    else err(c, e->line, e->col, "%s has no component '.%s' (it has %.*s)", tname(t), s, 2 * vdim(t) - 1, "x y z w");
+}
+
+/* Does e name a place (something rooted at an array of vectors or a vector local)? */
+static int is_place_form(ctx *c, const ast_expr *e) {
+    while (e->kind == AE_ATTR || e->kind == AE_INDEX) {
+        if (e->kind == AE_ATTR && !strcmp(e->str, "shape")) return 0;
+        if (e->kind == AE_INDEX && e->a->kind == AE_NAME) {
+            binding *b = lookup(c, e->a->name);
+            if (b && b->kind == BK_ARRAY) return 1;
+        }
+        e = e->a;
+    }
+    if (e->kind != AE_NAME) return 0;
+    binding *b = lookup(c, e->name);
+    return b && ((b->kind == BK_VAR && b->vtype) || (b->kind == BK_ARRAY && c->param_vt[b->param]));
+}
+
+static int lit_index(ctx *c, const ast_expr *ae, ir_expr *x, int n, const char *of) {
+    if (!x) return -1;
+    if (x->kind != IR_CONST || x->type != DVM_T_I32) {
+        err(c, ae->line, ae->col, "the index of a %s must be an integer literal or a static(range(...)) loop variable, got %s%s", of,
+            x->type == DVM_T_I32 ? "a computed " : "", tname(x->type));
+        return -1;
+    }
+    if (x->k.i < 0 || x->k.i >= n) {
+        err(c, ae->line, ae->col, "index %d is out of range for a %s (0..%d)", (int)x->k.i, of, n - 1);
+        return -1;
+    }
+    return x->k.i;
+}
+
+/* Selects component k (a vector's) or row k (a matrix's) of the place. */
+static void place_step(place *pl, int k, ir_expr *dyn, ctx *c, int line, int col) {
+    int n = vdim(pl->type);
+    if (pl->param >= 0) pl->idx[pl->nidx++] = dyn ? dyn : mk_const_i(c, DVM_T_I32, k, line, col);
+    else pl->var0 += is_mat(pl->type) ? k * n : k;
+    pl->type = is_mat(pl->type) ? DVM_T_VEC2 + n - 2 : DVM_T_F32;
+}
+
+/* Resolves a place; 0 on success, -1 after an error. */
+static int resolve_place(ctx *c, const ast_expr *e, place *pl, ir_block *pre) {
+    if (e->kind == AE_NAME) {
+        binding *b = lookup(c, e->name);
+        if (b && b->kind == BK_ARRAY) {
+            const ir_param *p = &c->k->params[b->param];
+            int vt = c->param_vt[b->param];
+            err(c, e->line, e->col, "'%s' is %s: index it once (%s[%s]) to get a %s", e->str, c->param_decl[b->param], e->str,
+                p->rank - ncomp(vt) > 1 ? "i, j" : "i", tname(vt));
+            return -1;
+        }
+        memset(pl, 0, sizeof *pl);
+        pl->param = -1;
+        pl->b = b;
+        pl->var0 = b->var;
+        pl->type = b->vtype;
+        return 0;
+    }
+    if (e->kind == AE_INDEX && e->a->kind == AE_NAME) {
+        binding *b = lookup(c, e->a->name);
+        if (b && b->kind == BK_ARRAY) {
+            const ir_param *p = &c->k->params[b->param];
+            int vt = c->param_vt[b->param];
+            if (!vt) { /* an array of scalars: x[i].y and the like */
+                memset(pl, 0, sizeof *pl);
+                pl->param = b->param;
+                pl->type = p->type;
+                pl->nidx = lower_indices(c, e, b->param, pl->idx, pre);
+                return pl->nidx < 0 ? -1 : 0;
+            }
+            int base = p->rank - (is_mat(vt) ? 2 : 1);
+            if (e->nargs < base || e->nargs > p->rank) {
+                err(c, e->line, e->col, "'%s' is %s: %s[%s] is a %s%s; got %d ind%s", p->name, c->param_decl[b->param], p->name,
+                    base > 1 ? "i, j" : "i", tname(vt), is_mat(vt) ? ", with a row index a vec and with two an f32" : ", with one more index an f32",
+                    e->nargs, e->nargs == 1 ? "ex" : "ices");
+                return -1;
+            }
+            memset(pl, 0, sizeof *pl);
+            pl->param = b->param;
+            pl->type = vt;
+            int ok = 1;
+            for (int i = 0; i < e->nargs; i++) {
+                ir_expr *x = lower_expr(c, e->args[i], pre);
+                if (!x) {
+                    ok = 0;
+                    continue;
+                }
+                if (x->type != DVM_T_I32) {
+                    err(c, e->args[i]->line, e->args[i]->col, "the index for axis %d of '%s' must be i32, got %s", i, p->name, tname(x->type));
+                    ok = 0;
+                    continue;
+                }
+                x = settle(c, x, pre); /* used by every component's load or store */
+                if (i < base) pl->idx[pl->nidx++] = x;
+                else if (x->kind == IR_CONST && (x->k.i < 0 || x->k.i >= vdim(vt))) {
+                    err(c, e->args[i]->line, e->args[i]->col, "index %d is out of range for axis %d of '%s' (%s)", (int)x->k.i, i, p->name,
+                        c->param_decl[b->param]);
+                    ok = 0;
+                } else place_step(pl, 0, x, c, e->line, e->col);
+            }
+            return ok ? 0 : -1;
+        }
+    }
+    place inner;
+    if (resolve_place(c, e->a, &inner, pre)) return -1;
+    *pl = inner;
+    if (!is_vt(pl->type)) {
+        err(c, e->line, e->col, "%s has no components%s", tname(pl->type), e->kind == AE_ATTR ? "" : " to index");
+        return -1;
+    }
+    if (e->kind == AE_ATTR) {
+        const char *s = e->str;
+        int k = s[0] && !s[1] ? (s[0] == 'x' ? 0 : s[0] == 'y' ? 1 : s[0] == 'z' ? 2 : s[0] == 'w' ? 3 : -1) : -1;
+        if (is_mat(pl->type) || k < 0 || k >= vdim(pl->type)) {
+            bad_component(c, e, pl->type);
+            return -1;
+        }
+        place_step(pl, k, NULL, c, e->line, e->col);
+        return 0;
+    }
+    if (e->nargs > (is_mat(pl->type) ? 2 : 1)) {
+        err(c, e->line, e->col, "a %s takes %s index, got %d", tname(pl->type), is_mat(pl->type) ? "one (a row) or two (an element)" : "one", e->nargs);
+        return -1;
+    }
+    for (int i = 0; i < e->nargs; i++) {
+        ir_expr *x = lower_expr(c, e->args[i], pre);
+        if (pl->param >= 0 && x && x->type == DVM_T_I32 && x->kind != IR_CONST) { /* array elements may take a computed index */
+            place_step(pl, 0, settle(c, x, pre), c, e->line, e->col);
+            continue;
+        }
+        int k = lit_index(c, e->args[i], x, vdim(pl->type), tname(pl->type));
+        if (k < 0) return -1;
+        place_step(pl, k, NULL, c, e->line, e->col);
+    }
+    return 0;
+}
+
+/* The value of a place: loads or variables. */
+static ir_expr *place_value(ctx *c, const place *pl, int line, int col) {
+    if (pl->param < 0) return vvar_val(c, pl->var0, pl->type, NULL, 0, line, col);
+    int n = ncomp(pl->type), d = vdim(pl->type);
+    ir_expr *r = is_vt(pl->type) ? mk_vec(c, pl->type, n, line, col) : NULL;
+    for (int k = 0; k < n; k++) {
+        ir_expr *x = mk(c, IR_LOAD, DVM_T_F32, line, col);
+        if (!x) return NULL;
+        x->slot = c->slot_of_param[pl->param];
+        x->nidx = pl->nidx;
+        for (int i = 0; i < pl->nidx; i++) x->idx[i] = use(c, pl->idx[i]);
+        if (is_vec(pl->type)) x->idx[x->nidx++] = mk_const_i(c, DVM_T_I32, k, line, col);
+        if (is_mat(pl->type)) {
+            x->idx[x->nidx++] = mk_const_i(c, DVM_T_I32, k / d, line, col);
+            x->idx[x->nidx++] = mk_const_i(c, DVM_T_I32, k % d, line, col);
+        }
+        if (!r) return x;
+        parts(r)[k] = x;
+    }
+    return vdone(r);
+}
+
+static int writable(ctx *c, binding *b, const ast_expr *target);
+
+/* place = v, or place op= v (arrays: += and -= are atomic adds, per component). */
+static void place_store(ctx *c, const ast_expr *t, const ast_expr *ve, ir_expr *v, int op, ir_block *out, int line, int col) {
+    place pl;
+    if (resolve_place(c, t, &pl, out) || !v) return;
+    if (no_tuple(c, v, ve->line, ve->col)) return;
+    if (pl.param < 0) {
+        if (!writable(c, pl.b, t)) return;
+        if (op) v = arith2(c, op, place_value(c, &pl, line, col), v, out, line, col);
+        ir_expr *cv = vconvert(c, v, pl.type);
+        if (!cv) {
+            if (v) err(c, ve->line, ve->col, "cannot assign %s to a %s (here a part of '%s')", tname(v->type), tname(pl.type), pl.b ? c->k->vars[pl.b->var].name : "?");
+            return;
+        }
+        vassign(c, pl.var0, cv, out, line, col);
+        return;
+    }
+    const ir_param *p = &c->k->params[pl.param];
+    if (c->fr->h) {
+        err(c, t->line, t->col, "helper '%s' cannot write array '%s' (helpers only read arrays)", c->fr->h->f->str, p->name);
+        return;
+    }
+    if (op && op != TK_PLUS && op != TK_MINUS) {
+        err(c, line, col, "'%s[...] %s= e' is not supported: only += and -= on array elements (they are atomic adds)", p->name, op_text(op));
+        return;
+    }
+    ir_expr *cv = vconvert(c, v, pl.type);
+    if (!cv) {
+        err(c, ve->line, ve->col, "cannot store %s into an element of '%s' that is a %s ('%s' is %s)", tname(v->type), p->name, tname(pl.type), p->name, c->param_decl[pl.param]);
+        return;
+    }
+    ir_expr *fl[16];
+    int n = 0;
+    flatten(cv, fl, &n);
+    int d = vdim(pl.type);
+    for (int k = 0; k < n; k++) {
+        ir_expr *x = fl[k];
+        int f = p->type == DVM_T_F32;
+        if (op == TK_MINUS && x->kind == IR_CONST) x = f ? mk_const_f(c, -x->k.f, x->line, x->col) : mk_const_i(c, DVM_T_I32, (int32_t)(0u - (uint32_t)x->k.i), x->line, x->col);
+        else if (op == TK_MINUS) x = mk_un(c, f ? DVM_OP_NEGF : DVM_OP_NEGI, p->type, use(c, x));
+        else x = use(c, x);
+        ir_stmt *st = mk_stmt(c, op ? IR_ATOMIC : IR_STORE, line, col);
+        if (!st) return;
+        if (op) st->op = f ? DVM_OP_ATOMADDF : DVM_OP_ATOMADDI;
+        st->slot = c->slot_of_param[pl.param];
+        st->nidx = pl.nidx;
+        for (int i = 0; i < pl.nidx; i++) st->idx[i] = use(c, pl.idx[i]);
+        if (is_vec(pl.type)) st->idx[st->nidx++] = mk_const_i(c, DVM_T_I32, k, line, col);
+        if (is_mat(pl.type)) {
+            st->idx[st->nidx++] = mk_const_i(c, DVM_T_I32, k / d, line, col);
+            st->idx[st->nidx++] = mk_const_i(c, DVM_T_I32, k % d, line, col);
+        }
+        st->e = x;
+        push(c, out, st);
+    }
+}
+
+/* Component or row k of any value (not a place): (a + b).x, f(v)[1]. */
+static ir_expr *lower_select(ctx *c, const ast_expr *e, ir_block *pre) {
+    ir_expr *v = lower_expr(c, e->a, pre);
+    if (!v) return NULL;
+    if (no_tuple(c, v, e->line, e->col)) return NULL;
+    if (!is_vt(v->type)) {
+        if (e->kind == AE_ATTR) err(c, e->line, e->col, "%s has no attribute '%s'", tname(v->type), e->str);
+        else err(c, e->line, e->col, "%s values cannot be indexed", tname(v->type));
+        return NULL;
+    }
+    if (e->kind == AE_ATTR) {
+        const char *s = e->str;
+        int k = s[0] && !s[1] ? (s[0] == 'x' ? 0 : s[0] == 'y' ? 1 : s[0] == 'z' ? 2 : s[0] == 'w' ? 3 : -1) : -1;
+        if (is_mat(v->type) || k < 0 || k >= vdim(v->type)) {
+            bad_component(c, e, v->type);
+            return NULL;
+        }
+        return vpart(c, v, k, e->line, e->col);
+    }
+    if (e->nargs > (is_mat(v->type) ? 2 : 1)) {
+        err(c, e->line, e->col, "a %s takes %s index, got %d", tname(v->type), is_mat(v->type) ? "one (a row) or two (an element)" : "one", e->nargs);
+        return NULL;
+    }
+    for (int i = 0; i < e->nargs; i++) {
+        int k = lit_index(c, e->args[i], lower_expr(c, e->args[i], pre), vdim(v->type), tname(v->type));
+        if (k < 0) return NULL;
+        v = vpart(c, v, k, e->line, e->col);
+        if (!v) return NULL;
+    }
+    return v;
+}
+
 /* ---- calls ---- */
 static ir_expr *lower_helper_call(ctx *c, helper_info *h, const ast_expr *e, ir_block *pre);
 
@@ -499,6 +1253,19 @@ static ir_expr *lower_call(ctx *c, const ast_expr *e, ir_block *pre) {
         err(c, e->line, e->col, "%s(...) may only follow 'in' in a for loop", bi->name);
         return NULL;
     }
+    if (bi->kind == BI_CTOR || bi->kind == BI_VEC) {
+        if (e->nargs < 1 || e->nargs > 16) {
+            err(c, e->line, e->col, "%s takes %s arguments, got %d", bi->name, e->nargs < 1 ? "some" : "at most 16", e->nargs);
+            return NULL;
+        }
+        ir_expr *va[16];
+        int vok = 1;
+        for (int i = 0; i < e->nargs; i++)
+            if (!(va[i] = lower_expr(c, e->args[i], pre))) vok = 0;
+        if (!vok) return NULL;
+        if (bi->kind == BI_CTOR) return vconstruct(c, bi->name, bi->op, va, e->nargs, e, pre);
+        return vbuiltin(c, bi->name, bi->op, va, e->nargs, pre, e->line, e->col);
+    }
     if (bi->nargs >= 0 && e->nargs != bi->nargs) {
         err(c, e->line, e->col, "%s takes %d argument%s but %d %s given", bi->name, bi->nargs, bi->nargs == 1 ? "" : "s",
             e->nargs, e->nargs == 1 ? "was" : "were");
@@ -521,6 +1288,14 @@ static ir_expr *lower_call(ctx *c, const ast_expr *e, ir_block *pre) {
     }
     if (!ok) return NULL;
     int line = e->line, col = e->col;
+    for (int i = 0; i < e->nargs; i++)
+        if (is_vval(args[i])) {
+            if (e->nargs > 16) {
+                err(c, line, col, "%s of vectors takes at most 16 arguments", bi->name);
+                return NULL;
+            }
+            return velementwise(c, bi->name, bi->kind, bi->op, args, e->nargs, pre, line, col);
+        }
     for (int i = 0; i < e->nargs; i++) {
         int t = args[i]->type;
         int want_bool = bi->kind == BI_SELECT && i == 0;
@@ -612,9 +1387,14 @@ static ir_expr *lower_name(ctx *c, const ast_expr *e) {
         return NULL;
     }
     switch (b->kind) {
-    case BK_VAR: return mk_var(c, b->var, e->line, e->col);
+    case BK_VAR: return b->vtype ? vvar_val(c, b->var, b->vtype, NULL, 0, e->line, e->col) : mk_var(c, b->var, e->line, e->col);
     case BK_EXPR: return clone_leaf(c, b->expr, e->line, e->col);
     case BK_ARRAY:
+        if (c->param_vt[b->param]) {
+            place pl;
+            resolve_place(c, e, &pl, NULL); /* reports how to index it */
+            return NULL;
+        }
         err(c, e->line, e->col, "'%s' is an array; read an element with %s[i]", e->str, e->str);
         return NULL;
     default: return NULL;
@@ -640,6 +1420,7 @@ static ir_expr *lower_expr_node(ctx *c, const ast_expr *e, ir_block *pre) {
             if (x) x->line = e->line, x->col = e->col;
             return x;
         }
+        if (is_vt(a->type) && is_vval(a)) return e->op == TK_PLUS ? a : vneg(c, a, e->line, e->col);
         if (a->type != DVM_T_F32 && a->type != DVM_T_I32) {
             err(c, e->line, e->col, "unary '%s' needs an f32 or i32 operand, got %s", op_text(e->op), tname(a->type));
             return NULL;
@@ -656,7 +1437,7 @@ static ir_expr *lower_expr_node(ctx *c, const ast_expr *e, ir_block *pre) {
     case AE_BINARY: {
         ir_expr *a = lower_expr(c, e->a, pre);
         ir_expr *b = lower_expr(c, e->b, pre);
-        return arith(c, e->op, a, b, e->line, e->col);
+        return arith2(c, e->op, a, b, pre, e->line, e->col);
     }
     case AE_COMPARE: return lower_chain(c, e, 0, lower_expr(c, e->args[0], pre), pre);
     case AE_AND:
@@ -682,6 +1463,7 @@ static ir_expr *lower_expr_node(ctx *c, const ast_expr *e, ir_block *pre) {
         ir_expr *b = lower_expr(c, e->c, &sb);
         if (!cond || !a || !b) return NULL;
         int t = a->type;
+        if (no_tuple(c, a, e->line, e->col) || no_tuple(c, b, e->line, e->col)) return NULL;
         if (a->type != b->type) {
             if ((a->type == DVM_T_F32 || a->type == DVM_T_I32) && (b->type == DVM_T_F32 || b->type == DVM_T_I32)) {
                 a = to_f32(c, a);
@@ -691,6 +1473,18 @@ static ir_expr *lower_expr_node(ctx *c, const ast_expr *e, ir_block *pre) {
                 err(c, e->line, e->col, "both sides of 'a if c else b' must have the same type, got %s and %s", tname(a->type), tname(b->type));
                 return NULL;
             }
+        }
+        if (is_vt(t)) { /* componentwise: one variable per component, set in the branch taken */
+            int v = new_vvar(c, "cond", t, NULL, 0, e->line, e->col);
+            ir_stmt *s = v < 0 ? NULL : mk_stmt(c, IR_IF, e->line, e->col);
+            if (!s) return NULL;
+            s->e = cond;
+            s->body = sa;
+            s->orelse = sb;
+            vassign(c, v, a, &s->body, e->line, e->col);
+            vassign(c, v, b, &s->orelse, e->line, e->col);
+            push(c, pre, s);
+            return vvar_val(c, v, t, NULL, 0, e->line, e->col);
         }
         if (sa.n == 0 && sb.n == 0) {
             ir_expr *x = mk(c, IR_COND, t, e->line, e->col);
@@ -714,8 +1508,17 @@ static ir_expr *lower_expr_node(ctx *c, const ast_expr *e, ir_block *pre) {
         return mk_var(c, v, e->line, e->col);
     }
     case AE_CALL: return lower_call(c, e, pre);
+    case AE_TUPLE: err(c, e->line, e->col, "several values are only allowed after return, in a helper declared '-> (T, ...)'"); return NULL;
     case AE_INDEX: {
         if (e->a->kind == AE_ATTR && !strcmp(e->a->str, "shape")) return lower_shape(c, e, pre);
+        binding *ab = e->a->kind == AE_NAME ? lookup(c, e->a->name) : NULL;
+        int scalar_array = ab && ab->kind == BK_ARRAY && !c->param_vt[ab->param];
+        if (!scalar_array && is_place_form(c, e)) {
+            place pl;
+            if (resolve_place(c, e, &pl, pre)) return NULL;
+            return place_value(c, &pl, e->line, e->col);
+        }
+        if (!scalar_array && (e->a->kind != AE_NAME || (ab && ab->kind == BK_VAR))) return lower_select(c, e, pre);
         int param = array_of(c, e->a);
         if (param < 0) return NULL;
         ir_expr *idx[DVM_MAX_RANK] = {0};
@@ -729,6 +1532,13 @@ static ir_expr *lower_expr_node(ctx *c, const ast_expr *e, ir_block *pre) {
         return x;
     }
     case AE_ATTR:
+        if (strcmp(e->str, "shape") && is_place_form(c, e)) {
+            place pl;
+            if (resolve_place(c, e, &pl, pre)) return NULL;
+            return place_value(c, &pl, e->line, e->col);
+        }
+        if (strcmp(e->str, "shape") && (e->a->kind != AE_NAME || !lookup(c, e->a->name) || lookup(c, e->a->name)->kind != BK_ARRAY))
+            return lower_select(c, e, pre);
         if (!strcmp(e->str, "shape"))
             err(c, e->line, e->col, "'%s.shape' must be indexed with an axis: %s.shape[0]", e->a->kind == AE_NAME ? e->a->str : "x",
                 e->a->kind == AE_NAME ? e->a->str : "x");
@@ -843,6 +1653,38 @@ static void call_chain_error(ctx *c, const ast_expr *e, const ast_func *callee) 
     c->oom = 2;
 }
 
+/* The value a helper returns (several: a tuple), converted to the declared type. */
+static ir_expr *lower_return(ctx *c, const ast_func *f, const ast_expr *ve, ir_block *pre) {
+    char decl[160];
+    if (f->ret == DVM_T_TUPLE) {
+        size_t at = (size_t)snprintf(decl, sizeof decl, "(");
+        for (int i = 0; i < f->nrets && at < sizeof decl - 16; i++) at += (size_t)snprintf(decl + at, sizeof decl - at, "%s%s", i ? ", " : "", tname(f->rets[i]));
+        snprintf(decl + at, sizeof decl - at, ")");
+    } else snprintf(decl, sizeof decl, "%s", tname(f->ret));
+    if (ve->kind == AE_TUPLE) {
+        if (f->ret != DVM_T_TUPLE || f->nrets != ve->nargs) {
+            err(c, ve->line, ve->col, "helper '%s' returns %d values but is declared '-> %s'", f->str, ve->nargs, decl);
+            return NULL;
+        }
+        ir_expr *r = mk_vec(c, DVM_T_TUPLE, ve->nargs, ve->line, ve->col);
+        if (!r) return NULL;
+        for (int i = 0; i < ve->nargs; i++) {
+            ir_expr *v = lower_expr(c, ve->args[i], pre);
+            ir_expr *cv = vconvert(c, v, f->rets[i]);
+            if (v && !cv) err(c, ve->args[i]->line, ve->args[i]->col, "value %d that helper '%s' returns is %s but is declared '-> %s'", i + 1, f->str,
+                              tname(v->type), decl);
+            parts(r)[i] = cv;
+        }
+        return vdone(r);
+    }
+    ir_expr *v = lower_expr(c, ve, pre);
+    if (!v) return NULL;
+    ir_expr *cv = f->ret == DVM_T_TUPLE ? NULL : vconvert(c, v, f->ret);
+    if (!cv) err(c, ve->line, ve->col, "helper '%s' returns %s but is declared '-> %s'%s", f->str, tname(v->type), decl,
+                 f->ret == DVM_T_TUPLE ? " (return several values: return a, b)" : "");
+    return cv;
+}
+
 static ir_expr *lower_helper_call(ctx *c, helper_info *h, const ast_expr *e, ir_block *pre) {
     ast_func *f = h->f;
     if (!h->ok) return NULL;
@@ -887,9 +1729,10 @@ static ir_expr *lower_helper_call(ctx *c, helper_info *h, const ast_expr *e, ir_
                 continue;
             }
             const ir_param *kp = &c->k->params[b->param];
-            if (kp->type != p->type || kp->rank != p->rank) {
-                err(c, arg->line, arg->col, "argument %d of '%s' must be an %s array of rank %d, got '%s' (%s, rank %d)", i + 1, f->str,
-                    tname(p->type), p->rank, kp->name, tname(kp->type), kp->rank);
+            int kvt = c->param_vt[b->param], krank = kp->rank - (is_mat(kvt) ? 2 : is_vec(kvt) ? 1 : 0);
+            if ((kvt ? kvt : kp->type) != p->type || krank != p->rank) {
+                err(c, arg->line, arg->col, "argument %d of '%s' must be an array of %s of rank %d, got '%s' (%s)", i + 1, f->str,
+                    tname(p->type), p->rank, kp->name, c->param_decl[b->param]);
                 ok = 0;
                 continue;
             }
@@ -908,7 +1751,7 @@ static ir_expr *lower_helper_call(ctx *c, helper_info *h, const ast_expr *e, ir_
             ok = 0;
             continue;
         }
-        ir_expr *cv = convert(c, v, p->type);
+        ir_expr *cv = vconvert(c, v, p->type);
         if (!cv) {
             err(c, arg->line, arg->col, "argument %d of '%s' ('%s') must be %s, got %s", i + 1, f->str, p->str, tname(p->type), tname(v->type));
             ok = 0;
@@ -918,9 +1761,9 @@ static ir_expr *lower_helper_call(ctx *c, helper_info *h, const ast_expr *e, ir_
             akind[i] = A_EXPR;
             aval[i] = cv;
         } else {
-            int t = new_var(c, dvm_arena_printf(c->a, "%s.%s", f->str, p->str), p->type, arg->line, arg->col);
+            int t = new_vvar(c, dvm_arena_printf(c->a, "%s.%s", f->str, p->str), p->type, NULL, 0, arg->line, arg->col);
             if (t < 0) return NULL;
-            push(c, pre, mk_assign(c, t, cv, arg->line, arg->col));
+            vassign(c, t, cv, pre, arg->line, arg->col);
             akind[i] = A_VAR;
             aref[i] = t;
         }
@@ -960,7 +1803,10 @@ static ir_expr *lower_helper_call(ctx *c, helper_info *h, const ast_expr *e, ir_
             }
         } else {
             b = bind(c, p->name, BK_VAR, p->line, p->col);
-            if (b) b->var = aref[i];
+            if (b) {
+                b->var = aref[i];
+                b->vtype = is_vt(p->type) ? p->type : 0;
+            }
         }
     }
     ir_expr *result = NULL;
@@ -968,17 +1814,14 @@ static ir_expr *lower_helper_call(ctx *c, helper_info *h, const ast_expr *e, ir_
     if (h->simple) {
         lower_stmts(c, f->body.s, f->body.n - 1, pre);
         const ast_stmt *r = f->body.s[f->body.n - 1];
-        ir_expr *v = lower_expr(c, r->value, pre);
-        result = convert(c, v, f->ret);
-        if (v && !result)
-            err(c, r->value->line, r->value->col, "helper '%s' returns %s but is declared '-> %s'", f->str, tname(v->type), tname(f->ret));
+        result = lower_return(c, f, r->value, pre);
     } else {
-        nf.R = new_var(c, dvm_arena_printf(c->a, "%s.return", f->str), f->ret, f->line, f->col);
+        nf.R = new_vvar(c, dvm_arena_printf(c->a, "%s.return", f->str), f->ret, f->rets, f->nrets, f->line, f->col);
         nf.D = new_var(c, dvm_arena_printf(c->a, "%s.done", f->str), DVM_T_BOOL, f->line, f->col);
         if (nf.R >= 0 && nf.D >= 0) {
             push(c, pre, mk_assign(c, nf.D, mk_const_i(c, DVM_T_BOOL, 0, f->line, f->col), f->line, f->col));
             lower_stmts(c, f->body.s, f->body.n, pre);
-            result = mk_var(c, nf.R, e->line, e->col);
+            result = vvar_val(c, nf.R, f->ret, f->rets, f->nrets, e->line, e->col);
         }
     }
     scope_pop(c, mark);
@@ -1066,6 +1909,7 @@ static int lower_stmts_in(ctx *c, ast_stmt **s, int n, ir_block *out) {
     return res;
 }
 
+static int writable(ctx *c, binding *b, const ast_expr *target);
 static void assign_name(ctx *c, const ast_expr *target, ir_expr *v, ir_block *out, int line, int col) {
     binding *b = lookup(c, target->name);
     if (!b) {
@@ -1078,11 +1922,15 @@ static void assign_name(ctx *c, const ast_expr *target, ir_expr *v, ir_block *ou
             return;
         }
         if (v->type == DVM_T_VOID) return;
-        int var = new_var(c, target->str, v->type, target->line, target->col);
+        if (no_tuple(c, v, target->line, target->col)) return;
+        int var = new_vvar(c, target->str, v->type, NULL, 0, target->line, target->col);
         if (var < 0) return;
         binding *nb = bind(c, target->name, BK_VAR, target->line, target->col);
-        if (nb) nb->var = var;
-        push(c, out, mk_assign(c, var, v, line, col));
+        if (nb) {
+            nb->var = var;
+            nb->vtype = is_vt(v->type) ? v->type : 0;
+        }
+        vassign(c, var, v, out, line, col);
         return;
     }
     switch (b->kind) {
@@ -1095,41 +1943,50 @@ static void assign_name(ctx *c, const ast_expr *target, ir_expr *v, ir_block *ou
         return;
     default: break;
     }
+    if (!writable(c, b, target) || !v) return;
+    const ir_var *iv = &c->k->vars[b->var];
+    if (no_tuple(c, v, target->line, target->col)) return;
+    int want = b->vtype ? b->vtype : iv->type;
+    ir_expr *cv = vconvert(c, v, want);
+    if (!cv) {
+        err(c, target->line, target->col, "'%s' is %s here but was declared %s at %d:%d", target->str, tname(v->type), tname(want),
+            iv->line, iv->col);
+        return;
+    }
+    vassign(c, b->var, cv, out, line, col);
+}
+
+/* 1 when the local of binding b may be assigned here, else 0 with an error. */
+static int writable(ctx *c, binding *b, const ast_expr *target) {
+    const char *name = target->kind == AE_NAME ? target->str : c->k->vars[b->var].name;
     const ir_var *iv = &c->k->vars[b->var];
     switch (iv->storage) {
     case IR_PARAM:
         err(c, target->line, target->col, "cannot assign to parameter '%s' (parameters are read-only); copy it into a local first: %s_ = %s",
-            target->str, target->str, target->str);
-        return;
+            name, name, name);
+        return 0;
     case IR_SHAPESYM:
-        err(c, target->line, target->col, "cannot assign to the shape symbol '%s' (read-only)", target->str);
-        return;
+        err(c, target->line, target->col, "cannot assign to the shape symbol '%s' (read-only)", name);
+        return 0;
     case IR_PINDEX:
-        err(c, target->line, target->col, "cannot assign to the parallel loop index '%s' (read-only)", target->str);
-        return;
+        err(c, target->line, target->col, "cannot assign to the parallel loop index '%s' (read-only)", name);
+        return 0;
     case IR_GLOBAL:
         if (c->in_parallel) {
             err(c, target->line, target->col,
                 "cannot assign to '%s' inside a parallel loop: it was declared at %d:%d outside the loop, and the loop's iterations would race; "
                 "use a new local inside the loop, or accumulate into an array element with +=",
-                target->str, iv->line, iv->col);
-            return;
+                name, iv->line, iv->col);
+            return 0;
         }
         break;
     default: break;
     }
     if (b->loopvar) {
-        err(c, target->line, target->col, "cannot assign to the loop variable '%s' inside its loop", target->str);
-        return;
+        err(c, target->line, target->col, "cannot assign to the loop variable '%s' inside its loop", name);
+        return 0;
     }
-    if (!v) return;
-    ir_expr *cv = convert(c, v, iv->type);
-    if (!cv) {
-        err(c, target->line, target->col, "'%s' is %s here but was declared %s at %d:%d", target->str, tname(v->type), tname(iv->type),
-            iv->line, iv->col);
-        return;
-    }
-    push(c, out, mk_assign(c, b->var, cv, line, col));
+    return 1;
 }
 
 /* x[i] = e, x[i] += e, x[i] -= e, atomic_max(x[i], e): the array parameter or -1. */
@@ -1186,6 +2043,30 @@ static int lower_store(ctx *c, const ast_stmt *s, ir_block *out) {
     memcpy(st->idx, idx, sizeof idx);
     st->e = cv;
     push(c, out, st);
+    return 0;
+}
+
+/* a, b = f(...): the values of a helper that returns several */
+static int lower_unpack(ctx *c, const ast_stmt *s, ir_block *out) {
+    ir_expr *v = lower_expr(c, s->value, out);
+    int ok = v != NULL;
+    if (v && v->type != DVM_T_TUPLE) {
+        err(c, s->value->line, s->value->col, "only a call of a helper that returns several values can be unpacked into %d targets; this is %s",
+            s->ntargets, tname(v->type));
+        ok = 0;
+    } else if (v && v->nidx != s->ntargets) {
+        err(c, s->value->line, s->value->col, "this call returns %d values but %d targets are given", v->nidx, s->ntargets);
+        ok = 0;
+    }
+    if (ok) v = settle_f(c, v, out, 1); /* every value first, then the targets: a, b = f(b, a) */
+    for (int i = 0; i < s->ntargets; i++) {
+        const ast_expr *t = s->targets[i];
+        ir_expr *part = ok && v ? parts(v)[i] : NULL;
+        if (t->kind == AE_NAME) assign_name(c, t, part, out, s->line, s->col);
+        else if ((t->kind == AE_INDEX || t->kind == AE_ATTR) && is_place_form(c, t)) {
+            if (part) place_store(c, t, t, part, 0, out, s->line, s->col);
+        } else err(c, t->line, t->col, "cannot unpack into this expression; expected a name or an array element");
+    }
     return 0;
 }
 
@@ -1494,7 +2375,17 @@ static int lower_stmt(ctx *c, const ast_stmt *s, ir_block *out) {
     case AS_PASS: return 0;
     case AS_ASSIGN:
     case AS_AUG: {
+        if (s->kind == AS_ASSIGN && s->ntargets > 0) return lower_unpack(c, s, out);
         const ast_expr *t = s->target;
+        if (t->kind == AE_INDEX || t->kind == AE_ATTR) {
+            binding *ab = t->kind == AE_INDEX && t->a->kind == AE_NAME ? lookup(c, t->a->name) : NULL;
+            int scalar_array = ab && ab->kind == BK_ARRAY && !c->param_vt[ab->param];
+            if (!scalar_array && is_place_form(c, t)) {
+                ir_expr *v = lower_expr(c, s->value, out);
+                place_store(c, t, s->value, v, s->kind == AS_AUG ? s->op : 0, out, s->line, s->col);
+                return 0;
+            }
+        }
         if (t->kind == AE_INDEX) {
             if (t->a->kind == AE_ATTR) {
                 err(c, t->line, t->col, "cannot assign to a shape (read-only)");
@@ -1518,9 +2409,9 @@ static int lower_stmt(ctx *c, const ast_stmt *s, ir_block *out) {
                 assign_name(c, t, NULL, out, s->line, s->col); /* reports why it is read-only */
                 return 0;
             }
-            ir_expr *cur = mk_var(c, b->var, t->line, t->col);
+            ir_expr *cur = b->vtype ? vvar_val(c, b->var, b->vtype, NULL, 0, t->line, t->col) : mk_var(c, b->var, t->line, t->col);
             ir_expr *rhs = lower_expr(c, s->value, out);
-            v = rhs ? arith(c, s->op, cur, rhs, s->line, s->col) : NULL;
+            v = rhs ? arith2(c, s->op, cur, rhs, out, s->line, s->col) : NULL;
             if (!v) return 0;
         } else {
             v = lower_expr(c, s->value, out);
@@ -1582,16 +2473,10 @@ static int lower_stmt(ctx *c, const ast_stmt *s, ir_block *out) {
             err(c, s->line, s->col, "'return' outside a helper: a kernel writes its results into arrays");
             return 0;
         }
-        ast_func *f = fr->h->f;
-        ir_expr *v = lower_expr(c, s->value, out);
-        if (!v) return TERM;
-        ir_expr *cv = convert(c, v, f->ret);
-        if (!cv) {
-            err(c, s->value->line, s->value->col, "helper '%s' returns %s but is declared '-> %s'", f->str, tname(v->type), tname(f->ret));
-            return TERM;
-        }
+        ir_expr *cv = lower_return(c, fr->h->f, s->value, out);
+        if (!cv) return TERM;
         if (fr->R < 0) return TERM; /* simple mode never gets here */
-        push(c, out, mk_assign(c, fr->R, cv, s->line, s->col));
+        vassign(c, fr->R, cv, out, s->line, s->col);
         push(c, out, mk_assign(c, fr->D, mk_const_i(c, DVM_T_BOOL, 1, s->line, s->col), s->line, s->col));
         if (fr->loopdepth > 0) push(c, out, mk_stmt(c, IR_BREAK, s->line, s->col));
         return ESC | TERM;
@@ -1790,6 +2675,27 @@ static void begin_kernel(ctx *c, ir_kernel *k, frame *kf, int in_parallel) {
     c->depth = c->edepth = 0;
 }
 
+/* The element types and declarations of f's parameters (c->param_vt, c->param_decl); -1 when out of memory. */
+static int param_types(ctx *c, const ast_func *f) {
+    c->param_vt = dvm_arena_alloc(c->a, (size_t)f->nparams + 1);
+    c->param_decl = dvm_arena_alloc(c->a, sizeof(char *) * (size_t)(f->nparams + 1));
+    if (!c->param_vt || !c->param_decl) return -1;
+    for (int i = 0; i < f->nparams; i++) {
+        const ast_param *ap = &f->params[i];
+        c->param_vt[i] = ap->is_array && is_vt(ap->type) ? ap->type : 0;
+        char buf[256];
+        size_t at = (size_t)snprintf(buf, sizeof buf, "%s", tname(ap->type));
+        for (int r = 0; r < ap->rank && at < sizeof buf - 24; r++) {
+            if (ap->dim[r].is_sym) at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%.*s", r ? ", " : "[", 64, ap->dim[r].str);
+            else at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%lld", r ? ", " : "[", (long long)ap->dim[r].value);
+        }
+        if (ap->rank) snprintf(buf + at, sizeof buf - at, "]");
+        c->param_decl[i] = dvm_arena_strndup(c->a, buf, strlen(buf));
+        if (!c->param_decl[i]) return -1;
+    }
+    return 0;
+}
+
 static ir_kernel *lower_kernel(ctx *c, ast_func *f) {
     ir_kernel *k = dvm_arena_alloc(c->a, sizeof *k);
     if (!k) {
@@ -1804,7 +2710,7 @@ static ir_kernel *lower_kernel(ctx *c, ast_func *f) {
     k->syms = dvm_arena_alloc(c->a, sizeof(ir_sym) * (size_t)(f->nparams * DVM_MAX_RANK + 1));
     c->slot_of_param = dvm_arena_alloc(c->a, sizeof(int) * (size_t)(f->nparams + 1));
     ir_slot *slots = dvm_arena_alloc(c->a, sizeof(ir_slot) * (size_t)(f->nparams + 1));
-    if (!k->params || !k->syms || !c->slot_of_param || !slots) {
+    if (!k->params || !k->syms || !c->slot_of_param || !slots || param_types(c, f)) {
         c->oom = 1;
         return NULL;
     }
@@ -1818,9 +2724,14 @@ static ir_kernel *lower_kernel(ctx *c, ast_func *f) {
         ir_param *p = &k->params[i];
         p->name = ap->str;
         p->is_array = ap->is_array;
-        p->type = ap->type;
-        p->rank = ap->rank;
+        p->type = c->param_vt[i] ? DVM_T_F32 : ap->type;
+        p->rank = ap->rank + (is_mat(ap->type) ? 2 : is_vec(ap->type) ? 1 : 0);
         p->var = -1;
+        if (p->rank > DVM_MAX_RANK) {
+            err(c, ap->line, ap->col, "'%s: %s' has %d axes with the %s's own; arrays have at most %d", ap->str, c->param_decl[i], p->rank, tname(ap->type),
+                DVM_MAX_RANK);
+            p->rank = DVM_MAX_RANK;
+        }
         p->line = ap->line;
         p->col = ap->col;
         c->slot_of_param[i] = -1;
@@ -1854,6 +2765,7 @@ static ir_kernel *lower_kernel(ctx *c, ast_func *f) {
     for (int i = 0; i < f->nparams; i++) {
         const ast_param *ap = &f->params[i];
         ir_param *p = &k->params[i];
+        for (int r = ap->rank; r < p->rank; r++) p->dim[r] = vdim(ap->type); /* a vector's or matrix's axes */
         for (int r = 0; r < ap->rank; r++) {
             const ast_dim *d = &ap->dim[r];
             if (!d->is_sym) {
@@ -1920,7 +2832,7 @@ static void check_unused_helper(ctx *c, helper_info *h) {
         k->params = dvm_arena_alloc(c->a, sizeof(ir_param) * (size_t)(f->nparams + 1));
         k->syms = dvm_arena_alloc(c->a, sizeof(ir_sym) * (size_t)(f->nparams * DVM_MAX_RANK + 1));
     }
-    if (!k || !call || !args || !names || !c->slot_of_param || !k->params || !k->syms) {
+    if (!k || !call || !args || !names || !c->slot_of_param || !k->params || !k->syms || param_types(c, f)) {
         c->oom = 1;
         return;
     }
@@ -1934,8 +2846,14 @@ static void check_unused_helper(ctx *c, helper_info *h) {
         ir_param *p = &k->params[i];
         p->name = ap->str;
         p->is_array = ap->is_array;
-        p->type = ap->type;
-        p->rank = ap->rank;
+        p->type = c->param_vt[i] ? DVM_T_F32 : ap->type;
+        p->rank = ap->rank + (c->param_vt[i] ? (is_mat(ap->type) ? 2 : 1) : 0);
+        if (p->rank > DVM_MAX_RANK) {
+            err(c, ap->line, ap->col, "'%s: %s' has %d axes with the %s's own; arrays have at most %d", ap->str, c->param_decl[i], p->rank, tname(ap->type),
+                DVM_MAX_RANK);
+            p->rank = DVM_MAX_RANK;
+        }
+        for (int r = ap->rank; r < p->rank; r++) p->dim[r] = vdim(ap->type);
         c->slot_of_param[i] = i;
         if (ap->is_array) {
             for (int r = 0; r < ap->rank; r++) {
@@ -1955,9 +2873,12 @@ static void check_unused_helper(ctx *c, helper_info *h) {
             binding *b = bind(c, ap->name, BK_ARRAY, ap->line, ap->col);
             if (b) b->param = i;
         } else {
-            int v = new_var(c, ap->str, ap->type, ap->line, ap->col);
+            int v = new_vvar(c, ap->str, ap->type, NULL, 0, ap->line, ap->col);
             binding *b = v >= 0 ? bind(c, ap->name, BK_VAR, ap->line, ap->col) : NULL;
-            if (b) b->var = v;
+            if (b) {
+                b->var = v;
+                b->vtype = is_vt(ap->type) ? ap->type : 0;
+            }
         }
         names[i].kind = AE_NAME;
         names[i].line = ap->line;

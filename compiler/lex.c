@@ -10,7 +10,7 @@ static const char *const kw_text[] = {"kernel", "def", "return", "for", "in", "w
 const char *dvm_tok_spelling(int kind) {
     static const char *const punct[] = {"(", ")", "[", "]", ",", ":", ".", "->", "=", "+=", "-=", "*=",
                                         "/=", "+", "-", "*", "/", "//", "%", "**", "==", "!=", "<",
-                                        "<=", ">", ">="};
+                                        "<=", ">", ">=", "@"};
     if (kind >= TK_KERNEL && kind <= TK_ASSERT) return kw_text[kind - TK_KERNEL];
     if (kind >= TK_LPAREN && kind < TK_COUNT) return punct[kind - TK_LPAREN];
     return NULL;
@@ -244,6 +244,7 @@ static int lex_op(const char *s, size_t p, size_t len, int *kind) {
     case ':': *kind = TK_COLON; return 1;
     case '.': *kind = TK_DOT; return 1;
     case '%': *kind = TK_PERCENT; return 1;
+    case '@': *kind = TK_AT; return 1;
     case '+': if (c1 == '=') { *kind = TK_PLUSEQ; return 2; } *kind = TK_PLUS; return 1;
     case '-':
         if (c1 == '=') { *kind = TK_MINUSEQ; return 2; }

@@ -250,7 +250,7 @@ static ast_expr *parse_factor(parser *p) {
 
 static int binop_level(int kind) {
     switch (kind) {
-    case TK_STAR: case TK_SLASH: case TK_DSLASH: case TK_PERCENT: return 2;
+    case TK_STAR: case TK_SLASH: case TK_DSLASH: case TK_PERCENT: case TK_AT: return 2;
     case TK_PLUS: case TK_MINUS: return 1;
     default: return 0;
     }
@@ -488,8 +488,22 @@ static ast_stmt *parse_stmt(parser *p) {
     case TK_RETURN:
         next(p);
         s = new_stmt(p, AS_RETURN, t);
-        if (at(p, TK_NEWLINE) || at(p, TK_EOF)) fail(p, peek(p), "expected a value after 'return' (helpers return one value)");
+        if (at(p, TK_NEWLINE) || at(p, TK_EOF)) fail(p, peek(p), "expected a value after 'return' (helpers return a value)");
         s->value = parse_expr(p);
+        if (at(p, TK_COMMA)) { /* return a, b: a tuple */
+            expr_list l = {0};
+            ast_expr *tup = new_expr(p, AE_TUPLE, t);
+            tup->line = s->value->line;
+            tup->col = s->value->col;
+            list_push(p, &l, s->value);
+            while (accept(p, TK_COMMA)) {
+                if (l.n == DVM_MAX_TUPLE) fail(p, peek(p), "a helper returns at most %d values", DVM_MAX_TUPLE);
+                list_push(p, &l, parse_expr(p));
+            }
+            tup->args = l.v;
+            tup->nargs = l.n;
+            s->value = tup;
+        }
         end_of_simple(p, "the returned value");
         return s;
     case TK_ASSERT:
@@ -516,7 +530,7 @@ static ast_stmt *parse_stmt(parser *p) {
         s->target = e;
         s->value = parse_expr(p);
         if (at(p, TK_ASSIGN)) fail(p, peek(p), "chained assignment 'a = b = c' is not supported");
-        if (at(p, TK_COMMA)) fail(p, peek(p), "tuple assignment is not supported: assign one value per line");
+        if (at(p, TK_COMMA)) fail(p, peek(p), "tuple values are not supported: 'a, b = f(...)' unpacks the values of one helper call");
         end_of_simple(p, "the assignment");
         return s;
     case TK_PLUSEQ:
@@ -530,8 +544,25 @@ static ast_stmt *parse_stmt(parser *p) {
         s->value = parse_expr(p);
         end_of_simple(p, "the assignment");
         return s;
-    case TK_COMMA:
-        fail(p, op, "tuple assignment is not supported: assign one value per line");
+    case TK_COMMA: { /* a, b = f(...): unpacks the values a helper returns */
+        expr_list l = {0};
+        list_push(p, &l, e);
+        while (accept(p, TK_COMMA)) {
+            if (l.n == DVM_MAX_TUPLE) fail(p, peek(p), "at most %d targets may be unpacked", DVM_MAX_TUPLE);
+            list_push(p, &l, parse_expr(p));
+        }
+        if (!at(p, TK_ASSIGN)) fail(p, peek(p), "expected '=' after the targets 'a, b', got %s", desc(p, peek(p)));
+        next(p);
+        s = new_stmt(p, AS_ASSIGN, t);
+        s->targets = l.v;
+        s->ntargets = l.n;
+        s->target = e;
+        s->value = parse_expr(p);
+        if (at(p, TK_COMMA)) fail(p, peek(p), "tuple values are not supported: 'a, b = f(...)' unpacks the values of one helper call");
+        if (at(p, TK_ASSIGN)) fail(p, peek(p), "chained assignment 'a = b = c' is not supported");
+        end_of_simple(p, "the assignment");
+        return s;
+    }
     default:
         s = new_stmt(p, AS_EXPR, t);
         s->value = e;
@@ -588,8 +619,13 @@ static int parse_type(parser *p, int allow_bool) {
         if (strcmp(t->str, "f32") == 0) { next(p); return DVM_T_F32; }
         if (strcmp(t->str, "i32") == 0) { next(p); return DVM_T_I32; }
         if (allow_bool && strcmp(t->str, "bool") == 0) { next(p); return DVM_T_BOOL; }
+        if ((t->str[0] == 'v' && !strncmp(t->str, "vec", 3)) || (t->str[0] == 'm' && !strncmp(t->str, "mat", 3)))
+            if (t->str[3] >= '2' && t->str[3] <= '4' && t->str[4] == 0) {
+                next(p);
+                return (t->str[0] == 'v' ? DVM_T_VEC2 : DVM_T_MAT2) + (t->str[3] - '2');
+            }
     }
-    fail(p, t, "expected a type (%s), got %s", allow_bool ? "f32, i32 or bool" : "f32 or i32", desc(p, t));
+    fail(p, t, "expected a type (%s), got %s", allow_bool ? "f32, i32, bool, vec2..vec4 or mat2..mat4" : "f32, i32, vec2..vec4 or mat2..mat4", desc(p, t));
 }
 
 static void parse_param(parser *p, ast_param *pa, int is_kernel) {
@@ -628,6 +664,9 @@ static void parse_param(parser *p, ast_param *pa, int is_kernel) {
         expect(p, TK_RBRACK, "to close the array shape");
     } else if (is_kernel && pa->type == DVM_T_BOOL) {
         fail(p, tt, "kernel parameters are f32 or i32, not bool");
+    } else if (is_kernel && pa->type >= DVM_T_VEC2) {
+        fail(p, tt, "a kernel's scalar parameters are f32 or i32; pass a %.4s as an array (%s: %.4s[1]) and read %s[0]", p->src + tt->off,
+             pa->str, p->src + tt->off, pa->str);
     }
 }
 
@@ -660,7 +699,18 @@ static ast_func *parse_func(parser *p) {
         if (at(p, TK_ARROW)) fail(p, peek(p), "a kernel returns nothing: it writes its results into arrays");
     } else {
         expect(p, TK_ARROW, "and the return type after the helper's parameters (def f(...) -> f32:)");
-        f->ret = (uint8_t)parse_type(p, 1);
+        if (accept(p, TK_LPAREN)) { /* -> (f32, vec3): several values */
+            f->ret = DVM_T_TUPLE;
+            for (;;) {
+                if (f->nrets == DVM_MAX_TUPLE) fail(p, peek(p), "a helper returns at most %d values", DVM_MAX_TUPLE);
+                f->rets[f->nrets++] = (uint8_t)parse_type(p, 1);
+                if (!accept(p, TK_COMMA)) break;
+            }
+            expect(p, TK_RPAREN, "to close the return types");
+            if (f->nrets == 1) f->ret = f->rets[0];
+        } else {
+            f->ret = (uint8_t)parse_type(p, 1);
+        }
     }
     expect(p, TK_COLON, "to start the body");
     parse_block(p, &f->body, f->is_kernel ? "the kernel" : "the helper");

@@ -13,3 +13,8 @@ add_custom_target(demo
 add_executable(diffusion_example examples/diffusion.c)
 target_link_libraries(diffusion_example PRIVATE dvm m)
 add_test(NAME example_diffusion COMMAND diffusion_example ${CMAKE_CURRENT_SOURCE_DIR}/examples/diffusion.dvk cpu 200)
+
+# The mass-spring example, in vec3 and mat3: its adjoint gradient against finite differences.
+add_executable(springs_example examples/springs.c)
+target_link_libraries(springs_example PRIVATE dvm m)
+add_test(NAME example_springs COMMAND springs_example ${CMAKE_CURRENT_SOURCE_DIR}/examples/springs.dvk cpu)

@@ -156,8 +156,8 @@ static void test_parser_errors(void) {
     ERR("x = 1\n", "1:1", "expected 'kernel' or 'def' at the top level, got 'x'");
     ERR("kernel k(y: f32[4]):\n    def f(a: f32) -> f32:\n        return a\n", "2:5", "only allowed at the top level");
     ERR("def f(a: f32):\n    return a\n", "1:14", "expected '->'");
-    ERR("kernel k(y: b32[4]):\n    pass\n", "1:13", "expected a type (f32, i32 or bool), got 'b32'");
-    ERR("kernel k(y: f32[4]):\n    a, b = 1, 2\n", "2:6", "tuple assignment is not supported");
+    ERR("kernel k(y: b32[4]):\n    pass\n", "1:13", "expected a type (f32, i32, bool, vec2..vec4 or mat2..mat4), got 'b32'");
+    ERR("kernel k(y: f32[4]):\n    a, b = 1, 2\n", "2:13", "tuple values are not supported: 'a, b = f(...)' unpacks the values of one helper call");
     ERR("kernel k(y: f32[4]):\n    else:\n        pass\n", "2:5", "'else' without a matching 'if'");
     /* several errors in one run: each statement is reported */
     {
@@ -505,6 +505,111 @@ static void test_out_of_memory(void) {
     free(src);
 }
 
+/* Vectors, matrices and tuples: lowered to scalar IR (a vec3 local is three f32 variables,
+ * x: vec3[n] an f32 array of rank 2), and the error for each misuse. */
+static void test_vectors(void) {
+    IR("kernel k(x: vec3[n], m: mat2[4]):\n"
+       "    for i in range(n):\n"
+       "        v = x[i]\n"
+       "        v = vec3(v.y, v.x, v.z)\n"
+       "        for k in static(range(3)):\n"
+       "            x[i][k] = v[(k + 1) % 3] * m[0, 1, 0]\n",
+       "kernel k(x: f32[n, 3], m: f32[4, 2, 2])", "v.x: f32 local", "v.y: f32 local", "v.z: f32 local",
+       "v.x%2 = x[i%1, 0]", "v.y%3 = x[i%1, 1]", "v.z%4 = x[i%1, 2]",
+       /* the swap reads every component before it writes one */
+       "tmp%5 = v.y%3", "tmp%6 = v.x%2", "tmp%7 = v.z%4", "v.x%2 = tmp%5", "v.y%3 = tmp%6", "v.z%4 = tmp%7",
+       /* (k + 1) % 3 of a static k is a constant index */
+       "x[i%1, 0] = MULF(v.y%3, m[0, 1, 0])", "x[i%1, 1] = MULF(v.z%4, m[0, 1, 0])", "x[i%1, 2] = MULF(v.x%2, m[0, 1, 0])");
+    ERR("kernel k(x: vec3[n], m: mat3[n]):\n    for i in range(n):\n        a = x[i] + m[i]\n",
+        "3:18", "cannot add vec3 and mat3");
+    ERR("kernel k(x: vec3[n]):\n    for i in range(n):\n        a = x + 1.0\n",
+        "3:13", "'x' is vec3[n]: index it once (x[i]) to get a vec3");
+    ERR("kernel k(x: vec3[n]):\n    for i in range(n):\n        a = x[i].w\n",
+        "3:13", "vec3 has no component '.w' (it has x y z)");
+    ERR("kernel k(x: vec3[n]):\n    for i in range(n):\n        v = x[i]\n        a = v.w\n",
+        "4:13", "vec3 has no component '.w' (it has x y z)");
+    ERR("kernel k(x: vec3[n], y: f32[n]):\n    for i in range(n):\n        v = x[i]\n        y[i] = v[i]\n",
+        "4:18", "the index of a vec3 must be an integer literal or a static(range(...)) loop variable, got ");
+    ERR("kernel k(x: vec3[n], y: f32[n]):\n    for i in range(n):\n        v = x[i]\n        y[i] = v[3]\n",
+        "4:18", "index 3 is out of range for a vec3 (0..2)");
+    ERR("kernel k(x: vec3[n], y: f32[n]):\n    for i in range(n):\n        y[i] = x[i]\n",
+        "3:16", "cannot store vec3 into 'y', an f32 array");
+    ERR("kernel k(x: vec3[n], y: f32[n]):\n    for i in range(n):\n        x[i] = y[i]\n",
+        "3:16", "cannot store f32 into an element of 'x' that is a vec3 ('x' is vec3[n])");
+    ERR("kernel k(x: vec3[n], y: f32[n]):\n    for i in range(n):\n        y[i] = x[i, 0, 1]\n",
+        "3:16", "'x' is vec3[n]: x[i] is a vec3, with one more index an f32; got 3 indices");
+    ERR("kernel k(x: mat3[n, m, p]):\n    pass\n",
+        "1:10", "'x: mat3[n, m, p]' has 5 axes with the mat3's own; arrays have at most 4");
+    ERR("kernel k(x: vec3):\n    pass\n",
+        "1:13", "a kernel's scalar parameters are f32 or i32; pass a vec3 as an array (x: vec3[1]) and read");
+    ERR("kernel k(x: vec3[n], y: f32[n]):\n    for i in range(n):\n        y[i] = dot(x[i], 1.0)\n",
+        "3:16", "dot takes two vectors of the same size, got vec3 and f32");
+    ERR("kernel k(x: vec2[n], y: f32[n]):\n    for i in range(n):\n        y[i] = cross(x[i], x[i]).x\n",
+        "3:16", "cross takes two vec3, got vec2 and vec2");
+    ERR("kernel k(x: vec3[n], y: f32[n]):\n    for i in range(n):\n        y[i] = determinant(x[i])\n",
+        "3:16", "determinant takes a matrix, got vec3");
+    ERR("kernel k(x: vec3[n], y: f32[n]):\n    for i in range(n):\n        y[i] = sin(x[i]).x\n",
+        "3:16", "sin takes f32 or i32, got vec3 (only abs, min, max, clamp and select work componentwise)");
+    ERR("kernel k(x: vec3[n], m: mat2[n], y: vec3[n]):\n    for i in range(n):\n        y[i] = m[i] @ x[i]\n",
+        "3:21", "cannot multiply mat2 by vec3 with '@': their sizes differ");
+    ERR("kernel k(x: vec3[n], y: vec3[n]):\n    for i in range(n):\n        y[i] = x[i] @ x[i]\n",
+        "3:21", "'@' of two vectors (vec3 and vec3) is not defined: use dot(a, b) or outer(a, b)");
+    ERR("kernel k(x: vec3[n], y: vec3[n]):\n    for i in range(n):\n        y[i] = vec3(1.0, 2.0)\n",
+        "3:16", "vec3(...) takes 3 components (or one value for all of them), got fewer");
+    ERR("kernel k(x: vec3[n], y: vec3[n]):\n    for i in range(n):\n        y[i] = x[i] % 2.0\n",
+        "3:21", "operator '%' is not defined on vec3 and f32 (vectors and matrices take + - * / componentwi");
+    ERR("kernel k(x: vec3[n], y: vec3[n]):\n    for i in range(n):\n        v = x[i]\n        v = 1.0\n",
+        "4:9", "'v' is f32 here but was declared vec3 at 3:9");
+    ERR("kernel k(x: vec3[n], y: vec3[n]):\n    for i in range(n):\n        y[i] = x[i] < x[i]\n",
+        "3:21", "cannot compare vec3 with vec3");
+    ERR("def f(v: vec3) -> (f32, vec3):\n    return v.x, v\nkernel k(x: vec3[n], y: vec3[n]):\n    for i in range(n):\n        y[i] = f(x[i])\n",
+        "5:16", "this helper returns 2 values: unpack them first (a, b = f(...))");
+    ERR("def f(v: vec3) -> (f32, vec3):\n    return v.x, v\nkernel k(x: vec3[n], y: vec3[n]):\n    for i in range(n):\n        a, b, c = f(x[i])\n",
+        "5:19", "this call returns 2 values but 3 targets are given");
+    ERR("def f(v: vec3) -> (f32, vec3):\n    return v, v.x\nkernel k(x: vec3[n], y: vec3[n]):\n    for i in range(n):\n        a, b = f(x[i])\n",
+        "2:12", "value 1 that helper 'f' returns is vec3 but is declared '-> (f32, vec3)'");
+    ERR("def f(v: vec3) -> vec3:\n    return v.x\nkernel k(x: vec3[n], y: vec3[n]):\n    for i in range(n):\n        y[i] = f(x[i])\n",
+        "2:12", "helper 'f' returns f32 but is declared '-> vec3'");
+    ERR("kernel k(x: vec3[n], y: vec3[n]):\n    for i in range(n):\n        a, b = x[i]\n",
+        "3:16", "only a call of a helper that returns several values can be unpacked into 2 targets; this i");
+    ERR("def f(x: vec3[n], i: i32) -> vec3:\n    x[i] = vec3(0.0)\n    return x[i]\nkernel k(x: vec3[n], y: vec3[n]):\n    for i in range(n):\n        y[i] = f(x, i)\n",
+        "2:5", "helper 'f' cannot write array 'x' (helpers only read arrays)");
+    ERR("kernel k(x: vec3[n], y: vec3[n]):\n    for i in range(n):\n        y[i] *= x[i]\n",
+        "3:9", "'y[...] *= e' is not supported: only += and -= on array elements (they are atomic adds)");
+    ERR("kernel k(x: vec3[n], y: f32[n]):\n    for i in range(n):\n        atomic_max(x[i], 1.0)\n",
+        "3:20", "'x' is vec3[n]: an element of one f32 takes 2 indices here (x[i, k]), got 1");
+    ERR("kernel k(x: vec3[n], y: vec3[n]):\n    for i in range(n):\n        y[i] = mat3(1.0).x\n",
+        "3:16", "mat3(...) takes 3 rows (vec3) or 9 values, row by row; got fewer");
+    ERR("kernel k(x: vec3[n], y: vec3[n]):\n    for i in range(n):\n        y[i] = x[i] if True else 1.0\n",
+        "3:21", "both sides of 'a if c else b' must have the same type, got vec3 and f32");
+    ERR("kernel k(x: vec3[n], y: f32[n]):\n    for i in range(n):\n        y[i] = f32(x[i])\n",
+        "3:16", "f32 takes f32 or i32, got vec3 (only abs, min, max, clamp and select work componentwise)");
+    ERR("kernel k(x: mat3[n], y: f32[n]):\n    for i in range(n):\n        m = x[i]\n        y[i] = m.x\n",
+        "4:16", "mat3 has no component '.x': index it, m[i, j] (a row: m[i])");
+    ERR("kernel k(x: f32[n], y: f32[n]):\n    for i in range(n):\n        y[i] = x[i].y\n",
+        "3:16", "f32 has no components");
+    ERR("kernel k(x: vec3[n], y: f32[n]):\n    v = x[0]\n    for i in range(n):\n        v.x = 1.0\n",
+        "4:9", "cannot assign to 'v.x' inside a parallel loop: it was declared at 2:5 outside the loop, an");
+    ERR("kernel k(x: vec3[n], y: f32[n]):\n    for i in range(n):\n        y[i] = -x[i] ** 2.0\n",
+        "3:22", "operator '**' is not defined on vec3 and f32 (vectors and matrices take + - * / componentw");
+    ERR("kernel k(x: vec3[n], y: vec2[n]):\n    for i in range(n):\n        y[i] = x[i].xy\n", "3:16",
+        "swizzles such as '.xy' are not supported; build the vector from components (vec2(v.x, v.y))");
+    ERR("kernel k(x: vec3[n], y: vec2[n]):\n    for i in range(n):\n        v = x[i]\n        v.xz = y[i]\n", "4:9",
+        "swizzles such as '.xz' are not supported");
+    /* helpers that no kernel calls are checked with their vector parameters */
+    ERR("def h(v: vec3) -> vec3:\n    return v.w\n\nkernel k(x: f32[n]):\n    pass\n", "2:12", "vec3 has no component '.w' (it has x y z)");
+    ERR("def h(v: vec3) -> f32:\n    return v.x, v.y\n\nkernel k(x: f32[n]):\n    pass\n", "2:12",
+        "helper 'h' returns 2 values but is declared '-> f32'");
+    ERR("def h(v: vec3) -> (f32, f32):\n    return v.x\n\nkernel k(x: vec3[n]):\n    for i in range(n):\n        a, b = h(x[i])\n", "2:12",
+        "helper 'h' returns f32 but is declared '-> (f32, f32)' (return several values: return a, b)");
+    ERR("kernel k(x: mat3[n], y: f32[n]):\n    for i in range(n):\n        y[i] = inverse(x[i])[0].w\n", "3:16",
+        "vec3 has no component '.w' (it has x y z)");
+    /* a component of any vector value; a helper with several values and branches, never called */
+    IR("def h(v: vec3, m: mat3, a: vec3[k]) -> (f32, vec3):\n    if v.x > 0.0:\n        return dot(v, a[0]), m @ v\n    return 1.0, v\n\n"
+       "kernel k(x: vec3[n], y: f32[n]):\n    for i in range(n):\n        y[i] = x[i][0] + vec3(1.0, 2.0, 3.0)[1] + (x[i] * 2.0).z\n",
+       "y[i%1] = ADDF(ADDF(x[i%1, 0], 2f), MULF(x[i%1, 2], 2f))");
+}
+
 int main(void) {
     test_out_of_memory();
     test_spec_example();
@@ -515,6 +620,7 @@ int main(void) {
     test_parallel_structure();
     test_helpers();
     test_semantic_errors();
+    test_vectors();
     test_large_kernel();
     if (failures) {
         fprintf(stderr, "test_front: %d of %d checks failed\n", failures, checks);

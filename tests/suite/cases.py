@@ -1252,7 +1252,9 @@ kernel k(x: f32[n], c: i32[n], y: f32[n], z: f32[n]):
 ''', 'k', {'x': F(10), 'c': I(10, lo=700, hi=1300), 'y': F(10), 'z': F(10)}, _while_long, grad=True, seed=5,
      long_loops=True)
 
-CASES = C
+from vec_cases import C as VEC_CASES  # noqa: E402 (vectors, matrices and tuples)
+
+CASES = C + VEC_CASES
 
 
 def _both(d):

@@ -35,6 +35,8 @@ Features (--features a,b,c; default: every feature this dvm compiles):
   inplace   in-place updates `u[i] = sin(u[i]) * 0.9 + ...`
   recur     a serial recurrence through an array in one iteration: y[i, j] = y[i, j - 1] * ...
   timeloop  `for t in serial(range(T)):` around the parallel loops
+  vec       vec3 / mat3 locals: constructors, componentwise arithmetic, @, cross, dot, outer,
+            transpose, clamp, components read (.x, [k]) and assigned (.y = ...)
 Exit 0 no program wrong, 1 some program wrong, 77 the backend has no device."""
 import argparse
 import collections
@@ -52,7 +54,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import npyio  # noqa: E402
 
 ALL_FEATURES = ['loops', 'while', 'if', 'break', 'helper', 'math', 'stages', 'accum', 'serial',
-                'inplace', 'recur', 'timeloop']
+                'inplace', 'recur', 'timeloop', 'vec']
 # a comparison in the reference closer than this (relative) to its threshold makes a mismatch
 # 'ambiguous': dvm's sin/exp/tanh may differ from Python's correctly rounded ones by an ulp or
 # two, and a different summation order of += changes the last bits
@@ -180,6 +182,105 @@ cos = _unary(math.cos, lambda v: -math.sin(v))
 tanh = _unary(math.tanh, lambda v: 1.0 - math.tanh(v) ** 2)
 exp = _unary(math.exp, math.exp)
 sqrt = _unary(math.sqrt, lambda v: 0.5 / math.sqrt(v))
+
+
+class Vec:
+    """A vec3 of duals, with the kernel's operators (componentwise, scalar broadcast)."""
+
+    def __init__(self, c):
+        self.c = [_d(v) for v in c]
+
+    def _zip(self, o, f):
+        return Vec([f(a, b) for a, b in zip(self.c, o.c)]) if isinstance(o, Vec) else Vec([f(a, o) for a in self.c])
+
+    def __add__(self, o):
+        return self._zip(o, lambda a, b: a + b)
+
+    def __radd__(self, o):
+        return Vec([_d(o) + a for a in self.c])
+
+    def __sub__(self, o):
+        return self._zip(o, lambda a, b: a - b)
+
+    def __rsub__(self, o):
+        return Vec([_d(o) - a for a in self.c])
+
+    def __mul__(self, o):
+        return self._zip(o, lambda a, b: a * b)
+
+    def __rmul__(self, o):
+        return Vec([_d(o) * a for a in self.c])
+
+    def __truediv__(self, o):
+        return self._zip(o, lambda a, b: a / b)
+
+    def __neg__(self):
+        return Vec([-a for a in self.c])
+
+    def __getitem__(self, k):
+        return self.c[k]
+
+    def __matmul__(self, m):  # row vector times matrix
+        return Vec([_dot3(self.c, [m.r[k].c[j] for k in range(3)]) for j in range(3)])
+
+    x = property(lambda self: self.c[0], lambda self, v: self.c.__setitem__(0, _d(v)))
+    y = property(lambda self: self.c[1], lambda self, v: self.c.__setitem__(1, _d(v)))
+    z = property(lambda self: self.c[2], lambda self, v: self.c.__setitem__(2, _d(v)))
+
+
+class Mat:
+    """A row-major mat3 of duals."""
+
+    def __init__(self, rows):
+        self.r = [Vec(r.c if isinstance(r, Vec) else r) for r in rows]
+
+    def __matmul__(self, o):
+        if isinstance(o, Vec):
+            return Vec([_dot3(r.c, o.c) for r in self.r])
+        return Mat([[_dot3(r.c, [o.r[k].c[j] for k in range(3)]) for j in range(3)] for r in self.r])
+
+    def __mul__(self, s):
+        return Mat([r * s for r in self.r])
+
+
+def _dot3(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def vec3(*a):
+    return Vec(list(a) * 3 if len(a) == 1 else a)
+
+
+def mat3(a, b, c):
+    return Mat([a, b, c])
+
+
+def dot(a, b):
+    return _dot3(a.c, b.c)
+
+
+def cross(a, b):
+    a, b = a.c, b.c
+    return Vec([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+def outer(a, b):
+    return Mat([[p * q for q in b.c] for p in a.c])
+
+
+def transpose(m):
+    return Mat([[m.r[k].c[j] for k in range(3)] for j in range(3)])
+
+
+def _clamp1(v, lo, hi):
+    v, lo, hi = _d(v), _d(lo), _d(hi)
+    if v < lo:
+        return lo
+    return hi if v > hi else v
+
+
+def clamp(v, lo, hi):
+    return Vec([_clamp1(a, lo, hi) for a in v.c]) if isinstance(v, Vec) else _clamp1(v, lo, hi)
 
 
 def f32(v):
@@ -393,6 +494,8 @@ class Gen:
             kinds += ['jump']
         for arr in ctx['accum']:
             kinds += ['accum:' + arr]
+        if self.on('vec') and not ctx.get('in_helper'):
+            kinds += ['vec']
         k = rng.choice(kinds)
         if k == 'assign':
             self.assign(ctx, out, ind)
@@ -418,6 +521,8 @@ class Gen:
             out.append(ind + f'    {c} += 1')
             c2 = dict(ctx, parallel_body=False)
             self.block(c2, out, ind + '    ', depth + 1, rng.randint(1, 3), True)
+        elif k == 'vec':
+            self.vec_stmt(ctx, out, ind)
         elif k == 'jump':
             word = rng.choice(['break', 'continue']) if in_loop else 'continue'
             out.append(ind + f'if {self.cond(ctx)}:')
@@ -426,6 +531,36 @@ class Gen:
             arr = k.split(':')[1]
             e, _ = self.bexpr(ctx)
             out.append(ind + f'{arr}[0] += {e}')
+
+    def vec_stmt(self, ctx, out, ind):
+        """Two vec3 locals from f32 expressions, a vector or matrix form of them, and an f32
+        local taken back from its components (every operand bounded by 4)."""
+        rng = self.rng
+        a, b, c, v = self.fresh('va'), self.fresh('vb'), self.fresh('vc'), self.fresh('v')
+        e = [self.bexpr(ctx, 1)[0] for _ in range(3)]
+        out.append(ind + f'{a} = vec3({e[0]}, {e[1]}, {e[2]})')
+        if rng.random() < 0.3:
+            out.append(ind + f'{b} = vec3({self.bexpr(ctx, 1)[0]})')
+        else:
+            f = [self.bexpr(ctx, 1)[0] for _ in range(3)]
+            out.append(ind + f'{b} = vec3({f[0]}, {f[1]}, {f[2]})')
+        form, bound = rng.choice([
+            (f'{a} * 0.5 + {b}', 6.0),
+            (f'-{a} + {b} / 2.0', 6.0),
+            (f'cross({a}, {b}) * 0.1', 3.2),
+            (f'mat3({a}, {b}, vec3(0.5, 0.25, 1.0)) @ {a} * 0.1', 4.8),
+            (f'{a} @ transpose(mat3({b}, {a}, {b})) * 0.1', 4.8),
+            (f'outer({a}, {b}) @ vec3(0.1, 0.2, 0.3)', 9.6),
+            (f'clamp({a}, -1.0, 1.0) * {b}', 4.0),
+            (f'(mat3({a}, {b}, {a}) * 0.1) @ (mat3({b}, {a}, {b}) * 0.1) @ vec3(1.0, 0.5, 0.25)', 2.7)])
+        out.append(ind + f'{c} = {form}')
+        if rng.random() < 0.4:
+            out.append(ind + f'{c}.y = {c}.x * 0.5 + {c}[2] * 0.25')
+        take, tb = rng.choice([(f'dot({c}, {a}) * 0.05', 3 * bound * 4 * 0.05), (f'{c}.x', bound), (f'{c}[1] + {a}.z', bound + 4),
+                               (f'{c}.z * 0.5 - dot({a}, {b}) * 0.02', bound * 0.5 + 0.96)])
+        e2, b2 = self.squash(take, tb)
+        out.append(ind + f'{v} = {e2}')
+        ctx['scope'].f32[v] = b2
 
     def helper(self, out):
         name = self.fresh('h')
@@ -592,7 +727,8 @@ class Gen:
 
 def reference(prog, inputs, n, m):
     """Runs the program over duals. Returns (final f32 arrays as lists of Dual, min gap)."""
-    env = dict(sin=sin, cos=cos, tanh=tanh, exp=exp, sqrt=sqrt, f32=f32, serial=serial, min=min, _c=f32)
+    env = dict(sin=sin, cos=cos, tanh=tanh, exp=exp, sqrt=sqrt, f32=f32, serial=serial, min=min, _c=f32, vec3=vec3,
+               mat3=mat3, dot=dot, cross=cross, outer=outer, transpose=transpose, clamp=clamp)
     # the same text as Python: the kernel header becomes a def, and f32 literals become duals
     # (so that `0.3 + 0.7` is an f32 sum, not a float64 one)
     params = [a for a in prog['arrays']] + ['k', 's']
@@ -628,7 +764,8 @@ def first_error(msg):
 def probe_features(dvm, work):
     """Features this dvm compiles: a tiny kernel of the feature alone must compile."""
     probes = {'timeloop': 'kernel k(x: f32[n]):\n    for t in serial(range(2)):\n'
-                          '        for i in range(n):\n            x[i] = x[i] * 0.5\n'}
+                          '        for i in range(n):\n            x[i] = x[i] * 0.5\n',
+              'vec': 'kernel k(x: f32[n]):\n    for i in range(n):\n        x[i] = dot(vec3(x[i]), vec3(1.0, 2.0, 3.0))\n'}
     feats = []
     for f in ALL_FEATURES:
         if f in probes:

@@ -64,6 +64,14 @@ def error_checks(r):
         ('serial_assert', 'kernel k(x: f32[n]):\n    assert n < 3, "n too big"\n    for i in range(n):\n'
          '        x[i] = 1.0\n',
          {'x': Arr('f4', (4,), [0] * 4)}, ['2:', 'n too big'], []),
+        # a vec3 array is f32 of shape (n, 3): a wrong trailing axis names the parameter and
+        # the shape it needs; an out-of-bounds vector read names the array like any other
+        ('vec3_trailing_axis', 'kernel k(x: vec3[n]):\n    for i in range(n):\n        x[i] = x[i] * 2.0\n',
+         {'x': Arr('f4', (4, 4), [0] * 16)}, ["'x'", 'axis 1 must have extent 3', 'f32[n, 3]', '(4, 4)'], []),
+        ('vec3_rank', 'kernel k(x: vec3[n]):\n    for i in range(n):\n        x[i] = x[i] * 2.0\n',
+         {'x': Arr('f4', (4,), [0] * 4)}, ["'x'", 'rank 2', 'f32[n, 3]'], []),
+        ('vec3_oob', 'kernel k(x: vec3[n], y: vec3[n]):\n    for i in range(n):\n        y[i] = x[i + 1]\n',
+         {'x': Arr('f4', (3, 3), [0] * 9), 'y': Arr('f4', (3, 3), [0] * 9)}, ['3:', "'x'", 'index 3', 'out of bounds'], []),
         ('adstack_overflow',
          'kernel k(x: f32[n], s: i32[n], y: f32[n]):\n    for i in range(n):\n        v = x[i]\n'
          '        for _ in range(s[i]):\n            v = v * v\n        y[i] = v\n',
