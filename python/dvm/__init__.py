@@ -10,13 +10,14 @@ this package binds it with ctypes."""
 from ._core import (Array, ArgumentError, CompileError, Error, Kernel, LaunchError, Module, array, compile,
                     devices, from_dlpack, get_device, load, set_device, zeros)
 from ._tape import Tape
-from ._decorator import kernel, f32, i32
+from ._decorator import kernel, f32, i32, vec2, vec3, vec4, mat2, mat3, mat4
 from . import _lib
 
 __version__ = "0.1.0"
 
 __all__ = ["Array", "ArgumentError", "CompileError", "Error", "Kernel", "LaunchError", "Module", "Tape", "array",
            "compile", "devices", "f32", "from_dlpack", "get_device", "i32", "info", "kernel", "load", "set_device",
+           "vec2", "vec3", "vec4", "mat2", "mat3", "mat4",
            "zeros"]
 
 

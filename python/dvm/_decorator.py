@@ -1,7 +1,7 @@
 """@dvm.kernel: a function in a .py file whose body is .dvk, compiled by the C compiler.
 
-The parameters' annotations are strings ("f32[n]", "i32", ...) or dvm.f32 / dvm.i32, indexed
-for arrays (dvm.f32["n, m"]): plain Python 3.9+, also under `from __future__ import
+The parameters' annotations are strings ("f32[n]", "i32", "vec3[n]", ...) or dvm.f32, dvm.i32,
+dvm.vec3, ..., indexed for arrays (dvm.f32["n, m"], dvm.vec3["n"]): plain Python 3.9+, also under `from __future__ import
 annotations`. The kernel's source is laid out so that its lines are the .py file's lines:
 compile errors name the .py file and the line in it."""
 import ast
@@ -32,6 +32,9 @@ class _DType:
 
 f32 = _DType("f32")
 i32 = _DType("i32")
+vec2, vec3, vec4 = _DType("vec2"), _DType("vec3"), _DType("vec4")
+mat2, mat3, mat4 = _DType("mat2"), _DType("mat3"), _DType("mat4")
+_TYPES = ("f32", "i32", "vec2", "vec3", "vec4", "mat2", "mat3", "mat4")
 
 
 def _annotation(node, src, where):
@@ -46,9 +49,9 @@ def _annotation(node, src, where):
         except SyntaxError:
             pass
         return text
-    if isinstance(node, ast.Name) and node.id in ("f32", "i32"):
+    if isinstance(node, ast.Name) and node.id in _TYPES:
         return node.id
-    if isinstance(node, ast.Attribute) and node.attr in ("f32", "i32"):
+    if isinstance(node, ast.Attribute) and node.attr in _TYPES:
         return node.attr
     if isinstance(node, ast.Subscript):
         base = _annotation(node.value, src, where)

@@ -122,3 +122,22 @@ def test_decorator_with_device(tmp_path, device):
     a = dvm.array(np.ones(3, np.float32))  # on the test's device: the module follows the arrays
     m.twice(x=a)
     np.testing.assert_array_equal(a.numpy(), 2)
+
+
+def test_vector_annotations(tmp_path, device):
+    p = write(tmp_path, "vec_kernel", '''
+        import dvm
+
+        @dvm.kernel
+        def rotate(p: dvm.vec3["n"], m: "mat3[1]", q: "vec3[n]", s: dvm.f32):
+            for i in range(n):
+                q[i] = (m[0] @ p[i]) * s + cross(p[i], vec3(0.0, 0.0, 1.0))
+        ''')
+    m = load_module(p)
+    rng = np.random.default_rng(3)
+    pts = rng.standard_normal((5, 3)).astype(np.float32)
+    mat = rng.standard_normal((1, 3, 3)).astype(np.float32)
+    out = np.zeros((5, 3), np.float32)
+    m.rotate(p=pts, m=mat, q=out, s=2.0)
+    want = (pts.astype(np.float64) @ mat[0].T.astype(np.float64)) * 2.0 + np.cross(pts.astype(np.float64), [0.0, 0.0, 1.0])
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
