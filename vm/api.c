@@ -59,6 +59,7 @@ dvm_status dvm_context_create(const dvm_context_opts *opts, dvm_context **out) {
     if (!ctx) return DVM_ERR_NOMEM;
     *out = ctx;
     ctx->next_array_id = 1;
+    ctx->cancel = &ctx->cancel_own;
     const char *want = opts && opts->backend ? opts->backend : "auto";
     dvm_backend_opts bo = {opts ? opts->device : 0, opts ? opts->threads : 0};
     if (bo.device < 0) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "device index %d is negative", bo.device);
@@ -92,6 +93,10 @@ dvm_status dvm_context_create(const dvm_context_opts *opts, dvm_context **out) {
                 rl += (size_t)snprintf(reasons + rl, sizeof reasons - rl, "%s%s: %s", rl ? "; " : "", list[i]->name, why);
         }
         if (!ctx->be) return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "no backend could be opened (%s)", reasons);
+    }
+    if (ctx->vt->cancel_word) {
+        volatile uint32_t *w = ctx->vt->cancel_word(ctx->be);
+        if (w) ctx->cancel = w;
     }
     const char *dn = ctx->vt->device_name ? ctx->vt->device_name(ctx->be) : NULL;
     snprintf(ctx->device, sizeof ctx->device, "%s", dn ? dn : "");

@@ -911,7 +911,7 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
         }
     }
     double t3 = now_ms();
-    dvm_launch_opts lo = {mode, o.ad_stack, o.default_ad_stack};
+    dvm_launch_opts lo = {mode, o.ad_stack, o.default_ad_stack, 0};
     dvm_launch_stats ls;
     if (dvm_launch(ctx, k, args, &lo, &ls) != DVM_OK) {
         ctx_error(ctx);

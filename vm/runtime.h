@@ -20,6 +20,14 @@ struct dvm_context {
     int cli_remedies;     /* overflow remedies name command-line options, not opts fields */
     uint64_t next_array_id;
     dvm_launch_scratch scratch; /* heap and snapshot buffers, reused across launches */
+    /* Cancel (dvm_context_cancel): the word is be->cancel_word's (device-visible) or
+       cancel_own; the outermost launch of a call (run_depth 0 -> 1: dvm_launch,
+       dvm_tape_launch, dvm_tape_backward) clears it, and every poll reads it. */
+    volatile uint32_t *cancel;
+    uint32_t cancel_own;
+    int run_depth;
+    int timed_out;     /* the cancel came from the launch's timeout (its message) */
+    double timeout_ms; /* the launch's opts.timeout_ms, for that message */
 };
 
 struct dvm_kernel {
@@ -69,6 +77,11 @@ dvm_status dvm_fail(dvm_context *ctx, dvm_status st, int located, const char *fm
 #endif
     ;
 void dvm_clear_err(dvm_context *ctx);
+
+/* launch.c: brackets every public call that launches (dvm_launch, dvm_tape_launch,
+   dvm_tape_backward); the outermost clears the cancel word. */
+void dvm_run_begin(dvm_context *ctx);
+void dvm_run_end(dvm_context *ctx);
 
 /* For the command: 1 if the last message carries its own FILE:LINE:COL: error: prefix. */
 int dvm_errmsg_located(const dvm_context *ctx);

@@ -147,7 +147,7 @@ dvm_status dvm_tape_grad(dvm_tape *t, dvm_array *a, dvm_array *grad) {
     return DVM_OK;
 }
 
-dvm_status dvm_tape_launch(dvm_tape *t, const dvm_kernel *k, dvm_args *args) {
+static dvm_status tape_launch(dvm_tape *t, const dvm_kernel *k, dvm_args *args) {
     if (!t || !k || !args) return dvm_fail(t ? t->ctx : NULL, DVM_ERR_USAGE, 0, "dvm_tape_launch: NULL argument");
     dvm_context *ctx = t->ctx;
     if (args->k != k) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_tape_launch: the arguments were created for another kernel");
@@ -221,7 +221,7 @@ dvm_status dvm_tape_launch(dvm_tape *t, const dvm_kernel *k, dvm_args *args) {
         }
     }
     if (st == DVM_OK) {
-        dvm_launch_opts o = {DVM_FORWARD, 0, 0};
+        dvm_launch_opts o = {DVM_FORWARD, 0, 0, 0};
         st = dvm_launch(ctx, k, args, &o, NULL);
     }
     if (st != DVM_OK) { /* nothing recorded; the failed launch wrote nothing */
@@ -269,7 +269,7 @@ static dvm_status bind_rec(bwd *b, int j, dvm_array *const *state) {
 static dvm_status run_rec(bwd *b, int j, dvm_mode mode, dvm_array *const *state) {
     dvm_status st = bind_rec(b, j, state);
     if (st != DVM_OK) return st;
-    dvm_launch_opts o = {mode, 0, 0};
+    dvm_launch_opts o = {mode, 0, 0, 0};
     dvm_launch_stats ls;
     st = dvm_launch(b->t->ctx, b->t->recs[j].k, b->t->recs[j].args, &o, &ls);
     if (mode == DVM_ADJOINT) b->t->st.adjoint_launches++;
@@ -354,7 +354,7 @@ static dvm_status reverse_ckpt(bwd *b, int lo, int hi, int free_) {
     return st;
 }
 
-dvm_status dvm_tape_backward(dvm_tape *t, dvm_tape_stats *stats) {
+static dvm_status tape_backward(dvm_tape *t, dvm_tape_stats *stats) {
     if (stats) memset(stats, 0, sizeof *stats);
     if (!t) return DVM_ERR_USAGE;
     dvm_context *ctx = t->ctx;
@@ -410,6 +410,27 @@ dvm_status dvm_tape_backward(dvm_tape *t, dvm_tape_stats *stats) {
     free(own);
     free(b.ckpt);
     if (stats) *stats = t->st;
+    return st;
+}
+
+/* Each a single call for dvm_context_cancel: the cancel word is cleared once, when it starts
+   (dvm_run_begin), not by the launches inside it. */
+dvm_status dvm_tape_launch(dvm_tape *t, const dvm_kernel *k, dvm_args *args) {
+    if (!t) return DVM_ERR_USAGE;
+    dvm_run_begin(t->ctx);
+    dvm_status st = tape_launch(t, k, args);
+    dvm_run_end(t->ctx);
+    return st;
+}
+
+dvm_status dvm_tape_backward(dvm_tape *t, dvm_tape_stats *stats) {
+    if (!t) {
+        if (stats) memset(stats, 0, sizeof *stats);
+        return DVM_ERR_USAGE;
+    }
+    dvm_run_begin(t->ctx);
+    dvm_status st = tape_backward(t, stats);
+    dvm_run_end(t->ctx);
     return st;
 }
 

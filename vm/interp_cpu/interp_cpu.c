@@ -293,6 +293,9 @@ static int cpu_arrays(uint32_t nslots, dvm_buffer *const *arrays, const int64_t 
     return 0;
 }
 
+/* The cancel word of an exec that has none (a job built by hand) */
+static const volatile uint32_t cpu_never_cancelled = 0;
+
 /* Iterations between two polls of the error word in a parallel loop. */
 #define CPU_CHUNK_MIN 64
 
@@ -308,6 +311,7 @@ int dvm_cpu_run_uniform_task(const dvm_program *p, uint32_t task_index, const dv
     env.consts = p->consts;
     env.uni = uniforms;
     env.err = &rec;
+    env.cancel = &cpu_never_cancelled; /* a uniform-only task has no backward jump */
     uint32_t regs[DVM_MAX_REGS];
     memset(regs, 0, sizeof(uint32_t) * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));
     const int32_t idx[3] = {0, 0, 0};
@@ -365,6 +369,7 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
     env.stack_cap = x->stack_cap;
     env.nstacks = heap ? x->nstacks : 0;
     env.err = &rec;
+    env.cancel = x->cancel ? x->cancel : &cpu_never_cancelled;
     env.start[0] = env.start[1] = env.start[2] = 0; /* a parallel task's: set below */
     if (heap && !x->resume) dvm_thread_begin(&env, nts); /* the serial slot, once per launch */
 
@@ -518,6 +523,8 @@ static int cpu_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm
         s.stack = si;
         s.prog_begin = sd->size_begin;
         s.err = &rec;
+        s.cancel = job->cancel;
+        s.tally = NULL;
         dvm_size_eval(&s, sd->size_begin, len, DVM_SZ_PASS_RANGES, NULL, 0, scratch);
         /* Each top-level range: a parallel max over its bound variable. */
         for (uint32_t k = 0; k < len && !rec.code;) {
@@ -543,16 +550,36 @@ static int cpu_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm
                 cpu_msg(err, errlen, "cpu backend: out of memory in the max-reducer%s", "");
                 return -1;
             }
+            /* The steps of every evaluation count against one budget (DVM_SIZER_REDUCE_FACTOR):
+               each thread adds its own to `spent` every 256 evaluations and at its end, so the
+               error comes exactly when the sum passes the budget, whatever the schedule. */
+            int64_t spent = 0;
+            const int64_t budget =
+                walk_cap > INT64_MAX / DVM_SIZER_REDUCE_FACTOR ? INT64_MAX : walk_cap * DVM_SIZER_REDUCE_FACTOR;
 #pragma omp parallel num_threads(nthreads) reduction(max : best)
             {
                 int64_t *ts = tsall + (size_t)omp_get_thread_num() * bend;
                 memcpy(ts, scratch, sizeof(int64_t) * bend);
-#pragma omp for schedule(static)
-                for (int64_t v = lo; v < hi; v++) {
-                    if (DVM_LOAD_ERR(&rec.code)) continue;
-                    int64_t r = dvm_size_eval(&s, sd->size_begin + k + 1, bend - k - 1, DVM_SZ_PASS_BODY, &v, 1, ts);
+                dvm_size_env ms = s;
+                int64_t mine = 0, nev = 0;
+                ms.tally = &mine;
+                /* each thread its own block of the range, left at the first error (an omp for
+                   cannot break: it would step through the rest of a 2^40 range) */
+                const int64_t nth = omp_get_num_threads(), me = omp_get_thread_num();
+                const int64_t per = (hi - lo) / nth, extra = (hi - lo) % nth;
+                const int64_t vb = lo + me * per + (me < extra ? me : extra), ve = vb + per + (me < extra);
+                for (int64_t v = vb; v < ve; v++) {
+                    if (DVM_LOAD_ERR(&rec.code)) break;
+                    int64_t r = dvm_size_eval(&ms, sd->size_begin + k + 1, bend - k - 1, DVM_SZ_PASS_BODY, &v, 1, ts);
                     if (r > best) best = r;
+                    if ((++nev & 255) == 0) {
+                        if (__atomic_add_fetch(&spent, mine, __ATOMIC_RELAXED) > budget)
+                            dvm_record_error(&rec, DVM_RT_SIZER_CAP, 0, sd->size_begin + k, si, budget, 0, 0);
+                        mine = 0;
+                    }
                 }
+                if (__atomic_add_fetch(&spent, mine, __ATOMIC_RELAXED) > budget)
+                    dvm_record_error(&rec, DVM_RT_SIZER_CAP, 0, sd->size_begin + k, si, budget, 0, 0);
             }
             free(tsall);
             rval[k] = best;
