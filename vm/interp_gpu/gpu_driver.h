@@ -43,6 +43,10 @@ typedef struct dvm_gpu_driver {
     const char *targets;  /* what the image was built for, for messages */
     int warp_vote_cc;     /* lowest compute-capability major whose image keeps a warp together
                              in an iteration (DVM_GPU_F_CONVERGE); 0: never (HIP) */
+    /* page-locked host memory that kernels read through *dev while the host writes it (the
+       cancel word); and its release */
+    int (*host_alloc_mapped)(size_t n, void **host, uint64_t *dev);
+    void (*host_free)(void *host);
 } dvm_gpu_driver;
 
 /* The backend functions shared by CUDA and HIP (gpu_backend.c). */
@@ -60,6 +64,7 @@ void dvm_gpu_unload(dvm_backend *be, dvm_loaded *l);
 int dvm_gpu_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_rt_error *rt, char *err, size_t errlen);
 int64_t dvm_gpu_slots(dvm_backend *be, const dvm_exec *x);
 int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err, size_t errlen);
+volatile uint32_t *dvm_gpu_cancel_word(dvm_backend *be);
 
 /* designated: a field added to dvm_backend_vtbl is NULL here unless named */
 #define DVM_GPU_VTBL(NAME, OPEN, PROBE)                                                        \
@@ -67,6 +72,6 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
      .device_name = dvm_gpu_device_name, .alloc = dvm_gpu_alloc, .free = dvm_gpu_free,         \
      .write = dvm_gpu_write, .read = dvm_gpu_read, .copy = dvm_gpu_copy, .load = dvm_gpu_load, \
      .unload = dvm_gpu_unload, .size = dvm_gpu_size, .slots = dvm_gpu_slots,                  \
-     .exec = dvm_gpu_exec, .may_stop = NULL}
+     .exec = dvm_gpu_exec, .may_stop = NULL, .cancel_word = dvm_gpu_cancel_word}
 
 #endif

@@ -49,6 +49,9 @@ static struct {
     hipError_t (*Occupancy)(int *, hipFunction_t, int, size_t);
     const char *(*GetErrorName)(hipError_t);
     const char *(*GetErrorString)(hipError_t);
+    hipError_t (*HostMalloc)(void **, size_t, unsigned);
+    hipError_t (*HostGetDevicePointer)(void **, void *, unsigned);
+    hipError_t (*HostFree)(void *);
 } hp;
 
 static int hip_load(char *err, size_t errlen) {
@@ -75,6 +78,8 @@ static int hip_load(char *err, size_t errlen) {
                 SYM(MemcpyDtoD, "hipMemcpyDtoD"), SYM(ModuleLaunchKernel, "hipModuleLaunchKernel"),
                 SYM(Occupancy, "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor"),
                 SYM(GetErrorName, "hipGetErrorName"), SYM(GetErrorString, "hipGetErrorString"),
+                SYM(HostMalloc, "hipHostMalloc"), SYM(HostGetDevicePointer, "hipHostGetDevicePointer"),
+                SYM(HostFree, "hipHostFree"),
 #undef SYM
             };
             int ok = 1;
@@ -157,6 +162,16 @@ static int hip_set_max_smem(void *fn, int bytes) {
     (void)bytes;
     return 1; /* AMD GPUs have no opt-in beyond the per-block LDS limit */
 }
+#define HIP_HOST_MALLOC_PORTABLE 0x1
+#define HIP_HOST_MALLOC_MAPPED 0x2
+static int hip_host_alloc_mapped(size_t n, void **host, uint64_t *dev) {
+    void *d = NULL;
+    int rc = hp.HostMalloc(host, n, HIP_HOST_MALLOC_PORTABLE | HIP_HOST_MALLOC_MAPPED);
+    if (rc == 0) rc = hp.HostGetDevicePointer(&d, *host, 0);
+    *dev = (uint64_t)(uintptr_t)d;
+    return rc;
+}
+static void hip_host_free(void *host) { hp.HostFree(host); }
 static const char *hip_errstr(int code) {
     static char buf[256];
     snprintf(buf, sizeof buf, "%s (%d: %s)", hp.GetErrorName ? hp.GetErrorName(code) : "unknown", code,
@@ -168,7 +183,7 @@ static const dvm_gpu_driver hip_driver = {
     "hip", "HIP runtime", hip_load, hip_count, hip_dev_name, hip_attr, hip_ctx_open, hip_ctx_close, hip_bind,
     hip_mod_load, hip_mod_unload, hip_func, hip_global, hip_alloc, hip_free, hip_zero, hip_h2d, hip_d2h, hip_d2d,
     hip_launch, hip_sync, hip_occupancy, hip_set_max_smem, hip_errstr, HIP_ERROR_NO_BINARY_FOR_GPU,
-    dvm_hip_image, 0, dvm_hip_targets, 0 /* no vote in the HIP build */};
+    dvm_hip_image, 0, dvm_hip_targets, 0 /* no vote in the HIP build */, hip_host_alloc_mapped, hip_host_free};
 
 static dvm_backend *hip_open(const dvm_backend_opts *opts, char *err, size_t errlen) {
     return dvm_gpu_open(&hip_driver, opts, err, errlen);
