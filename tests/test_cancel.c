@@ -5,9 +5,21 @@
  * launch runs is dropped; a launch with a loop keeps its snapshot, a loop-free one needs none. */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 #include "dvm.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define DVM_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DVM_TEST_ASAN 1
+#endif
+#endif
 
 static int failures = 0;
 #define EXPECT(cond, ...)                       \
@@ -122,6 +134,37 @@ static void spin_cases(dvm_context *ctx, dvm_module *m, const char *kname, dvm_a
     dvm_args_destroy(a);
 }
 
+/* The cpu backend when the system refuses threads (an address-space limit leaves no room for
+ * their stacks): dvm_context_create fails with DVM_ERR_BACKEND and a message, where libgomp
+ * had ended the process. Run in a child, which reports through its exit status: 0 as
+ * expected, 2 the context was created, 3 another status, 1 the process was ended. */
+static void thread_refusal(void) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        long vm_kb = 0;
+        FILE *f = fopen("/proc/self/status", "r");
+        char line[256];
+        while (f && fgets(line, sizeof line, f))
+            if (!strncmp(line, "VmSize:", 7)) vm_kb = atol(line + 7);
+        if (f) fclose(f);
+        struct rlimit rl = {(rlim_t)(vm_kb + 4096) * 1024, (rlim_t)(vm_kb + 4096) * 1024};
+        setrlimit(RLIMIT_AS, &rl);
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        dvm_context_opts co = {"cpu", 0, (int)(cpus * 4 < 1024 ? cpus * 4 : 1024)};
+        dvm_context *c = NULL;
+        dvm_status st = dvm_context_create(&co, &c);
+        printf("thread refusal: status %d: %s\n", (int)st, dvm_errmsg(c));
+        fflush(stdout);
+        _exit(st == DVM_OK ? 2 : st == DVM_ERR_BACKEND && strstr(dvm_errmsg(c), "cannot create") ? 0 : 3);
+    }
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    EXPECT(WIFEXITED(ws) && WEXITSTATUS(ws) == 0,
+           "a cpu context whose threads the system refuses: expected DVM_ERR_BACKEND 'cannot create', got exit %d "
+           "(2: created, 3: another status, 1: the process was ended)", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+}
+
 int main(int argc, char **argv) {
     const char *backend = argc > 1 ? argv[1] : "cpu";
     dvm_context_opts co = {backend, 0, 0};
@@ -190,6 +233,10 @@ int main(int argc, char **argv) {
     EXPECT(s == DVM_OK && all_equal(ctx, y, 8.0f) && st.snapshot_bytes == 0,
            "saxpy after cancels: expected y = 8 and no snapshot, got %d '%s' snapshot %lld", (int)s, dvm_errmsg(ctx),
            (long long)st.snapshot_bytes);
+
+#ifndef DVM_TEST_ASAN /* the sanitizer's shadow memory cannot live under an address-space limit */
+    if (!strcmp(backend, "cpu")) thread_refusal();
+#endif
 
     /* a null context */
     EXPECT(dvm_context_cancel(NULL) == DVM_ERR_USAGE, "dvm_context_cancel(NULL) must be DVM_ERR_USAGE");

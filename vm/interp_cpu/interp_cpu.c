@@ -3,6 +3,7 @@
  * The sizer runs on the calling thread; top-level max-over-range nodes go to an OpenMP
  * max reduction (the CPU's max-reducer). */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +131,51 @@ static void cpu_model(char *out, size_t n)
     fclose(f);
 }
 
+/* Thread-creation probe: libgomp ends the process when it cannot create a thread, so the
+ * context first creates threads - 1 pthreads (default attributes, as libgomp's), all alive at
+ * once, and fails with a message if the system refuses one; then a first parallel region
+ * creates OpenMP's pool, which later regions of this thread reuse. (A region started later
+ * from another thread gets a new pool: that creation is not probed.) */
+typedef struct cpu_probe_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int go;
+} cpu_probe_gate;
+
+static void *cpu_probe_thread(void *p)
+{
+    cpu_probe_gate *g = (cpu_probe_gate *)p;
+    pthread_mutex_lock(&g->mu);
+    while (!g->go) pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+static int cpu_probe_threads(int n, char *err, size_t errlen)
+{
+    cpu_probe_gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    pthread_t *th = calloc((size_t)(n > 1 ? n : 1), sizeof *th);
+    if (!th) {
+        cpu_msg(err, errlen, "cpu backend: out of memory%s", "");
+        return -1;
+    }
+    int made = 0, rc = 0;
+    for (; made < n - 1; made++) {
+        rc = pthread_create(&th[made], NULL, cpu_probe_thread, &g);
+        if (rc != 0) break;
+    }
+    pthread_mutex_lock(&g.mu);
+    g.go = 1;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    for (int i = 0; i < made; i++) pthread_join(th[i], NULL);
+    free(th);
+    if (rc != 0 && err && errlen)
+        snprintf(err, errlen, "cpu backend: cannot create %d worker threads: the system refused thread %d (%s); "
+                              "ask for fewer threads", n, made + 2, strerror(rc));
+    return rc != 0 ? -1 : 0;
+}
+
 static dvm_backend *cpu_open(const dvm_backend_opts *opts, char *err, size_t errlen)
 {
     dvm_backend *be = calloc(1, sizeof *be);
@@ -139,6 +185,17 @@ static dvm_backend *cpu_open(const dvm_backend_opts *opts, char *err, size_t err
     }
     be->threads = (opts && opts->threads > 0) ? opts->threads : omp_get_max_threads();
     if (be->threads < 1) be->threads = 1;
+    if (cpu_probe_threads(be->threads, err, errlen) != 0) {
+        free(be);
+        return NULL;
+    }
+    int got = 1;
+#pragma omp parallel num_threads(be->threads)
+    {
+#pragma omp master
+        got = omp_get_num_threads();
+    }
+    if (got >= 1 && got < be->threads) be->threads = got; /* OMP_THREAD_LIMIT, OMP_DYNAMIC */
     const char *lv = getenv("DVM_CPU_LANES");
     be->lanes = lv && lv[0] && strcmp(lv, "0") != 0 ? CPU_LANES : 1;
     char model[128];
