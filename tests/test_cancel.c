@@ -191,6 +191,25 @@ int main(int argc, char **argv) {
     if (!llvmpipe) {
         spin_cases(ctx, m, "spin", x);
         spin_cases(ctx, m, "sspin", x);
+        /* a tape's launch stops the same way and records nothing */
+        const dvm_kernel *k = NULL;
+        dvm_args *a = NULL;
+        dvm_tape *t = NULL;
+        dvm_kernel_find(ctx, m, "spin", &k);
+        dvm_args_create(ctx, k, &a);
+        dvm_args_array(ctx, a, "x", x);
+        EXPECT(dvm_tape_create(ctx, 0, &t) == DVM_OK, "tape: %s", dvm_errmsg(ctx));
+        fill(ctx, x, 7.0f);
+        canceller c = {ctx, 300};
+        pthread_t th;
+        pthread_create(&th, NULL, cancel_later, &c);
+        dvm_status s = dvm_tape_launch(t, k, a);
+        pthread_join(th, NULL);
+        EXPECT(s == DVM_ERR_CANCELLED && dvm_tape_count(t) == 0 && all_equal(ctx, x, 7.0f),
+               "a cancelled tape launch: expected DVM_ERR_CANCELLED, nothing recorded or written, got %d '%s' (%d records)",
+               (int)s, dvm_errmsg(ctx), dvm_tape_count(t));
+        dvm_tape_destroy(t);
+        dvm_args_destroy(a);
     } else {
         printf("spin, sspin: not on llvmpipe (its loop limit ends them first)\n");
     }

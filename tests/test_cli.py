@@ -98,6 +98,8 @@ def check_documented_messages(w, good, j):
     write_npy(dj('s.npy'), '<i4', (4,), [0, 1, 2, 3])
     with open(dj('k.dvk'), 'w') as f:
         f.write('kernel k(x: f32[n], y: f32[n]):\n    for i in range(n):\n        y[i] = x[i + 1]\n')
+    with open(dj('spin.dvk'), 'w') as f:
+        f.write('kernel spin(x: f32[n]):\n    for i in range(n):\n        while True:\n            x[i] = x[i] + 1.0\n')
     with open(dj('a.dvk'), 'w') as f:
         f.write('kernel k(x: f32[n], s: i32[n], y: f32[n]):\n    for i in range(n):\n        v = x[i]\n'
                 '        for _ in range(s[i]):\n            v = sin(v) * v\n        y[i] = v\n')
@@ -127,6 +129,7 @@ def check_documented_messages(w, good, j):
         ('y.grad: f32',) + summary,
         ('adstack overflow', ['grad', 'a.dvk', 'k', 'x=x.npy', 's=s.npy', 'y=y.npy', 'y.grad=1', '--ad-stack-size', '2'], d),
         ('out of bounds', ['run', 'k.dvk', 'k', 'x=x.npy', 'y=y.npy'], d),
+        ('timed out', ['run', 'spin.dvk', 'spin', 'x=x.npy', '--backend', 'cpu', '--timeout', '0.5'], d),
     ]
     docs = documented_messages(CLI_DOC)
     if len(docs) < len(producers):

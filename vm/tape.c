@@ -267,6 +267,10 @@ static dvm_status bind_rec(bwd *b, int j, dvm_array *const *state) {
 }
 
 static dvm_status run_rec(bwd *b, int j, dvm_mode mode, dvm_array *const *state) {
+    /* a cancel point between backward's launches (dvm_context_cancel) */
+    if (__atomic_load_n(b->t->ctx->cancel, __ATOMIC_RELAXED))
+        return dvm_fail(b->t->ctx, DVM_ERR_CANCELLED, 0, "tape backward: cancelled (dvm_context_cancel) before launch %d of %d",
+                        j + 1, b->t->nrecs);
     dvm_status st = bind_rec(b, j, state);
     if (st != DVM_OK) return st;
     dvm_launch_opts o = {mode, 0, 0, 0};
