@@ -1095,7 +1095,7 @@ void dvm_run_begin(dvm_context *ctx) {
 void dvm_run_end(dvm_context *ctx) { ctx->run_depth--; }
 
 dvm_status dvm_context_cancel(dvm_context *ctx) {
-    if (!ctx) return DVM_ERR_USAGE;
+    if (!dvm_handle_live(ctx, DVM_HK_CONTEXT)) return DVM_ERR_USAGE; /* a destroyed one's memory stays (handle.c) */
     __atomic_store_n(ctx->cancel, 1u, __ATOMIC_SEQ_CST); /* async-signal-safe: one lock-free store */
     return DVM_OK;
 }
@@ -1167,12 +1167,37 @@ static void watchdog_stop(watchdog *w) {
 static dvm_status launch_run(dvm_context *ctx, const dvm_kernel *kc, dvm_args *args, const dvm_launch_opts *opts,
                              dvm_launch_stats *stats);
 
+/* Every handle a launch reads is alive: the kernel's module, the argument set and each array
+   bound in it (a destroyed one is a dead handle, handle.c). */
+static dvm_status check_live(dvm_context *ctx, const dvm_kernel *kc, const dvm_args *args) {
+    if (!kc || !args) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: NULL argument");
+    if (!dvm_kernel_live(kc)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: the kernel's module was destroyed");
+    if (!dvm_handle_live(args, DVM_HK_ARGS)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: the argument set was destroyed");
+    for (uint32_t i = 0; i < args->nparams; i++) {
+        const dvm_array *bound[3] = {args->arr[i], args->grad[i], args->dual[i]};
+        for (int r = 0; r < 3; r++)
+            if (bound[r] && !dvm_handle_live(bound[r], DVM_HK_ARRAY))
+                return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: the array bound to '%s%s' was destroyed",
+                                pstr(kc->m->prog, kc->m->prog->params[kc->kd->param_begin + i].name),
+                                r == 1 ? ".grad" : r == 2 ? ".dual" : "");
+    }
+    return DVM_OK;
+}
+
 dvm_status dvm_launch(dvm_context *ctx, const dvm_kernel *kc, dvm_args *args, const dvm_launch_opts *opts, dvm_launch_stats *stats) {
     if (stats) memset(stats, 0, sizeof *stats);
-    if (!ctx) return DVM_ERR_USAGE;
+    if (!dvm_handle_live(ctx, DVM_HK_CONTEXT)) return DVM_ERR_USAGE;
+    if (dvm_ctx_enter(ctx) != 0) return DVM_ERR_USAGE; /* another thread is inside: dvm_errmsg says so */
+    dvm_status st0 = check_live(ctx, kc, args);
+    if (st0 != DVM_OK) {
+        dvm_ctx_leave(ctx);
+        return st0;
+    }
     const double tmo = opts ? opts->timeout_ms : 0;
-    if (!(tmo >= 0) || tmo > 1e15) /* NaN too */
+    if (!(tmo >= 0) || tmo > 1e15) { /* NaN too */
+        dvm_ctx_leave(ctx);
         return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: opts.timeout_ms must be 0 (no limit) or a positive number of milliseconds");
+    }
     dvm_run_begin(ctx);
     watchdog w;
     int watched = 0;
@@ -1189,6 +1214,7 @@ dvm_status dvm_launch(dvm_context *ctx, const dvm_kernel *kc, dvm_args *args, co
     if (watched) watchdog_stop(&w);
 out:
     dvm_run_end(ctx);
+    dvm_ctx_leave(ctx);
     return st;
 }
 
