@@ -21,3 +21,10 @@ foreach(_be cuda hip)
     set_tests_properties(cancel_${_be} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
   endif()
 endforeach()
+
+# API misuse (use after destroy, double destroy, a context destroyed first, two threads on
+# one context): DVM_ERR_USAGE or a no-op, never a crash; clean in the sanitizer build.
+add_executable(test_misuse tests/test_misuse.c)
+target_link_libraries(test_misuse PRIVATE dvm)
+add_test(NAME test_misuse COMMAND test_misuse)
+set_tests_properties(test_misuse PROPERTIES TIMEOUT 120)
