@@ -7,8 +7,12 @@
  *   source, kernel and line for launches). The library never prints and never exits.
  * - Ownership: every *_create / dvm_compile / dvm_load_* result is owned by the caller and
  *   released with the matching *_destroy. Handles returned by *_find and *_get are borrowed
- *   and live as long as their owner.
- * - A context is used by one thread at a time. */
+ *   and live as long as their owner. A destroyed handle is detected: using it is
+ *   DVM_ERR_USAGE, destroying it again does nothing, and destroying a context destroys what it
+ *   still owns (docs/c-api.md, "Lifetimes and threads").
+ * - A context is used by one thread at a time: a launch, array read/write or tape call from a
+ *   second thread while one runs fails with DVM_ERR_USAGE (detected, not made safe).
+ *   dvm_context_cancel is the exception. */
 #ifndef DVM_H
 #define DVM_H
 
