@@ -73,9 +73,9 @@ void dvm_context_destroy(dvm_context *ctx);
 /* Asks the launch running on ctx to stop: it fails with DVM_ERR_CANCELLED at its next cancel
  * point and writes nothing (arrays keep what they held before it). Callable from any thread
  * and from a signal handler: it only stores to one word. Cancel points are a loop's backward
- * jump in every interpreter (each thread reads the word every 64 jumps on the cpu, every 4096
- * on a GPU), the adstack sizer, and the trips of a serial loop of stages; a launch with no
- * loop at all has no cancel point and runs to its end (its cost is bounded by its size).
+ * jump in every interpreter (each thread reads the word every 64 jumps on the cpu and
+ * Vulkan, every 4096 on CUDA and HIP), the adstack sizer, and the trips of a serial loop of
+ * stages; a launch with no loop has no cancel point and runs to its end (its size bounds it).
  * A tape's dvm_tape_launch and dvm_tape_backward stop the same way (backward between and
  * inside its launches). Race: the word is cleared when a launch (dvm_launch, dvm_tape_launch,
  * dvm_tape_backward) starts, so a cancel that arrives while none runs is dropped, and one
