@@ -80,7 +80,7 @@ static int reps = 5;
 
 /* best-of-reps time of a dvm launch */
 static double time_dvm(dvm_context *ctx, const dvm_kernel *k, dvm_args *args, dvm_mode mode, dvm_launch_stats *last) {
-    dvm_launch_opts o = {mode, 0, 0};
+    dvm_launch_opts o = {mode, 0, 0, 0};
     double best = 1e30;
     CHECK(dvm_launch(ctx, k, args, &o, last)); /* warm-up */
     for (int r = 0; r < reps; r++) {
@@ -278,7 +278,7 @@ int main(int argc, char **argv) {
             if (t == 1 && checked) {
                 /* adjoint over forward; for the sin loop (its v on an adstack) also the sizer's
                    share of the first (uncached) adjoint launch and the heap against its minimum */
-                dvm_launch_opts o = {DVM_ADJOINT, 0, 0};
+                dvm_launch_opts o = {DVM_ADJOINT, 0, 0, 0};
                 if (kk == 5) {
                     double s = now_ms();
                     CHECK(dvm_launch(ctx, k, args, &o, &st));

@@ -101,7 +101,7 @@ static int run_one(side *s, int kk, int mode, long N, long SN, const float *x, c
         outa = arr[1];
         cnt = 256;
     }
-    dvm_launch_opts o = {(dvm_mode)mode, 0, 0};
+    dvm_launch_opts o = {(dvm_mode)mode, 0, 0, 0};
     dvm_launch_stats st;
     s->ms = s->exec_ms = 1e30;
     int rc = 0;

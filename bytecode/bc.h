@@ -86,7 +86,9 @@ enum dvm_rt_code {
     DVM_RT_SIZER_CAP = 6,      /* p0 stack id, p1 the cap that was passed */
     DVM_RT_BAD_OP = 7,         /* internal: p0 an opcode the interpreter does not know, or (p1 = 1) a
                                   conditional branch in a branch-free lane run */
-    DVM_RT_NEGPOW = 8          /* i32 ** with a negative exponent */
+    DVM_RT_NEGPOW = 8,         /* i32 ** with a negative exponent */
+    DVM_RT_CANCELLED = 9       /* a poll found the launch's cancel word set (dvm_context_cancel,
+                                  a timeout): not an error of the kernel */
 };
 typedef struct dvm_rt_error {
     int32_t code;  /* dvm_rt_code; 0 = no error */

@@ -65,7 +65,7 @@ int main(int argc, char **argv) {
 
     /* forward: y[0] = sum over i of x[i] after steps[i] damping steps */
     float out[N];
-    dvm_launch_opts fwd = {DVM_FORWARD, 0, 0};
+    dvm_launch_opts fwd = {DVM_FORWARD, 0, 0, 0};
     dvm_launch_stats st;
     CHECK(dvm_launch(ctx, k, args, &fwd, &st));
     CHECK(dvm_array_read(ctx, y, out, 1));
@@ -78,7 +78,7 @@ int main(int argc, char **argv) {
     CHECK(dvm_array_write(ctx, yg, one1, 1));
     CHECK(dvm_args_grad(ctx, args, "x", xg));
     CHECK(dvm_args_grad(ctx, args, "y", yg));
-    dvm_launch_opts adj = {DVM_ADJOINT, 0, 0};
+    dvm_launch_opts adj = {DVM_ADJOINT, 0, 0, 0};
     CHECK(dvm_launch(ctx, k, args, &adj, &st));
     CHECK(dvm_array_read(ctx, xg, out, N));
     printf("adjoint (%.3f ms, adstack heap %lld bytes):\n", st.total_ms, (long long)st.heap_bytes);
@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
     CHECK(dvm_array_write(ctx, xd, dx0, N));
     CHECK(dvm_args_dual(ctx, args, "x", xd));
     CHECK(dvm_args_dual(ctx, args, "y", yd));
-    dvm_launch_opts tan = {DVM_TANGENT, 0, 0};
+    dvm_launch_opts tan = {DVM_TANGENT, 0, 0, 0};
     CHECK(dvm_launch(ctx, k, args, &tan, &st));
     CHECK(dvm_array_read(ctx, yd, out, 1));
     printf("tangent:\n");

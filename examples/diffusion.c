@@ -79,7 +79,7 @@ int main(int argc, char **argv) {
     CHECK(dvm_args_i32(ctx, sa, "T", T));
     CHECK(dvm_args_grad(ctx, sa, "u", ug));
     CHECK(dvm_args_grad(ctx, sa, "L", Lg));
-    dvm_launch_opts adj = {DVM_ADJOINT, 0, 0};
+    dvm_launch_opts adj = {DVM_ADJOINT, 0, 0, 0};
     dvm_launch_stats ls;
     double t0 = now_ms();
     CHECK(dvm_launch(ctx, ksim, sa, &adj, &ls));
@@ -118,7 +118,7 @@ int main(int argc, char **argv) {
     CHECK(dvm_array_read(ctx, ug, g2, N * M));
 
     /* 3. forward only: one launch of the serial loop against T + 1 launches */
-    dvm_launch_opts fwd = {DVM_FORWARD, 0, 0};
+    dvm_launch_opts fwd = {DVM_FORWARD, 0, 0, 0};
     CHECK(dvm_array_write(ctx, u, u0, N * M));
     t0 = now_ms();
     CHECK(dvm_launch(ctx, ksim, sa, &fwd, NULL));

@@ -7,8 +7,12 @@
  *   source, kernel and line for launches). The library never prints and never exits.
  * - Ownership: every *_create / dvm_compile / dvm_load_* result is owned by the caller and
  *   released with the matching *_destroy. Handles returned by *_find and *_get are borrowed
- *   and live as long as their owner.
- * - A context is used by one thread at a time. */
+ *   and live as long as their owner. A destroyed handle is detected: using it is
+ *   DVM_ERR_USAGE, destroying it again does nothing, and destroying a context destroys what it
+ *   still owns (docs/c-api.md, "Lifetimes and threads").
+ * - A context is used by one thread at a time: a launch, array read/write or tape call from a
+ *   second thread while one runs fails with DVM_ERR_USAGE (detected, not made safe).
+ *   dvm_context_cancel is the exception. */
 #ifndef DVM_H
 #define DVM_H
 
@@ -30,7 +34,9 @@ typedef enum dvm_status {
     DVM_ERR_BACKEND = 5,  /* the backend or device is missing or failed */
     DVM_ERR_IO = 6,       /* a file could not be read or written */
     DVM_ERR_NOMEM = 7,
-    DVM_ERR_USAGE = 8     /* the API was called wrongly (NULL handle, bad option) */
+    DVM_ERR_USAGE = 8,    /* the API was called wrongly (NULL handle, bad option) */
+    DVM_ERR_CANCELLED = 9 /* the launch was cancelled (dvm_context_cancel) or ran out of its
+                             time (dvm_launch_opts.timeout_ms); it wrote nothing */
 } dvm_status;
 
 typedef enum dvm_dtype { DVM_F32 = 1, DVM_I32 = 2 } dvm_dtype;
@@ -64,6 +70,17 @@ typedef struct dvm_context_opts {
  * dvm_errmsg(*out) says why; destroy it as usual. */
 dvm_status dvm_context_create(const dvm_context_opts *opts, dvm_context **out);
 void dvm_context_destroy(dvm_context *ctx);
+/* Asks the launch running on ctx to stop: it fails with DVM_ERR_CANCELLED at its next cancel
+ * point and writes nothing (arrays keep what they held before it). Callable from any thread
+ * and from a signal handler: it only stores to one word. Cancel points are a loop's backward
+ * jump in every interpreter (each thread reads the word every 64 jumps on the cpu and
+ * Vulkan, every 4096 on CUDA and HIP), the adstack sizer, and the trips of a serial loop of
+ * stages; a launch with no loop has no cancel point and runs to its end (its size bounds it).
+ * A tape's dvm_tape_launch and dvm_tape_backward stop the same way (backward between and
+ * inside its launches). Race: the word is cleared when a launch (dvm_launch, dvm_tape_launch,
+ * dvm_tape_backward) starts, so a cancel that arrives while none runs is dropped, and one
+ * that arrives after the last cancel point of a launch leaves it to succeed. */
+dvm_status dvm_context_cancel(dvm_context *ctx);
 /* The message of the last failed call on ctx ("" if none). Valid until the next call. */
 const char *dvm_errmsg(const dvm_context *ctx);
 /* "cpu", "vulkan", "cuda" or "hip", and a description of the device in use. */
@@ -154,6 +171,9 @@ typedef struct dvm_launch_opts {
     dvm_mode mode;
     int64_t ad_stack_size;         /* > 0: force every adstack to this capacity */
     int64_t default_ad_stack_size; /* capacity for stacks with no formula; 0 = 256 */
+    double timeout_ms;             /* > 0: the launch is cancelled (DVM_ERR_CANCELLED, a message
+                                      saying it timed out) if it runs longer, at its next cancel
+                                      point (dvm_context_cancel); 0 = no limit */
 } dvm_launch_opts;
 
 typedef struct dvm_launch_stats {

@@ -107,7 +107,7 @@ int main(int argc, char **argv) {
         if ((mode == DVM_TANGENT ? dvm_args_dual : dvm_args_grad)(ctx, args, pi.name, arr) != DVM_OK)
             return fail(ctx, pi.name);
     }
-    dvm_launch_opts lo = {mode, 0, 0};
+    dvm_launch_opts lo = {mode, 0, 0, 0};
     if (dvm_launch(ctx, k, args, &lo, NULL) != DVM_OK) return fail(ctx, "launch");
     if (out) {
         mkdir(out, 0777);

@@ -110,7 +110,7 @@ int main(void) {
     dvm_args_array(ctx, a, "x", x);
     dvm_args_array(ctx, a, "steps", s3);
     dvm_args_array(ctx, a, "y", y);
-    dvm_launch_opts fwd = {DVM_FORWARD, 0, 0}, adj = {DVM_ADJOINT, 0, 0};
+    dvm_launch_opts fwd = {DVM_FORWARD, 0, 0, 0}, adj = {DVM_ADJOINT, 0, 0, 0};
     EXPECT(dvm_launch(ctx, k, a, &fwd, NULL) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'rate'"), "missing: %s", dvm_errmsg(ctx));
     dvm_args_f32(ctx, a, "rate", 0.9f);
     EXPECT(dvm_launch(ctx, k, a, &fwd, NULL) == DVM_ERR_ARG &&
@@ -149,7 +149,7 @@ int main(void) {
            dvm_errmsg(ctx));
     /* an adjoint launch always copies what its forward writes (the adjoint reads it as it was) */
     EXPECT(st.snapshot_bytes >= 4, "adjoint launch: %lld snapshot bytes", (long long)st.snapshot_bytes);
-    dvm_launch_opts small = {DVM_ADJOINT, 1, 0};
+    dvm_launch_opts small = {DVM_ADJOINT, 1, 0, 0};
     float before[4], after[4];
     dvm_array_read(ctx, xg, before, 4);
     EXPECT(dvm_launch(ctx, ks, as, &small, &st) == DVM_ERR_RUNTIME && strstr(dvm_errmsg(ctx), "adstack overflow") &&
@@ -259,7 +259,7 @@ int main(void) {
     dvm_launch_stats ws;
     for (int run = 0; run < 3; run++) {
         /* run 0: grown from 256 (retries); 1: from the learned size; 2: forced, never grown */
-        dvm_launch_opts wo = {DVM_ADJOINT, run == 2 ? 1000 : 0, 0};
+        dvm_launch_opts wo = {DVM_ADJOINT, run == 2 ? 1000 : 0, 0, 0};
         dvm_array_write(ctx, wxg, gzero, 4);
         dvm_array_write(ctx, wyg, wseed, 4);
         dvm_array_write(ctx, wzg, wseed, 4);
@@ -271,7 +271,7 @@ int main(void) {
     EXPECT(!memcmp(wauto, wforced, sizeof wauto), "wsin: grown x.grad %g %g %g %g, forced %g %g %g %g", (double)wauto[0],
            (double)wauto[1], (double)wauto[2], (double)wauto[3], (double)wforced[0], (double)wforced[1], (double)wforced[2],
            (double)wforced[3]);
-    dvm_launch_opts wdef = {DVM_ADJOINT, 0, 256};
+    dvm_launch_opts wdef = {DVM_ADJOINT, 0, 256, 0};
     dvm_array_write(ctx, wyg, wseed, 4);
     dvm_array_read(ctx, wxg, wbefore, 4);
     EXPECT(dvm_launch(ctx, kw, aw, &wdef, &ws) == DVM_ERR_RUNTIME && strstr(dvm_errmsg(ctx), "adstack overflow") &&

@@ -98,6 +98,8 @@ def check_documented_messages(w, good, j):
     write_npy(dj('s.npy'), '<i4', (4,), [0, 1, 2, 3])
     with open(dj('k.dvk'), 'w') as f:
         f.write('kernel k(x: f32[n], y: f32[n]):\n    for i in range(n):\n        y[i] = x[i + 1]\n')
+    with open(dj('spin.dvk'), 'w') as f:
+        f.write('kernel spin(x: f32[n]):\n    for i in range(n):\n        while True:\n            x[i] = x[i] + 1.0\n')
     with open(dj('a.dvk'), 'w') as f:
         f.write('kernel k(x: f32[n], s: i32[n], y: f32[n]):\n    for i in range(n):\n        v = x[i]\n'
                 '        for _ in range(s[i]):\n            v = sin(v) * v\n        y[i] = v\n')
@@ -127,6 +129,7 @@ def check_documented_messages(w, good, j):
         ('y.grad: f32',) + summary,
         ('adstack overflow', ['grad', 'a.dvk', 'k', 'x=x.npy', 's=s.npy', 'y=y.npy', 'y.grad=1', '--ad-stack-size', '2'], d),
         ('out of bounds', ['run', 'k.dvk', 'k', 'x=x.npy', 'y=y.npy'], d),
+        ('timed out', ['run', 'spin.dvk', 'spin', 'x=x.npy', '--backend', 'cpu', '--timeout', '0.5'], d),
     ]
     docs = documented_messages(CLI_DOC)
     if len(docs) < len(producers):
@@ -393,6 +396,46 @@ def run_all(w):
     check('disasm source', ['disasm', src], 0)
     check('disasm blob', ['disasm', blob], 0)
     check('info', ['info'], 0, 'cpu')
+    check_cancel(w, j)
+
+
+def check_cancel(w, j):
+    """--timeout and Ctrl-C on a `while True:` kernel: the launch stops with a message and
+    writes no output file."""
+    spin = j('spin.dvk')
+    with open(spin, 'w') as f:
+        f.write('kernel spin(x: f32[n]):\n    for i in range(n):\n        while True:\n            x[i] = x[i] + 1.0\n')
+    write_npy(j('sx.npy'), '<f4', (8,), [0.0] * 8)
+    for cmd, extra, label in (('run', [], ''), ('grad', ['x.grad=1'], ''), ('jvp', ['x.dual=1'], ' (tangent)')):
+        out = j('o_timeout_' + cmd)
+        check('%s --timeout' % cmd, [cmd, spin, 'spin', 'x=' + j('sx.npy')] + extra + ['--backend', 'cpu', '--timeout', '0.5', '--out', out], 1,
+              "spin.dvk:3:15: error: kernel 'spin'%s: timed out after 0.5 s (--timeout)" % label)
+        if os.path.exists(out):
+            failures.append('%s --timeout: the timed-out launch wrote %r' % (cmd, os.listdir(out)))
+    for bad in ('0', '-1', 'abc', 'nan', 'inf'):
+        check('--timeout %s' % bad, ['run', spin, 'spin', 'x=' + j('sx.npy'), '--timeout', bad], 2, '--timeout needs a number of seconds')
+    # a launch that ends within its time is not disturbed
+    check('--timeout, a short launch', ['run', DAMP, 'damp', 'x=' + j('x.npy'), 'steps=' + j('steps.npy'), 'y=' + j('y.npy'),
+                                        'rate=0.9', '--backend', 'cpu', '--timeout', '60', '--out', j('o_timeout_ok')], 0)
+    if not os.path.exists(j('o_timeout_ok', 'y.npy')):
+        failures.append('--timeout 60: the launch wrote no y.npy')
+    # SIGINT while the launch runs
+    out = j('o_sigint')
+    p = subprocess.Popen([DVM, 'run', spin, 'spin', 'x=' + j('sx.npy'), '--backend', 'cpu', '--out', out],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    import time
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    try:
+        o, e = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        o, e = p.communicate()
+        failures.append('SIGINT: dvm did not stop within 60 s')
+    if p.returncode != 130 or 'dvm: interrupted' not in e:
+        failures.append('SIGINT: expected exit 130 and "dvm: interrupted", got %d %r' % (p.returncode, (o + e).strip()))
+    if os.path.exists(out):
+        failures.append('SIGINT: the interrupted launch wrote %r' % os.listdir(out))
 
 
 if __name__ == '__main__':

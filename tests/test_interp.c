@@ -28,6 +28,7 @@ typedef struct arrays {
 
 static dvm_program prog;
 static dvm_variant_desc var;
+static const volatile uint32_t *cancel_word; /* launch()'s exec cancel word (NULL: none) */
 static dvm_heap heap;
 
 static void make_prog(void)
@@ -77,6 +78,7 @@ static int launch(arrays *A, uint32_t *uni, uint32_t nuni, const int64_t *caps, 
     x.arr_shape = A->shape;
     x.uniforms = uni;
     x.nuniforms = nuni;
+    x.cancel = cancel_word;
     x.nthread_slots = vt->slots(be, &x);
     int64_t off[8];
     dvm_heap_layout L = {0, 0, 0, 0};
@@ -1154,14 +1156,85 @@ static void test_max_reducer(void)
     arr1(&A, 0, a, len);
     int64_t caps[1] = {0};
     dvm_rt_error rt;
-    int rc = run_size(&A, NULL, 0, 1000, caps, &rt);
+    /* the evaluations' steps, 2^25 in all, are within the max-reducer's budget of walk_cap * 64 */
+    int rc = run_size(&A, NULL, 0, (int64_t)1 << 20, caps, &rt);
     CHECK(rc == 0 && caps[0] == 123456, "max-reducer over 2^24+5: expected 123456, got %lld (status %d)",
           (long long)caps[0], rc);
     /* all negative: the max is negative and the capacity clamps at 0 */
     for (int64_t i = 0; i < len; i++) a[i] = (uint32_t)-3;
-    rc = run_size(&A, NULL, 0, 1000, caps, &rt);
+    rc = run_size(&A, NULL, 0, (int64_t)1 << 20, caps, &rt);
     CHECK(rc == 0 && caps[0] == 0, "max-reducer, all negative: expected 0, got %lld", (long long)caps[0]);
     free(a);
+}
+
+/* A crafted size program: max over v in [0, 2^40) of v. The max-reducer counts the steps of
+   all its evaluations against walk_cap * DVM_SIZER_REDUCE_FACTOR and stops there (it had run
+   2^40 evaluations: hours), as the serial walk stops at walk_cap. */
+static void test_max_reducer_cap(void)
+{
+    reset();
+    ns = 1;
+    stacks[0].sizing = DVM_SZ_PROGRAM;
+    sz_base = nn;
+    uint16_t z = S(DVM_OP_SZ_CONST, 0, 0, 0, 0);
+    uint16_t big = S(DVM_OP_SZ_CONST, 0, 0, 0x10, 0); /* 2^20 */
+    uint16_t hi = S(DVM_OP_SZ_MUL, 0, big, big, 0);   /* 2^40 */
+    uint16_t r = S(DVM_OP_SZ_RANGE, 0, z, hi, 0);
+    S(DVM_OP_SZ_VAR, 0, 0, 0, 0);
+    nodes[sz_base + r].c = (uint16_t)(nn - sz_base);
+    stacks[0].size_begin = sz_base;
+    stacks[0].size_len = nn - sz_base;
+    arrays A;
+    memset(&A, 0, sizeof A);
+    int64_t caps[1] = {-7};
+    dvm_rt_error rt;
+    int rc = run_size(&A, NULL, 0, 1000, caps, &rt);
+    CHECK(rc == 1 && rt.code == DVM_RT_SIZER_CAP && rt.p[0] == 0 && rt.p[1] == 1000 * DVM_SIZER_REDUCE_FACTOR && caps[0] == -7,
+          "max-reducer over 2^40 values: expected DVM_RT_SIZER_CAP {0, %d}, got status %d code %d {%lld, %lld}",
+          1000 * DVM_SIZER_REDUCE_FACTOR, rc, rt.code, (long long)rt.p[0], (long long)rt.p[1]);
+}
+
+/* Cancel points: a task's backward jumps read the exec's cancel word; a task without a loop
+   has none and runs to its end. */
+static void test_cancel_points(void)
+{
+    /* serial: r1 = 0; loop: r1 += 1; jump back (forever) */
+    reset();
+    dvm_task_desc *t = task(DVM_TASK_SERIAL, 0);
+    CI(1, 0);
+    CI(2, 1);
+    uint16_t top = rel(t);
+    N(DVM_OP_ADDI, 0, 1, 1, 2);
+    N(DVM_OP_JMP, 0, top, 0, 0);
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+    /* parallel, no loop: y[i] = 2 */
+    dvm_task_desc *p = task(DVM_TASK_PARALLEL, 1);
+    p->ext_u[0] = 0;
+    CF(1, 2.0f);
+    N(DVM_OP_ST, 0, 0, 1, 0);
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(p);
+    uint32_t y[4] = {0, 0, 0, 0};
+    arrays A;
+    memset(&A, 0, sizeof A);
+    arr1(&A, 0, y, 4);
+    uint32_t uni[1] = {4};
+    volatile uint32_t word = 1;
+    dvm_rt_error rt;
+    /* the loop-free task alone, cancel set: it runs */
+    dvm_task_desc saved = tasks[0];
+    tasks[0] = tasks[1];
+    nt = 1;
+    cancel_word = &word;
+    int rc = launch(&A, uni, 1, NULL, &rt);
+    CHECK(rc == 0 && u2f(A.data[0][3]) == 2.0f, "a task without a loop must ignore the cancel word: status %d code %d", rc, rt.code);
+    tasks[0] = saved;
+    nt = 2;
+    rc = launch(&A, uni, 1, NULL, &rt);
+    CHECK(rc == 1 && rt.code == DVM_RT_CANCELLED && rt.task == 0, "an endless loop with the cancel word set: expected "
+          "DVM_RT_CANCELLED in task 0, got status %d code %d task %u", rc, rt.code, rt.task);
+    cancel_word = NULL;
 }
 
 int main(void)
@@ -1187,6 +1260,8 @@ int main(void)
     test_atomics();
     test_size();
     test_max_reducer();
+    test_max_reducer_cap();
+    test_cancel_points();
     dvm_heap_release(&heap, vt, be);
     vt->close(be);
     if (fails) {

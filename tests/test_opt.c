@@ -222,7 +222,7 @@ static int run(dvm_context *ctx, int opt, const char *kernel, float out[16]) {
         dvm_args_array(ctx, a, "steps", s);
         dvm_args_f32(ctx, a, "rate", 0.9f);
     }
-    dvm_launch_opts adj = {DVM_ADJOINT, 0, 0};
+    dvm_launch_opts adj = {DVM_ADJOINT, 0, 0, 0};
     int rc = dvm_launch(ctx, k, a, &adj, NULL);
     CHECK(rc == DVM_OK, "%s adjoint (opt %d): %s", kernel, opt, dvm_errmsg(ctx));
     dvm_array_read(ctx, y, out, 8);
@@ -276,7 +276,7 @@ static int run_stencil(dvm_context *ctx, int opt, float out[3 * SC]) {
             dvm_args_dual(ctx, a, "u", ug);
             dvm_args_dual(ctx, a, "v", vg);
         }
-        dvm_launch_opts lo = {(dvm_mode)mode, 0, 0};
+        dvm_launch_opts lo = {(dvm_mode)mode, 0, 0, 0};
         int lrc = dvm_launch(ctx, k, a, &lo, NULL);
         CHECK(lrc == DVM_OK, "stencil mode %d (opt %d): %s", mode, opt, dvm_errmsg(ctx));
         rc |= lrc != DVM_OK;

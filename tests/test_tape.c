@@ -63,7 +63,7 @@ static void set_state(sim *s, const float *x0, const float *v0) {
 /* L after `steps` forward launches from (x0, v0): the finite-difference reference */
 static double forward_loss(sim *s, const float *x0, const float *v0, int steps) {
     set_state(s, x0, v0);
-    dvm_launch_opts o = {DVM_FORWARD, 0, 0};
+    dvm_launch_opts o = {DVM_FORWARD, 0, 0, 0};
     for (int t = 0; t < steps; t++) dvm_launch(s->ctx, s->step, s->sa, &o, NULL);
     dvm_launch(s->ctx, s->loss, s->la, &o, NULL);
     float L;

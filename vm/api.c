@@ -30,7 +30,13 @@ void dvm_clear_err(dvm_context *ctx) {
     }
 }
 
-const char *dvm_errmsg(const dvm_context *ctx) { return ctx ? ctx->err : "no context (NULL)"; }
+const char *dvm_errmsg(const dvm_context *ctx) {
+    if (!ctx) return "no context (NULL)";
+    if (dvm_ctx_conflict == ctx) /* this thread's last call found another thread inside ctx */
+        return "the context is in use by another thread: a context is used by one thread at a time (docs/c-api.md)";
+    if (!dvm_handle_live(ctx, DVM_HK_CONTEXT)) return "the context was destroyed";
+    return ctx->err;
+}
 int dvm_errmsg_located(const dvm_context *ctx) { return ctx ? ctx->err_located : 0; }
 void dvm_context_cli_remedies(dvm_context *ctx, int on) {
     if (ctx) ctx->cli_remedies = on;
@@ -55,10 +61,12 @@ static int thread_limit(int *cpus) {
 dvm_status dvm_context_create(const dvm_context_opts *opts, dvm_context **out) {
     if (out) *out = NULL;
     if (!out) return DVM_ERR_USAGE;
-    dvm_context *ctx = (dvm_context *)calloc(1, sizeof *ctx);
+    dvm_context *ctx = (dvm_context *)dvm_handle_alloc(DVM_HK_CONTEXT, sizeof *ctx, NULL);
     if (!ctx) return DVM_ERR_NOMEM;
+    pthread_mutex_init(&ctx->kids_mu, NULL);
     *out = ctx;
     ctx->next_array_id = 1;
+    ctx->cancel = &ctx->cancel_own;
     const char *want = opts && opts->backend ? opts->backend : "auto";
     dvm_backend_opts bo = {opts ? opts->device : 0, opts ? opts->threads : 0};
     if (bo.device < 0) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "device index %d is negative", bo.device);
@@ -93,26 +101,56 @@ dvm_status dvm_context_create(const dvm_context_opts *opts, dvm_context **out) {
         }
         if (!ctx->be) return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "no backend could be opened (%s)", reasons);
     }
+    if (ctx->vt->cancel_word) {
+        volatile uint32_t *w = ctx->vt->cancel_word(ctx->be);
+        if (w) ctx->cancel = w;
+    }
     const char *dn = ctx->vt->device_name ? ctx->vt->device_name(ctx->be) : NULL;
     snprintf(ctx->device, sizeof ctx->device, "%s", dn ? dn : "");
     return DVM_OK;
 }
 
+void dvm_tape_destroy(dvm_tape *t);
+
+/* Destroys what the context still owns: tapes first (they hold argument sets and arrays),
+   then argument sets (their scratch arrays), modules, arrays. Each later destroy of one of
+   them finds it dead and does nothing. */
 void dvm_context_destroy(dvm_context *ctx) {
-    if (!ctx) return;
+    if (!ctx || !dvm_handle_live(ctx, DVM_HK_CONTEXT)) return; /* NULL, or destroyed already */
+    static const dvm_handle_kind order[4] = {DVM_HK_TAPE, DVM_HK_ARGS, DVM_HK_MODULE, DVM_HK_ARRAY};
+    for (int o = 0; o < 4; o++) {
+        for (;;) {
+            pthread_mutex_lock(&ctx->kids_mu);
+            dvm_handle *h = ctx->kids;
+            while (h && h->kind != order[o]) h = h->next;
+            pthread_mutex_unlock(&ctx->kids_mu);
+            if (!h) break;
+            switch (order[o]) {
+            case DVM_HK_TAPE: dvm_tape_destroy((dvm_tape *)h); break;
+            case DVM_HK_ARGS: dvm_args_destroy((dvm_args *)h); break;
+            case DVM_HK_MODULE: dvm_module_destroy((dvm_module *)h); break;
+            default: dvm_array_destroy((dvm_array *)h); break;
+            }
+        }
+    }
     if (ctx->be) {
         dvm_launch_scratch_free(ctx->vt, ctx->be, &ctx->scratch);
         ctx->vt->close(ctx->be);
+        ctx->be = NULL;
     }
-    free(ctx);
+    pthread_mutex_destroy(&ctx->kids_mu);
+    dvm_handle_release(ctx);
 }
 
-const char *dvm_context_backend(const dvm_context *ctx) { return ctx && ctx->vt ? ctx->vt->name : ""; }
-const char *dvm_context_device(const dvm_context *ctx) { return ctx ? ctx->device : ""; }
+const char *dvm_context_backend(const dvm_context *ctx) {
+    return dvm_handle_live(ctx, DVM_HK_CONTEXT) && ctx->vt ? ctx->vt->name : "";
+}
+const char *dvm_context_device(const dvm_context *ctx) { return dvm_handle_live(ctx, DVM_HK_CONTEXT) ? ctx->device : ""; }
 
+/* A destroyed context is DVM_ERR_USAGE (dvm_errmsg says so); its memory is never freed (handle.c). */
 #define NEED_CTX(ctx)                                                               \
     do {                                                                            \
-        if (!(ctx)) return DVM_ERR_USAGE;                                           \
+        if (!dvm_handle_live(ctx, DVM_HK_CONTEXT)) return DVM_ERR_USAGE;            \
         if (!(ctx)->be) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "%s: the context has no backend (its creation failed)", __func__); \
         dvm_clear_err(ctx);                                                         \
     } while (0)
@@ -124,18 +162,22 @@ static const char *str_at(const dvm_program *p, uint32_t off) {
 }
 
 /* Takes ownership of a verified program and uploads it. */
+/* A parked module keeps its kernels (borrowed handles that may outlive it: a stale kernel
+   still reaches its dead module) until the module's memory is reused. */
+static void module_scrub(void *p) { free(((dvm_module *)p)->kernels); }
+
 static dvm_status module_create(dvm_context *ctx, dvm_program *prog, const char *name, dvm_module **out) {
-    dvm_module *m = (dvm_module *)calloc(1, sizeof *m);
+    dvm_module *m = (dvm_module *)dvm_handle_alloc(DVM_HK_MODULE, sizeof *m, module_scrub);
     struct dvm_kernel *ks = (struct dvm_kernel *)calloc(prog->nkernels ? prog->nkernels : 1, sizeof *ks);
     if (!m || !ks) {
-        free(m);
+        if (m) dvm_handle_release(m);
         free(ks);
         dvm_program_free(prog);
         return dvm_fail(ctx, DVM_ERR_NOMEM, 0, "%s: out of memory", name);
     }
     char err[1024] = "";
     if (ctx->vt->load(ctx->be, prog, &m->loaded, err, sizeof err) != 0) {
-        free(m);
+        dvm_handle_release(m);
         free(ks);
         dvm_program_free(prog);
         return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "%s: %s backend could not load the program: %s", name, ctx->vt->name, err);
@@ -148,6 +190,7 @@ static dvm_status module_create(dvm_context *ctx, dvm_program *prog, const char 
         ks[i].index = i;
         ks[i].kd = &prog->kernels[i];
     }
+    dvm_ctx_adopt(ctx, m);
     *out = m;
     return DVM_OK;
 }
@@ -254,27 +297,32 @@ dvm_status dvm_load_file(dvm_context *ctx, const char *path, dvm_module **out) {
 dvm_status dvm_module_save(dvm_context *ctx, const dvm_module *m, void **blob, size_t *len) {
     NEED_CTX(ctx);
     if (!m || !blob || !len) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_module_save: NULL argument");
+    if (!dvm_handle_live(m, DVM_HK_MODULE)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_module_save: the module was destroyed");
     char err[1024] = "";
     if (dvm_blob_write(m->prog, blob, len, err, sizeof err) != 0)
         return dvm_fail(ctx, DVM_ERR_BLOB, 0, "%s: cannot write the blob: %s", str_at(m->prog, m->prog->source_name), err);
     return DVM_OK;
 }
 
+/* A second destroy (and one after the context's) finds the module dead: nothing happens. */
 void dvm_module_destroy(dvm_module *m) {
-    if (!m) return;
+    if (!dvm_handle_live(m, DVM_HK_MODULE)) return;
     for (uint32_t i = 0; i < m->prog->nkernels; i++)
         for (int v = 0; v < DVM_V_COUNT; v++) dvm_size_cache_free(&m->kernels[i].cache[v]);
     if (m->loaded) m->ctx->vt->unload(m->ctx->be, m->loaded);
     dvm_program_free(m->prog);
-    free(m->kernels);
-    free(m);
+    m->prog = NULL;
+    dvm_ctx_disown(m->ctx, m);
+    dvm_handle_release(m); /* the kernels stay until the memory is reused (module_scrub) */
 }
 
-int dvm_module_kernel_count(const dvm_module *m) { return m ? (int)m->prog->nkernels : 0; }
+int dvm_module_kernel_count(const dvm_module *m) { return dvm_handle_live(m, DVM_HK_MODULE) ? (int)m->prog->nkernels : 0; }
 
 const dvm_kernel *dvm_module_kernel(const dvm_module *m, int i) {
-    return m && i >= 0 && (uint32_t)i < m->prog->nkernels ? &m->kernels[i] : NULL;
+    return dvm_handle_live(m, DVM_HK_MODULE) && i >= 0 && (uint32_t)i < m->prog->nkernels ? &m->kernels[i] : NULL;
 }
+
+int dvm_kernel_live(const dvm_kernel *k) { return k && dvm_handle_live(k->m, DVM_HK_MODULE); }
 
 typedef struct text_buf {
     char *s;
@@ -306,6 +354,7 @@ dvm_status dvm_module_disasm(dvm_context *ctx, const dvm_module *m, char **text)
     if (text) *text = NULL;
     NEED_CTX(ctx);
     if (!m || !text) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_module_disasm: NULL argument");
+    if (!dvm_handle_live(m, DVM_HK_MODULE)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_module_disasm: the module was destroyed");
     text_buf t = {NULL, 0, 0, 0};
     text_line(&t, "");
     t.n = 0;
@@ -324,6 +373,7 @@ dvm_status dvm_kernel_find(dvm_context *ctx, const dvm_module *m, const char *na
     if (out) *out = NULL;
     NEED_CTX(ctx);
     if (!m || !name || !out) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_kernel_find: NULL argument");
+    if (!dvm_handle_live(m, DVM_HK_MODULE)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_kernel_find: the module was destroyed");
     const dvm_program *p = m->prog;
     for (uint32_t i = 0; i < p->nkernels; i++)
         if (!strcmp(str_at(p, p->kernels[i].name), name)) {
@@ -338,13 +388,13 @@ dvm_status dvm_kernel_find(dvm_context *ctx, const dvm_module *m, const char *na
                     p->nkernels ? "kernels: " : "it has no kernels", list);
 }
 
-const char *dvm_kernel_name(const dvm_kernel *k) { return k ? str_at(k->m->prog, k->kd->name) : ""; }
-int dvm_kernel_param_count(const dvm_kernel *k) { return k ? (int)k->kd->nparams : 0; }
+const char *dvm_kernel_name(const dvm_kernel *k) { return dvm_kernel_live(k) ? str_at(k->m->prog, k->kd->name) : ""; }
+int dvm_kernel_param_count(const dvm_kernel *k) { return dvm_kernel_live(k) ? (int)k->kd->nparams : 0; }
 
 void dvm_kernel_param(const dvm_kernel *k, int i, dvm_param_info *info) {
     if (!info) return;
     memset(info, 0, sizeof *info);
-    if (!k || i < 0 || (uint32_t)i >= k->kd->nparams) return;
+    if (!dvm_kernel_live(k) || i < 0 || (uint32_t)i >= k->kd->nparams) return;
     const dvm_program *p = k->m->prog;
     const dvm_param_desc *pd = &p->params[k->kd->param_begin + (uint32_t)i];
     info->name = str_at(p, pd->name);
@@ -391,7 +441,7 @@ static dvm_status array_shape(dvm_context *ctx, const char *fn, dvm_dtype dtype,
 /* A new array handle over buf (owned by the handle from here on). */
 static dvm_status array_handle(dvm_context *ctx, dvm_dtype dtype, int rank, const int64_t *shape, int64_t count,
                                dvm_buffer *buf, int host_owned, dvm_array **out) {
-    dvm_array *a = (dvm_array *)calloc(1, sizeof *a);
+    dvm_array *a = (dvm_array *)dvm_handle_alloc(DVM_HK_ARRAY, sizeof *a, NULL);
     if (!a) {
         ctx->vt->free(ctx->be, buf);
         return dvm_fail(ctx, DVM_ERR_NOMEM, 0, "out of memory for an array handle");
@@ -403,7 +453,8 @@ static dvm_status array_handle(dvm_context *ctx, dvm_dtype dtype, int rank, cons
     a->count = count;
     a->buf = buf;
     a->host_owned = host_owned;
-    a->id = ctx->next_array_id++;
+    a->id = __atomic_fetch_add(&ctx->next_array_id, 1, __ATOMIC_RELAXED);
+    dvm_ctx_adopt(ctx, a);
     *out = a;
     return DVM_OK;
 }
@@ -471,20 +522,50 @@ void *dvm_array_data(const dvm_array *a) {
     return a && a->ctx->vt->data ? a->ctx->vt->data(a->ctx->be, a->buf) : NULL;
 }
 
+/* A second destroy finds the array dead and only says so in its context's message. */
 void dvm_array_destroy(dvm_array *a) {
     if (!a) return;
+    if (!dvm_handle_live(a, DVM_HK_ARRAY)) {
+        if (dvm_handle_dead(a) && dvm_handle_live(a->ctx, DVM_HK_CONTEXT))
+            dvm_fail(a->ctx, DVM_ERR_USAGE, 0, "dvm_array_destroy: the array was destroyed already (ignored)");
+        return;
+    }
     a->ctx->vt->free(a->ctx->be, a->buf);
-    free(a);
+    a->buf = NULL;
+    dvm_ctx_disown(a->ctx, a);
+    dvm_handle_release(a);
 }
 
-dvm_dtype dvm_array_dtype(const dvm_array *a) { return a ? a->dtype : DVM_F32; }
-int dvm_array_rank(const dvm_array *a) { return a ? a->rank : 0; }
-int64_t dvm_array_dim(const dvm_array *a, int axis) { return a && axis >= 0 && axis < a->rank ? a->shape[axis] : 0; }
-int64_t dvm_array_count(const dvm_array *a) { return a ? a->count : 0; }
+static int alive(const dvm_array *a) { return dvm_handle_live(a, DVM_HK_ARRAY); }
+dvm_dtype dvm_array_dtype(const dvm_array *a) { return alive(a) ? a->dtype : DVM_F32; }
+int dvm_array_rank(const dvm_array *a) { return alive(a) ? a->rank : 0; }
+int64_t dvm_array_dim(const dvm_array *a, int axis) { return alive(a) && axis >= 0 && axis < a->rank ? a->shape[axis] : 0; }
+int64_t dvm_array_count(const dvm_array *a) { return alive(a) ? a->count : 0; }
 
+static dvm_status array_write(dvm_context *ctx, dvm_array *a, const void *src, int64_t count);
+static dvm_status array_read(dvm_context *ctx, const dvm_array *a, void *dst, int64_t count);
+
+/* Both detect a second thread inside the context (dvm_ctx_enter). */
 dvm_status dvm_array_write(dvm_context *ctx, dvm_array *a, const void *src, int64_t count) {
+    if (!dvm_handle_live(ctx, DVM_HK_CONTEXT)) return DVM_ERR_USAGE;
+    if (dvm_ctx_enter(ctx) != 0) return DVM_ERR_USAGE;
+    dvm_status st = array_write(ctx, a, src, count);
+    dvm_ctx_leave(ctx);
+    return st;
+}
+
+dvm_status dvm_array_read(dvm_context *ctx, const dvm_array *a, void *dst, int64_t count) {
+    if (!dvm_handle_live(ctx, DVM_HK_CONTEXT)) return DVM_ERR_USAGE;
+    if (dvm_ctx_enter(ctx) != 0) return DVM_ERR_USAGE;
+    dvm_status st = array_read(ctx, a, dst, count);
+    dvm_ctx_leave(ctx);
+    return st;
+}
+
+static dvm_status array_write(dvm_context *ctx, dvm_array *a, const void *src, int64_t count) {
     NEED_CTX(ctx);
     if (!a || (!src && count)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_write: NULL argument");
+    if (!alive(a)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_write: the array was destroyed");
     if (a->ctx != ctx) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_write: the array belongs to another context");
     if (count != a->count)
         return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_write: %lld elements given, the array has %lld", (long long)count,
@@ -496,9 +577,10 @@ dvm_status dvm_array_write(dvm_context *ctx, dvm_array *a, const void *src, int6
     return DVM_OK;
 }
 
-dvm_status dvm_array_read(dvm_context *ctx, const dvm_array *a, void *dst, int64_t count) {
+static dvm_status array_read(dvm_context *ctx, const dvm_array *a, void *dst, int64_t count) {
     NEED_CTX(ctx);
     if (!a || (!dst && count)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_read: NULL argument");
+    if (!alive(a)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_read: the array was destroyed");
     if (a->ctx != ctx) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_read: the array belongs to another context");
     if (count != a->count)
         return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_array_read: %lld elements asked, the array has %lld", (long long)count,
@@ -515,9 +597,10 @@ dvm_status dvm_args_create(dvm_context *ctx, const dvm_kernel *k, dvm_args **out
     if (out) *out = NULL;
     NEED_CTX(ctx);
     if (!k || !out) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_args_create: NULL argument");
+    if (!dvm_kernel_live(k)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_args_create: the kernel's module was destroyed");
     if (k->m->ctx != ctx) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_args_create: the kernel belongs to another context");
     uint32_t n = k->kd->nparams ? k->kd->nparams : 1;
-    dvm_args *a = (dvm_args *)calloc(1, sizeof *a);
+    dvm_args *a = (dvm_args *)dvm_handle_alloc(DVM_HK_ARGS, sizeof *a, NULL);
     if (a) {
         a->arr = (dvm_array **)calloc(n, sizeof *a->arr);
         a->grad = (dvm_array **)calloc(n, sizeof *a->grad);
@@ -526,11 +609,14 @@ dvm_status dvm_args_create(dvm_context *ctx, const dvm_kernel *k, dvm_args **out
         a->scalar = (uint32_t *)calloc(n, sizeof *a->scalar);
         a->scalar_set = (uint8_t *)calloc(n, 1);
     }
+    if (a) {
+        a->ctx = ctx;
+        dvm_ctx_adopt(ctx, a);
+    }
     if (!a || !a->arr || !a->grad || !a->dual || !a->scratch || !a->scalar || !a->scalar_set) {
         dvm_args_destroy(a);
         return dvm_fail(ctx, DVM_ERR_NOMEM, 0, "dvm_args_create: out of memory");
     }
-    a->ctx = ctx;
     a->k = k;
     a->nparams = k->kd->nparams;
     *out = a;
@@ -538,7 +624,7 @@ dvm_status dvm_args_create(dvm_context *ctx, const dvm_kernel *k, dvm_args **out
 }
 
 void dvm_args_destroy(dvm_args *args) {
-    if (!args) return;
+    if (!dvm_handle_live(args, DVM_HK_ARGS)) return; /* NULL, or destroyed already */
     if (args->scratch)
         for (uint32_t i = 0; i < args->nparams; i++) dvm_array_destroy(args->scratch[i]);
     free(args->arr);
@@ -547,7 +633,8 @@ void dvm_args_destroy(dvm_args *args) {
     free(args->scratch);
     free(args->scalar);
     free(args->scalar_set);
-    free(args);
+    dvm_ctx_disown(args->ctx, args);
+    dvm_handle_release(args);
 }
 
 void dvm_param_decl(const dvm_kernel *k, uint32_t i, char *buf, size_t len) {
@@ -598,6 +685,8 @@ static dvm_status check_array(dvm_context *ctx, dvm_args *args, uint32_t i, cons
     char decl[256], sh[256];
     dvm_param_decl(k, i, decl, sizeof decl);
     if (!a) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "kernel '%s': argument '%s%s': NULL array", dvm_kernel_name(k), pname, what);
+    if (!alive(a))
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "kernel '%s': argument '%s%s': the array was destroyed", dvm_kernel_name(k), pname, what);
     if (a->ctx != ctx)
         return dvm_fail(ctx, DVM_ERR_USAGE, 0, "kernel '%s': argument '%s%s': the array belongs to another context",
                         dvm_kernel_name(k), pname, what);
@@ -622,6 +711,8 @@ static dvm_status check_array(dvm_context *ctx, dvm_args *args, uint32_t i, cons
 dvm_status dvm_args_array(dvm_context *ctx, dvm_args *args, const char *name, dvm_array *a) {
     NEED_CTX(ctx);
     if (!args || !name) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_args_array: NULL argument");
+    if (!dvm_handle_live(args, DVM_HK_ARGS) || !dvm_kernel_live(args->k))
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_args_array: the argument set (or its kernel's module) was destroyed");
     uint32_t i;
     if (find_param(ctx, args->k, name, &i)) return DVM_ERR_ARG;
     dvm_status st = check_array(ctx, args, i, "", a);
@@ -633,6 +724,8 @@ static dvm_status bind_deriv(dvm_context *ctx, dvm_args *args, const char *name,
     NEED_CTX(ctx);
     const char *fn = dual ? "dvm_args_dual" : "dvm_args_grad", *what = dual ? ".dual" : ".grad";
     if (!args || !name) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "%s: NULL argument", fn);
+    if (!dvm_handle_live(args, DVM_HK_ARGS) || !dvm_kernel_live(args->k))
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "%s: the argument set (or its kernel's module) was destroyed", fn);
     uint32_t i;
     if (find_param(ctx, args->k, name, &i)) return DVM_ERR_ARG;
     const dvm_param_desc *pd = param_desc(args->k, i);
@@ -657,6 +750,9 @@ dvm_status dvm_args_dual(dvm_context *ctx, dvm_args *args, const char *name, dvm
 static dvm_status bind_scalar(dvm_context *ctx, dvm_args *args, const char *name, int is_f32, float f, int32_t v) {
     NEED_CTX(ctx);
     if (!args || !name) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_args_%s: NULL argument", is_f32 ? "f32" : "i32");
+    if (!dvm_handle_live(args, DVM_HK_ARGS) || !dvm_kernel_live(args->k))
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_args_%s: the argument set (or its kernel's module) was destroyed",
+                        is_f32 ? "f32" : "i32");
     uint32_t i;
     if (find_param(ctx, args->k, name, &i)) return DVM_ERR_ARG;
     const dvm_param_desc *pd = param_desc(args->k, i);

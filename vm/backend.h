@@ -71,6 +71,10 @@ typedef struct dvm_exec {
        stored; more: a later window follows, so every uniform a serial task stored must be
        written back to `uniforms`. */
     int resume, more;
+    /* The launch's cancel word (NULL: none, never cancelled): a run stops with DVM_RT_CANCELLED at a backward
+       jump that finds it set (interp_core.h, DVM_CANCEL_EVERY). Where be->cancel_word exists
+       it is that word, which the device reads; else host memory. */
+    const volatile uint32_t *cancel;
 } dvm_exec;
 
 /* What the sizer needs: the variant's stacks, arrays and uniforms (as in dvm_exec). */
@@ -84,8 +88,16 @@ typedef struct dvm_size_job {
     const int32_t *arr_shape;
     const uint32_t *uniforms;
     uint32_t nuniforms;
-    int64_t walk_cap; /* serial steps one evaluation may take before DVM_RT_SIZER_CAP */
+    int64_t walk_cap; /* serial steps one evaluation may take before DVM_RT_SIZER_CAP; also the
+                         steps one max-reduction (every evaluation of a top-level range's body)
+                         may take in all, times DVM_SIZER_REDUCE_FACTOR (the cpu backend) */
+    const volatile uint32_t *cancel; /* as in dvm_exec */
 } dvm_size_job;
+
+/* The cpu max-reducer's budget: walk_cap times this many steps summed over one range's
+   evaluations (a range over 2^40 values must not run for hours); GPU backends run the
+   evaluations in parallel on thousands of threads and keep only walk_cap per evaluation. */
+#define DVM_SIZER_REDUCE_FACTOR 64
 
 typedef struct dvm_backend_opts {
     int device;
@@ -134,6 +146,11 @@ typedef struct dvm_backend_vtbl {
 
     /* Runs every task of the variant in order. Returns 0, 1 (runtime error in *rt), -1. */
     int (*exec)(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err, size_t errlen);
+
+    /* The word a launch's cancel request is stored in (dvm_context_cancel), in memory the
+       device reads while it runs (mapped host memory): kept until close. NULL: the context
+       keeps the word in host memory (the cpu backend). */
+    volatile uint32_t *(*cancel_word)(dvm_backend *be);
 
     /* Whether the backend may stop task t (total iterations: 1 for a serial task) with an
        error of its own after earlier tasks have written, such as a guard against a driver's

@@ -1,7 +1,10 @@
 /* dvm_main.c: the `dvm` command (spec/cli.md is its contract; docs/cli.md documents it).
- * Exit status: 0 success, 1 the program or launch failed, 2 wrong usage of the command. */
+ * Exit status: 0 success, 1 the program or launch failed, 2 wrong usage of the command,
+ * 130 interrupted (SIGINT: the launch is cancelled and nothing is written). */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +17,7 @@
 #include "vm/runtime.h"
 #include "compiler/compile.h"
 
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 /* 128 + SIGINT, as shells report it */ };
 
 static const char *help_main =
     "usage: dvm COMMAND ...\n"
@@ -30,7 +33,8 @@ static const char *help_main =
     "\n"
     "PROGRAM is a source file (.dvk, compiled in memory) or a blob (.dvb).\n"
     "`dvm COMMAND --help` describes a command's arguments and options.\n"
-    "Exit status: 0 success, 1 the program or the launch failed, 2 wrong usage.\n";
+    "Exit status: 0 success, 1 the program or the launch failed, 2 wrong usage,\n"
+    "130 interrupted (Ctrl-C cancels a launch; nothing is written).\n";
 
 static const char *help_launch =
     "usage: dvm %s PROGRAM KERNEL [ARG ...] [OPTIONS]\n"
@@ -60,7 +64,12 @@ static const char *help_launch =
     "  --in-place                with --out, replace input files without a warning (an\n"
     "                            output over an input file is otherwise warned about)\n"
     "  --time                    print compile, load and launch times to stderr\n"
+    "  --timeout SECONDS         cancel the launch if it runs longer (a decimal number > 0):\n"
+    "                            it fails with 'timed out', exit status 1, and writes nothing\n"
     "\n"
+    "Ctrl-C (SIGINT) cancels a running launch at its next loop iteration: dvm prints\n"
+    "'dvm: interrupted', writes no output files and exits with status 130; a second\n"
+    "Ctrl-C ends dvm at once. A launch without loops is not interrupted: it ends first.\n"
     "A launch that fails writes no output files. Outputs are written to temporary files\n"
     "in DIR and renamed over the old files only once all were written.\n";
 
@@ -126,6 +135,7 @@ static int parse_count(const char *s, long long lo, long long max, long long *ou
 typedef struct opts {
     const char *backend, *out;
     long long device, ad_stack, default_ad_stack, threads;
+    double timeout; /* seconds; 0: none */
     int time, in_place;
 } opts;
 
@@ -133,7 +143,7 @@ typedef struct opts {
 static int take_option(const char *cmd, int argc, char **argv, int *i, opts *o) {
     const char *a = argv[*i], *val = NULL;
     static const char *const with_value[] = {"--backend", "--device", "--out", "--ad-stack-size", "--default-ad-stack-size",
-                                             "--threads"};
+                                             "--threads", "--timeout"};
     if (strncmp(a, "--", 2) != 0) return 0;
     if (!strcmp(a, "--time")) {
         o->time = 1;
@@ -145,7 +155,7 @@ static int take_option(const char *cmd, int argc, char **argv, int *i, opts *o) 
     }
     size_t nl = strcspn(a, "=");
     int which = -1;
-    for (int k = 0; k < 6; k++)
+    for (int k = 0; k < 7; k++)
         if (strlen(with_value[k]) == nl && !strncmp(a, with_value[k], nl)) which = k;
     if (which < 0) {
         usage_error(cmd, "unknown option '%s'", a);
@@ -192,10 +202,49 @@ static int take_option(const char *cmd, int argc, char **argv, int *i, opts *o) 
         if (parse_count(val, 1, INT_MAX, &v)) break; /* the library says what is too many */
         o->threads = v;
         return 1;
+    case 6: {
+        char *end = NULL;
+        errno = 0;
+        double t = strtod(val, &end);
+        if (!*val || *end || errno || !isfinite(t) || t <= 0 || t > 1e9) {
+            fprintf(stderr, "dvm: error: --timeout needs a number of seconds > 0 (at most 1e9), not '%s'\n(see `dvm %s --help`)\n",
+                    val, cmd);
+            return -1;
+        }
+        o->timeout = t;
+        return 1;
+    }
     }
     fprintf(stderr, "dvm: error: %s needs a %s integer, not '%s'\n(see `dvm %s --help`)\n", with_value[which],
             which == 1 ? "non-negative" : "positive", val, cmd);
     return -1;
+}
+
+/* SIGINT: the handler cancels the launch (dvm_context_cancel only stores a word) and marks the
+   run interrupted; the command then writes nothing. SA_RESETHAND: a second one ends dvm. */
+static dvm_context *volatile g_sigint_ctx;
+static volatile sig_atomic_t g_interrupted;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    g_interrupted = 1;
+    dvm_context *c = g_sigint_ctx;
+    if (c) dvm_context_cancel(c);
+}
+
+static void catch_sigint(dvm_context *ctx) {
+    g_sigint_ctx = ctx;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+static int interrupted(void) {
+    fprintf(stderr, "dvm: interrupted\n");
+    return EXIT_INTERRUPTED;
 }
 
 static int is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
@@ -823,7 +872,10 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
             }
     }
     double t0 = now_ms();
+    /* Ctrl-C from here on cancels the launch instead of killing dvm midway */
+    catch_sigint(NULL);
     ctx = open_ctx(cmd, &o, &rc);
+    g_sigint_ctx = ctx;
     if (!ctx) goto done;
     double t1 = now_ms();
     if (dvm_load_file(ctx, prog, &m) != DVM_OK) {
@@ -923,9 +975,18 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
         }
     }
     double t3 = now_ms();
-    dvm_launch_opts lo = {mode, o.ad_stack, o.default_ad_stack};
+    dvm_launch_opts lo = {mode, o.ad_stack, o.default_ad_stack, o.timeout * 1e3};
     dvm_launch_stats ls;
-    if (dvm_launch(ctx, k, args, &lo, &ls) != DVM_OK) {
+    if (g_interrupted) { /* before the launch: dvm_launch clears a cancel that came earlier */
+        rc = interrupted();
+        goto done;
+    }
+    dvm_status lst = dvm_launch(ctx, k, args, &lo, &ls);
+    if (g_interrupted) { /* cancelled, or it ended before it could be: nothing is written */
+        rc = interrupted();
+        goto done;
+    }
+    if (lst != DVM_OK) {
         ctx_error(ctx);
         goto done;
     }
@@ -967,6 +1028,11 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
                 goto done;
             }
         }
+        if (g_interrupted) { /* while the outputs were written: none replaces an old file */
+            stage_abort(&sg);
+            rc = interrupted();
+            goto done;
+        }
         if (stage_commit(&sg) != 0) goto done;
     } else {
         /* a summary of what the launch produced: arrays it may write, and every gradient/tangent */
@@ -1001,6 +1067,8 @@ done:
     free(inputs);
     dvm_args_destroy(args);
     dvm_module_destroy(m);
+    g_sigint_ctx = NULL;
+    signal(SIGINT, SIG_DFL);
     dvm_context_destroy(ctx);
     if (names)
         for (int i = 0; i < nb; i++) free(names[i]);

@@ -3,6 +3,8 @@
  * every array the launch may write, run, and on a runtime error restore the snapshots and
  * turn the error record into a message with the source location; an adstack with no formula
  * that overflows grows instead, and the launch runs again (run_variant). */
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -364,6 +366,14 @@ static dvm_status rt_fail(launch *L, uint32_t vk, const dvm_exec *x, const dvm_r
     case DVM_RT_ADSTACK_UNDERFLOW:
         snprintf(msg, sizeof msg, "kernel '%s'%s: internal error: adstack %s popped while empty", kname, vl, sname);
         break;
+    case DVM_RT_CANCELLED:
+        if (L->ctx->timed_out)
+            snprintf(msg, sizeof msg, "kernel '%s'%s: timed out after %g %s (%s)", kname, vl,
+                     L->ctx->cli_remedies ? L->ctx->timeout_ms / 1e3 : L->ctx->timeout_ms, L->ctx->cli_remedies ? "s" : "ms",
+                     L->ctx->cli_remedies ? "--timeout" : "opts.timeout_ms");
+        else
+            snprintf(msg, sizeof msg, "kernel '%s'%s: cancelled%s", kname, vl, L->ctx->cli_remedies ? "" : " (dvm_context_cancel)");
+        break;
     case DVM_RT_BAD_OP:
         if (rt->p[1] == 1) /* interp_core.h: a conditional branch reached the branch-free lanes */
             snprintf(msg, sizeof msg,
@@ -377,11 +387,12 @@ static dvm_status rt_fail(launch *L, uint32_t vk, const dvm_exec *x, const dvm_r
         snprintf(msg, sizeof msg, "kernel '%s'%s: runtime error code %d at node %u", kname, vl, (int)rt->code, rt->node);
         break;
     }
+    const dvm_status code = rt->code == DVM_RT_CANCELLED ? DVM_ERR_CANCELLED : DVM_ERR_RUNTIME;
     if (!L->may_fail[vk]) /* variant_may_fail was wrong: say so, not pass it off as the kernel's */
-        return dvm_fail(L->ctx, DVM_ERR_RUNTIME, line != 0,
+        return dvm_fail(L->ctx, code, line != 0,
                         "%s%s (internal error: the host had proven that this launch cannot fail and took no "
                         "snapshot, so arrays may be partly written)", loc, msg);
-    return dvm_fail(L->ctx, DVM_ERR_RUNTIME, line != 0, "%s%s", loc, msg);
+    return dvm_fail(L->ctx, code, line != 0, "%s%s", loc, msg);
 }
 
 /* Which array slots the variant's size programs read elements of (their key in the cache). */
@@ -492,6 +503,22 @@ static dvm_status prepare_uniforms(launch *L, uint32_t vk) {
     return DVM_OK;
 }
 
+/* Whether a run of task t can reach a cancel point: a backward jump (interp_core.h JUMP,
+   interp.comp), or the host's walk over the trips of a serial loop (a REPEAT, run_stages). */
+static int task_has_cancel_point(const dvm_program *p, const dvm_task_desc *td) {
+    if (td->kind == DVM_TASK_REPEAT) return 1;
+    for (uint32_t i = 0; i < td->code_len; i++) {
+        const dvm_node *n = &p->nodes[td->code_begin + i];
+        const dvm_op_info *o = &dvm_op_table[n->op];
+        if (!o->name) return 1;
+        if (!(o->flags & DVM_F_BRANCH)) continue;
+        const char *j = strchr(o->fmt, 'J');
+        const uint32_t tgt = !j ? 0 : j - o->fmt == 1 ? n->a : j - o->fmt == 2 ? n->b : n->c;
+        if (tgt <= i) return 1;
+    }
+    return 0;
+}
+
 /* Whether the variant may record a runtime error in this launch (dvm_task_may_fail, with the
    uniforms prepare_uniforms computed and the arrays' shapes), or a backend stop it
    (may_stop): a variant with adstacks always may (they are sized and may overflow), and so
@@ -501,6 +528,10 @@ static int variant_may_fail(const launch *L, uint32_t vk) {
     const dvm_variant_desc *var = &L->k->kd->v[vk];
     const uint32_t ns = var->nslots;
     if (var->nstacks) return 1;
+    /* a cancel point (a loop: dvm_context_cancel, opts.timeout_ms) can stop any task after
+       earlier ones wrote */
+    for (uint32_t t = L->host_tasks[vk]; t < var->ntasks; t++)
+        if (task_has_cancel_point(p, &p->tasks[var->task_begin + t])) return 1;
     int64_t *len = (int64_t *)calloc(ns ? ns : 1, sizeof *len);
     int32_t *shape = (int32_t *)calloc((size_t)(ns ? ns : 1) * DVM_MAX_RANK, sizeof *shape);
     int may = 1;
@@ -794,6 +825,15 @@ static dvm_status run_stages(launch *L, uint32_t vk, dvm_exec *x, dvm_buffer *co
         const uint32_t a = t + 1, b = t + 1 + td->body;
         for (int64_t k = 0; k < trips && st == DVM_OK; k++) {
             const int64_t ti = td->phase ? trips - 1 - k : k;
+            if (__atomic_load_n(ctx->cancel, __ATOMIC_RELAXED)) { /* a cancel point (task_has_cancel_point) */
+                dvm_rt_error rt;
+                memset(&rt, 0, sizeof rt);
+                rt.code = DVM_RT_CANCELLED;
+                rt.node = UINT32_MAX;
+                rt.p[0] = -1;
+                st = rt_fail(L, vk, x, &rt);
+                break;
+            }
             x->uniforms[td->ext_u[1]] = (uint32_t)(int32_t)(lp->start + ti);
             st = run_range(&S, a, b, lp, ti);
         }
@@ -859,6 +899,7 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
     x.stack_off = off;
     x.stack_cap = caps;
     x.nstacks = nst;
+    x.cancel = ctx->cancel;
     /* 2. sizes. A stack with no formula (DVM_SZ_DEFAULT) starts at the default capacity, or at
        what an earlier launch with the same key grew it to. When the user set neither
        capacity (grow), such a stack that overflows grows and the launch reruns (5). */
@@ -916,7 +957,7 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
             keyed = 1;
         } else {
             if (need_sizer) {
-                dvm_size_job job = {p, x.loaded, var, ns, bufs, len, shape, uni, nu, DVM_SIZER_WALK_CAP};
+                dvm_size_job job = {p, x.loaded, var, ns, bufs, len, shape, uni, nu, DVM_SIZER_WALK_CAP, ctx->cancel};
                 dvm_rt_error rt;
                 memset(&rt, 0, sizeof rt);
                 double t0 = now_ms();
@@ -1063,7 +1104,140 @@ done:
     return st;
 }
 
+void dvm_run_begin(dvm_context *ctx) {
+    if (ctx->run_depth++ == 0) {
+        __atomic_store_n(ctx->cancel, 0u, __ATOMIC_SEQ_CST);
+        ctx->timed_out = 0;
+    }
+}
+void dvm_run_end(dvm_context *ctx) { ctx->run_depth--; }
+
+dvm_status dvm_context_cancel(dvm_context *ctx) {
+    if (!dvm_handle_live(ctx, DVM_HK_CONTEXT)) return DVM_ERR_USAGE; /* a destroyed one's memory stays (handle.c) */
+    __atomic_store_n(ctx->cancel, 1u, __ATOMIC_SEQ_CST); /* async-signal-safe: one lock-free store */
+    return DVM_OK;
+}
+
+/* opts.timeout_ms: a thread that sleeps until the deadline and then sets the cancel word,
+   unless the launch ended first; the polls are those of dvm_context_cancel. */
+typedef struct watchdog {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct timespec deadline; /* CLOCK_MONOTONIC */
+    int done, fired;
+    dvm_context *ctx;
+    pthread_t th;
+} watchdog;
+
+static void *watchdog_main(void *arg) {
+    watchdog *w = (watchdog *)arg;
+    pthread_mutex_lock(&w->mu);
+    while (!w->done) {
+        int rc = pthread_cond_timedwait(&w->cv, &w->mu, &w->deadline);
+        if (rc == ETIMEDOUT && !w->done) {
+            w->fired = 1;
+            w->ctx->timed_out = 1;
+            __atomic_store_n(w->ctx->cancel, 1u, __ATOMIC_SEQ_CST);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+static int watchdog_start(watchdog *w, dvm_context *ctx, double ms) {
+    memset(w, 0, sizeof *w);
+    w->ctx = ctx;
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca) != 0) return -1;
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (rc != 0) return -1;
+    if (pthread_mutex_init(&w->mu, NULL) != 0) {
+        pthread_cond_destroy(&w->cv);
+        return -1;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &w->deadline);
+    double ns = (double)w->deadline.tv_nsec + ms * 1e6;
+    double sec = ns / 1e9 > 1e9 ? 1e9 : (double)(int64_t)(ns / 1e9); /* far beyond any launch */
+    w->deadline.tv_sec += (time_t)sec;
+    w->deadline.tv_nsec = (long)(ns - sec * 1e9);
+    if (w->deadline.tv_nsec < 0 || w->deadline.tv_nsec >= 1000000000L) w->deadline.tv_nsec = 0;
+    if (pthread_create(&w->th, NULL, watchdog_main, w) != 0) {
+        pthread_mutex_destroy(&w->mu);
+        pthread_cond_destroy(&w->cv);
+        return -1;
+    }
+    return 0;
+}
+
+static void watchdog_stop(watchdog *w) {
+    pthread_mutex_lock(&w->mu);
+    w->done = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->th, NULL);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+}
+
+static dvm_status launch_run(dvm_context *ctx, const dvm_kernel *kc, dvm_args *args, const dvm_launch_opts *opts,
+                             dvm_launch_stats *stats);
+
+/* Every handle a launch reads is alive: the kernel's module, the argument set and each array
+   bound in it (a destroyed one is a dead handle, handle.c). */
+static dvm_status check_live(dvm_context *ctx, const dvm_kernel *kc, const dvm_args *args) {
+    if (!kc || !args) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: NULL argument");
+    if (!dvm_kernel_live(kc)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: the kernel's module was destroyed");
+    if (!dvm_handle_live(args, DVM_HK_ARGS)) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: the argument set was destroyed");
+    for (uint32_t i = 0; i < args->nparams; i++) {
+        const dvm_array *bound[3] = {args->arr[i], args->grad[i], args->dual[i]};
+        for (int r = 0; r < 3; r++)
+            if (bound[r] && !dvm_handle_live(bound[r], DVM_HK_ARRAY))
+                return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: the array bound to '%s%s' was destroyed",
+                                pstr(kc->m->prog, kc->m->prog->params[kc->kd->param_begin + i].name),
+                                r == 1 ? ".grad" : r == 2 ? ".dual" : "");
+    }
+    return DVM_OK;
+}
+
 dvm_status dvm_launch(dvm_context *ctx, const dvm_kernel *kc, dvm_args *args, const dvm_launch_opts *opts, dvm_launch_stats *stats) {
+    if (stats) memset(stats, 0, sizeof *stats);
+    if (!dvm_handle_live(ctx, DVM_HK_CONTEXT)) return DVM_ERR_USAGE;
+    if (dvm_ctx_enter(ctx) != 0) return DVM_ERR_USAGE; /* another thread is inside: dvm_errmsg says so */
+    dvm_status st0 = check_live(ctx, kc, args);
+    if (st0 != DVM_OK) {
+        dvm_ctx_leave(ctx);
+        return st0;
+    }
+    const double tmo = opts ? opts->timeout_ms : 0;
+    if (!(tmo >= 0) || tmo > 1e15) { /* NaN too */
+        dvm_ctx_leave(ctx);
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: opts.timeout_ms must be 0 (no limit) or a positive number of milliseconds");
+    }
+    dvm_run_begin(ctx);
+    watchdog w;
+    int watched = 0;
+    dvm_status st;
+    if (tmo > 0 && ctx->run_depth == 1) {
+        ctx->timeout_ms = tmo;
+        if (watchdog_start(&w, ctx, tmo) != 0) {
+            st = dvm_fail(ctx, DVM_ERR_BACKEND, 0, "dvm_launch: cannot start the thread that enforces opts.timeout_ms");
+            goto out;
+        }
+        watched = 1;
+    }
+    st = launch_run(ctx, kc, args, opts, stats);
+    if (watched) watchdog_stop(&w);
+out:
+    dvm_run_end(ctx);
+    dvm_ctx_leave(ctx);
+    return st;
+}
+
+static dvm_status launch_run(dvm_context *ctx, const dvm_kernel *kc, dvm_args *args, const dvm_launch_opts *opts,
+                             dvm_launch_stats *stats) {
     if (stats) memset(stats, 0, sizeof *stats);
     if (!ctx) return DVM_ERR_USAGE;
     if (!ctx->be) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: the context has no backend (its creation failed)");
@@ -1072,7 +1246,7 @@ dvm_status dvm_launch(dvm_context *ctx, const dvm_kernel *kc, dvm_args *args, co
     if (args->k != kc) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: the arguments were created for kernel '%s', not '%s'",
                                        dvm_kernel_name(args->k), dvm_kernel_name(kc));
     if (kc->m->ctx != ctx) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: the kernel belongs to another context");
-    dvm_launch_opts o = {DVM_FORWARD, 0, 0};
+    dvm_launch_opts o = {DVM_FORWARD, 0, 0, 0};
     if (opts) o = *opts;
     if (o.mode != DVM_FORWARD && o.mode != DVM_ADJOINT && o.mode != DVM_TANGENT)
         return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_launch: unknown mode %d", (int)o.mode);

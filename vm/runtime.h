@@ -4,6 +4,7 @@
 #ifndef DVM_RUNTIME_H
 #define DVM_RUNTIME_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include "dvm.h"
 #include "backend.h"
@@ -11,7 +12,24 @@
 
 #define DVM_ERRMSG_MAX 8192
 
+/* handle.c: the first member of every public handle. Its memory is never freed: destroy
+   marks it dead and parks it (a quarantine), so stale pointers are detected, not read after
+   free. prev/next: the owning context's list of live children. */
+typedef enum dvm_handle_kind { DVM_HK_CONTEXT, DVM_HK_MODULE, DVM_HK_ARRAY, DVM_HK_ARGS, DVM_HK_TAPE, DVM_HK_COUNT } dvm_handle_kind;
+#define DVM_MAGIC_DEAD 0xDEADDEADu
+typedef struct dvm_handle {
+    uint32_t magic, kind;
+    struct dvm_handle *prev, *next;
+    struct dvm_handle *qnext; /* in the quarantine */
+} dvm_handle;
+/* A zeroed live handle of size bytes (reusing a parked one; scrub frees what it kept). */
+void *dvm_handle_alloc(dvm_handle_kind kind, size_t size, void (*scrub)(void *));
+void dvm_handle_release(void *h);          /* marks it dead and parks it */
+int dvm_handle_live(const void *h, dvm_handle_kind kind);
+int dvm_handle_dead(const void *h);        /* a destroyed handle (of any kind) */
+
 struct dvm_context {
+    dvm_handle h;
     const dvm_backend_vtbl *vt; /* NULL when creation failed */
     dvm_backend *be;
     char device[256];
@@ -20,6 +38,20 @@ struct dvm_context {
     int cli_remedies;     /* overflow remedies name command-line options, not opts fields */
     uint64_t next_array_id;
     dvm_launch_scratch scratch; /* heap and snapshot buffers, reused across launches */
+    /* Cancel (dvm_context_cancel): the word is be->cancel_word's (device-visible) or
+       cancel_own; the outermost launch of a call (run_depth 0 -> 1: dvm_launch,
+       dvm_tape_launch, dvm_tape_backward) clears it, and every poll reads it. */
+    volatile uint32_t *cancel;
+    uint32_t cancel_own;
+    int run_depth;
+    int timed_out;     /* the cancel came from the launch's timeout (its message) */
+    double timeout_ms; /* the launch's opts.timeout_ms, for that message */
+    /* live children (handle.c), destroyed with the context; kids_mu guards the list only */
+    pthread_mutex_t kids_mu;
+    dvm_handle *kids;
+    /* the thread using the context (dvm_ctx_enter), and its nesting depth */
+    uintptr_t owner;
+    int depth;
 };
 
 struct dvm_kernel {
@@ -30,6 +62,7 @@ struct dvm_kernel {
 };
 
 struct dvm_module {
+    dvm_handle h;
     dvm_context *ctx;
     dvm_program *prog; /* verified */
     dvm_loaded *loaded;
@@ -37,6 +70,7 @@ struct dvm_module {
 };
 
 struct dvm_array {
+    dvm_handle h;
     dvm_context *ctx;
     dvm_dtype dtype;
     int rank;
@@ -50,6 +84,7 @@ struct dvm_array {
 };
 
 struct dvm_args {
+    dvm_handle h;
     dvm_context *ctx;
     const struct dvm_kernel *k;
     uint32_t nparams;
@@ -69,6 +104,21 @@ dvm_status dvm_fail(dvm_context *ctx, dvm_status st, int located, const char *fm
 #endif
     ;
 void dvm_clear_err(dvm_context *ctx);
+
+/* handle.c: a context's children, and its use by one thread at a time. dvm_ctx_enter: 0, or
+   -1 when another thread is inside a call on ctx (dvm_ctx_conflict is then ctx, for
+   dvm_errmsg); calls nest on one thread. */
+void dvm_ctx_adopt(dvm_context *ctx, void *h);
+void dvm_ctx_disown(dvm_context *ctx, void *h);
+int dvm_ctx_enter(dvm_context *ctx);
+void dvm_ctx_leave(dvm_context *ctx);
+extern _Thread_local const dvm_context *dvm_ctx_conflict;
+int dvm_kernel_live(const dvm_kernel *k); /* its module is alive (api.c) */
+
+/* launch.c: brackets every public call that launches (dvm_launch, dvm_tape_launch,
+   dvm_tape_backward); the outermost clears the cancel word. */
+void dvm_run_begin(dvm_context *ctx);
+void dvm_run_end(dvm_context *ctx);
 
 /* For the command: 1 if the last message carries its own FILE:LINE:COL: error: prefix. */
 int dvm_errmsg_located(const dvm_context *ctx);

@@ -29,6 +29,7 @@ typedef struct tape_rec {
 } tape_rec;
 
 struct dvm_tape {
+    dvm_handle h; /* handle.c */
     dvm_context *ctx;
     int64_t budget;
     tape_rec *recs;
@@ -64,11 +65,13 @@ static dvm_status clone_array(dvm_context *ctx, const dvm_array *a, dvm_array **
 
 dvm_status dvm_tape_create(dvm_context *ctx, int64_t memory_budget, dvm_tape **out) {
     if (out) *out = NULL;
-    if (!ctx || !out) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_tape_create: NULL argument");
+    if (!dvm_handle_live(ctx, DVM_HK_CONTEXT)) return DVM_ERR_USAGE;
+    if (!out) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_tape_create: NULL argument");
     if (memory_budget < 0) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_tape_create: memory_budget %lld is negative", (long long)memory_budget);
-    dvm_tape *t = (dvm_tape *)calloc(1, sizeof *t);
+    dvm_tape *t = (dvm_tape *)dvm_handle_alloc(DVM_HK_TAPE, sizeof *t, NULL);
     if (!t) return dvm_fail(ctx, DVM_ERR_NOMEM, 0, "out of memory");
     t->ctx = ctx;
+    dvm_ctx_adopt(ctx, t);
     t->budget = memory_budget;
     *out = t;
     return DVM_OK;
@@ -85,7 +88,7 @@ static void rec_free(tape_rec *r) {
 }
 
 void dvm_tape_reset(dvm_tape *t) {
-    if (!t) return;
+    if (!dvm_handle_live(t, DVM_HK_TAPE)) return;
     for (int i = 0; i < t->nrecs; i++) rec_free(&t->recs[i]);
     for (int i = 0; i < t->narrays; i++) dvm_array_destroy(t->initial[i]);
     t->nrecs = 0;
@@ -94,14 +97,15 @@ void dvm_tape_reset(dvm_tape *t) {
 }
 
 void dvm_tape_destroy(dvm_tape *t) {
-    if (!t) return;
+    if (!dvm_handle_live(t, DVM_HK_TAPE)) return; /* NULL, or destroyed already */
     dvm_tape_reset(t);
     free(t->recs);
     free(t->arrays);
     free(t->written);
     free(t->initial);
     free(t->grads);
-    free(t);
+    dvm_ctx_disown(t->ctx, t);
+    dvm_handle_release(t);
 }
 
 /* The index of a in t->arrays, added if new; -1 when out of memory. */
@@ -135,8 +139,11 @@ static const char *pname(const dvm_kernel *k, uint32_t p) {
 }
 
 dvm_status dvm_tape_grad(dvm_tape *t, dvm_array *a, dvm_array *grad) {
-    if (!t || !a) return dvm_fail(t ? t->ctx : NULL, DVM_ERR_USAGE, 0, "dvm_tape_grad: NULL argument");
+    if (!dvm_handle_live(t, DVM_HK_TAPE) || !dvm_handle_live(t->ctx, DVM_HK_CONTEXT)) return DVM_ERR_USAGE;
+    if (!a) return dvm_fail(t->ctx, DVM_ERR_USAGE, 0, "dvm_tape_grad: NULL argument");
     dvm_context *ctx = t->ctx;
+    if (!dvm_handle_live(a, DVM_HK_ARRAY) || (grad && !dvm_handle_live(grad, DVM_HK_ARRAY)))
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_tape_grad: the array or its gradient was destroyed");
     if (a->dtype != DVM_F32) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_tape_grad: only f32 arrays have gradients");
     if (grad && (grad->dtype != DVM_F32 || grad->count != a->count || grad->rank != a->rank ||
                  memcmp(grad->shape, a->shape, sizeof(int64_t) * (size_t)a->rank) != 0))
@@ -147,7 +154,7 @@ dvm_status dvm_tape_grad(dvm_tape *t, dvm_array *a, dvm_array *grad) {
     return DVM_OK;
 }
 
-dvm_status dvm_tape_launch(dvm_tape *t, const dvm_kernel *k, dvm_args *args) {
+static dvm_status tape_launch(dvm_tape *t, const dvm_kernel *k, dvm_args *args) {
     if (!t || !k || !args) return dvm_fail(t ? t->ctx : NULL, DVM_ERR_USAGE, 0, "dvm_tape_launch: NULL argument");
     dvm_context *ctx = t->ctx;
     if (args->k != k) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "dvm_tape_launch: the arguments were created for another kernel");
@@ -221,7 +228,7 @@ dvm_status dvm_tape_launch(dvm_tape *t, const dvm_kernel *k, dvm_args *args) {
         }
     }
     if (st == DVM_OK) {
-        dvm_launch_opts o = {DVM_FORWARD, 0, 0};
+        dvm_launch_opts o = {DVM_FORWARD, 0, 0, 0};
         st = dvm_launch(ctx, k, args, &o, NULL);
     }
     if (st != DVM_OK) { /* nothing recorded; the failed launch wrote nothing */
@@ -267,9 +274,13 @@ static dvm_status bind_rec(bwd *b, int j, dvm_array *const *state) {
 }
 
 static dvm_status run_rec(bwd *b, int j, dvm_mode mode, dvm_array *const *state) {
+    /* a cancel point between backward's launches (dvm_context_cancel) */
+    if (__atomic_load_n(b->t->ctx->cancel, __ATOMIC_RELAXED))
+        return dvm_fail(b->t->ctx, DVM_ERR_CANCELLED, 0, "tape backward: cancelled (dvm_context_cancel) before launch %d of %d",
+                        j + 1, b->t->nrecs);
     dvm_status st = bind_rec(b, j, state);
     if (st != DVM_OK) return st;
-    dvm_launch_opts o = {mode, 0, 0};
+    dvm_launch_opts o = {mode, 0, 0, 0};
     dvm_launch_stats ls;
     st = dvm_launch(b->t->ctx, b->t->recs[j].k, b->t->recs[j].args, &o, &ls);
     if (mode == DVM_ADJOINT) b->t->st.adjoint_launches++;
@@ -354,7 +365,7 @@ static dvm_status reverse_ckpt(bwd *b, int lo, int hi, int free_) {
     return st;
 }
 
-dvm_status dvm_tape_backward(dvm_tape *t, dvm_tape_stats *stats) {
+static dvm_status tape_backward(dvm_tape *t, dvm_tape_stats *stats) {
     if (stats) memset(stats, 0, sizeof *stats);
     if (!t) return DVM_ERR_USAGE;
     dvm_context *ctx = t->ctx;
@@ -413,4 +424,46 @@ dvm_status dvm_tape_backward(dvm_tape *t, dvm_tape_stats *stats) {
     return st;
 }
 
-int dvm_tape_count(const dvm_tape *t) { return t ? t->nrecs : 0; }
+/* Each a single call for dvm_context_cancel: the cancel word is cleared once, when it starts
+   (dvm_run_begin), not by the launches inside it. */
+/* A usable tape: alive, in a live context that no other thread is inside (then entered). */
+static dvm_status tape_enter(dvm_tape *t) {
+    if (!dvm_handle_live(t, DVM_HK_TAPE) || !dvm_handle_live(t->ctx, DVM_HK_CONTEXT)) return DVM_ERR_USAGE;
+    return dvm_ctx_enter(t->ctx) == 0 ? DVM_OK : DVM_ERR_USAGE;
+}
+
+dvm_status dvm_tape_launch(dvm_tape *t, const dvm_kernel *k, dvm_args *args) {
+    if (tape_enter(t) != DVM_OK) return DVM_ERR_USAGE;
+    dvm_status st;
+    if (k && args && (!dvm_kernel_live(k) || !dvm_handle_live(args, DVM_HK_ARGS)))
+        st = dvm_fail(t->ctx, DVM_ERR_USAGE, 0, "dvm_tape_launch: the kernel's module or the argument set was destroyed");
+    else {
+        dvm_run_begin(t->ctx);
+        st = tape_launch(t, k, args);
+        dvm_run_end(t->ctx);
+    }
+    dvm_ctx_leave(t->ctx);
+    return st;
+}
+
+dvm_status dvm_tape_backward(dvm_tape *t, dvm_tape_stats *stats) {
+    if (tape_enter(t) != DVM_OK) {
+        if (stats) memset(stats, 0, sizeof *stats);
+        return DVM_ERR_USAGE;
+    }
+    dvm_status st = DVM_OK;
+    for (int s = 0; s < t->narrays && st == DVM_OK; s++)
+        if (!dvm_handle_live(t->arrays[s], DVM_HK_ARRAY) || (t->grads[s] && !dvm_handle_live(t->grads[s], DVM_HK_ARRAY)))
+            st = dvm_fail(t->ctx, DVM_ERR_USAGE, 0, "dvm_tape_backward: an array the tape recorded (or its gradient) was destroyed");
+    if (st != DVM_OK) {
+        if (stats) memset(stats, 0, sizeof *stats);
+    } else {
+        dvm_run_begin(t->ctx);
+        st = tape_backward(t, stats);
+        dvm_run_end(t->ctx);
+    }
+    dvm_ctx_leave(t->ctx);
+    return st;
+}
+
+int dvm_tape_count(const dvm_tape *t) { return dvm_handle_live(t, DVM_HK_TAPE) ? t->nrecs : 0; }

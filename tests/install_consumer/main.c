@@ -17,7 +17,7 @@ int main(void) {
     int64_t shape[1] = {4};
     const float x0[4] = {1.0f, 2.0f, 3.0f, -4.0f};
     float y0[4] = {0};
-    dvm_launch_opts lo = {DVM_FORWARD, 0, 0};
+    dvm_launch_opts lo = {DVM_FORWARD, 0, 0, 0};
     int bad = 1;
     if (dvm_context_create(&co, &ctx) != DVM_OK || dvm_compile(ctx, src, sizeof src - 1, "scale.dvk", &m) != DVM_OK ||
         dvm_kernel_find(ctx, m, "scale", &k) != DVM_OK ||

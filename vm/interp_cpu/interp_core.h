@@ -20,6 +20,11 @@
  *   DVM_POLL_EVERY (a power of two, default 1): a backward jump polls the error word of
  *   other threads every that many backward jumps of this call (GPU: the poll is a load
  *   from L2 on the loop's critical path).
+ *   DVM_CANCEL_EVERY (a power of two, a multiple of DVM_POLL_EVERY, default 64): every that
+ *   many backward jumps the run also reads the launch's cancel word (e->cancel, never NULL)
+ *   and stops with DVM_RT_CANCELLED when it is set; DVM_LOAD_CANCEL(p) reads it (default a
+ *   volatile load; GPU: host memory, so rarely). Backward jumps are the only cancel points of
+ *   a run: a launch without loops runs to its end (vm/launch.c relies on that).
  *
  * API (all DVM_FN):
  *   void dvm_thread_begin(const dvm_env *e, int64_t slot)
@@ -85,6 +90,7 @@ typedef struct dvm_env {
     int32_t start[3];             /* the parallel task's start per dimension (0 where it has
                                      none): dvm_run's idx are digits, the index registers get
                                      start + digit. The driver sets them per task. */
+    const volatile uint32_t *cancel; /* the launch's cancel word (DVM_CANCEL_EVERY), never NULL */
 } dvm_env;
 
 enum { DVM_SZ_PASS_RANGES = 0, DVM_SZ_PASS_FINAL = 1, DVM_SZ_PASS_BODY = 2 };
@@ -101,6 +107,8 @@ typedef struct dvm_size_env {
     uint32_t stack; /* the stack being sized, for the error record */
     uint32_t prog_begin; /* absolute index of the size program's first node */
     dvm_rt_error *err;
+    const volatile uint32_t *cancel; /* polled every DVM_SIZE_CANCEL_EVERY steps; NULL: never */
+    int64_t *tally;  /* NULL, or: each evaluation adds the steps it took (the CPU max-reducer's cap) */
 } dvm_size_env;
 
 /* ---- implementation below (owned by the CPU backend) ---- */
@@ -205,6 +213,9 @@ DVM_FN uint64_t dvm_node_word_(const dvm_node *ip) { uint64_t w; DVM_MEMCPY_(&w,
 #ifndef DVM_LOAD_ERR
 #define DVM_LOAD_ERR(p) (*(volatile int32_t *)(p))
 #endif
+#ifndef DVM_LOAD_CANCEL
+#define DVM_LOAD_CANCEL(p) (*(p))
+#endif
 
 #ifndef DVM_U2F
 DVM_FN float dvm_u2f_(uint32_t u) { union { uint32_t u; float f; } v; v.u = u; return v.f; }
@@ -301,6 +312,9 @@ DVM_FN int64_t dvm_sz_mul_(int64_t a, int64_t b)
     return dvm_sz_sat_(neg ? -(int64_t)(ua * ub) : (int64_t)(ua * ub));
 }
 
+/* size-program steps between two reads of the cancel word */
+#define DVM_SIZE_CANCEL_EVERY 1024
+#define DVM_SZ_TALLY_() do { if (s->tally) *s->tally += steps; } while (0)
 DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len, int mode,
                              const int64_t *bound, int nbound, int64_t *scratch)
 {
@@ -319,9 +333,18 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
         int64_t v = 0;
         if (++steps > s->walk_cap) {
             dvm_record_error(s->err, DVM_RT_SIZER_CAP, 0, s->prog_begin + k, s->stack, s->walk_cap, 0, 0);
+            DVM_SZ_TALLY_();
             return -1;
         }
-        if (DVM_LOAD_ERR(&s->err->code)) return -1;
+        if (DVM_LOAD_ERR(&s->err->code)) {
+            DVM_SZ_TALLY_();
+            return -1;
+        }
+        if ((steps & (DVM_SIZE_CANCEL_EVERY - 1)) == 0 && s->cancel && DVM_LOAD_CANCEL(s->cancel)) {
+            dvm_record_error(s->err, DVM_RT_CANCELLED, 0, s->prog_begin + k, s->stack, 0, 0, 0);
+            DVM_SZ_TALLY_();
+            return -1;
+        }
         switch (n.op) {
         case DVM_OP_SZ_CONST: v = (int64_t)((uint32_t)n.a | ((uint32_t)n.b << 16)); break;
         case DVM_OP_SZ_ADD: v = dvm_sz_sat_(scratch[n.a] + scratch[n.b]); break;
@@ -387,8 +410,10 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
             depth--;
         }
     }
+    DVM_SZ_TALLY_();
     return scratch[end - 1];
 }
+#undef DVM_SZ_TALLY_
 
 #endif /* DVM_INTERP_CORE_H */
 
@@ -625,12 +650,17 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #else
 #define JUMP_MEET_(tgt) ((void)0)
 #endif
+#ifndef DVM_CANCEL_EVERY
+#define DVM_CANCEL_EVERY (DVM_POLL_EVERY > 64 ? DVM_POLL_EVERY : 64)
+#endif
 #define JUMP(tgt)                                                                      \
     do {                                                                               \
         const uint32_t npc_ = (uint32_t)(tgt);                                         \
-        if (npc_ <= pc && (++polls_ & (DVM_POLL_EVERY - 1)) == 0u &&                   \
-            DVM_LOAD_ERR(&e->err->code))                                               \
-            RET(1);                                                                    \
+        if (npc_ <= pc && (++polls_ & (DVM_POLL_EVERY - 1)) == 0u) {                   \
+            if (DVM_LOAD_ERR(&e->err->code)) RET(1);                                   \
+            if ((polls_ & (DVM_CANCEL_EVERY - 1)) == 0u && DVM_LOAD_CANCEL(e->cancel)) \
+                FAIL(DVM_RT_CANCELLED, 0, 0, 0, 0);                                    \
+        }                                                                              \
         JUMP_MEET_(tgt);                                                               \
         pc = npc_;                                                                     \
         vmdispatch();                                                                  \

@@ -3,6 +3,7 @@
  * The sizer runs on the calling thread; top-level max-over-range nodes go to an OpenMP
  * max reduction (the CPU's max-reducer). */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +131,51 @@ static void cpu_model(char *out, size_t n)
     fclose(f);
 }
 
+/* Thread-creation probe: libgomp ends the process when it cannot create a thread, so the
+ * context first creates threads - 1 pthreads (default attributes, as libgomp's), all alive at
+ * once, and fails with a message if the system refuses one; then a first parallel region
+ * creates OpenMP's pool, which later regions of this thread reuse. (A region started later
+ * from another thread gets a new pool: that creation is not probed.) */
+typedef struct cpu_probe_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int go;
+} cpu_probe_gate;
+
+static void *cpu_probe_thread(void *p)
+{
+    cpu_probe_gate *g = (cpu_probe_gate *)p;
+    pthread_mutex_lock(&g->mu);
+    while (!g->go) pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+static int cpu_probe_threads(int n, char *err, size_t errlen)
+{
+    cpu_probe_gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    pthread_t *th = calloc((size_t)(n > 1 ? n : 1), sizeof *th);
+    if (!th) {
+        cpu_msg(err, errlen, "cpu backend: out of memory%s", "");
+        return -1;
+    }
+    int made = 0, rc = 0;
+    for (; made < n - 1; made++) {
+        rc = pthread_create(&th[made], NULL, cpu_probe_thread, &g);
+        if (rc != 0) break;
+    }
+    pthread_mutex_lock(&g.mu);
+    g.go = 1;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    for (int i = 0; i < made; i++) pthread_join(th[i], NULL);
+    free(th);
+    if (rc != 0 && err && errlen)
+        snprintf(err, errlen, "cpu backend: cannot create %d worker threads: the system refused thread %d (%s); "
+                              "ask for fewer threads", n, made + 2, strerror(rc));
+    return rc != 0 ? -1 : 0;
+}
+
 static dvm_backend *cpu_open(const dvm_backend_opts *opts, char *err, size_t errlen)
 {
     dvm_backend *be = calloc(1, sizeof *be);
@@ -139,6 +185,17 @@ static dvm_backend *cpu_open(const dvm_backend_opts *opts, char *err, size_t err
     }
     be->threads = (opts && opts->threads > 0) ? opts->threads : omp_get_max_threads();
     if (be->threads < 1) be->threads = 1;
+    if (cpu_probe_threads(be->threads, err, errlen) != 0) {
+        free(be);
+        return NULL;
+    }
+    int got = 1;
+#pragma omp parallel num_threads(be->threads)
+    {
+#pragma omp master
+        got = omp_get_num_threads();
+    }
+    if (got >= 1 && got < be->threads) be->threads = got; /* OMP_THREAD_LIMIT, OMP_DYNAMIC */
     const char *lv = getenv("DVM_CPU_LANES");
     be->lanes = lv && lv[0] && strcmp(lv, "0") != 0 ? CPU_LANES : 1;
     char model[128];
@@ -299,6 +356,9 @@ static int cpu_arrays(uint32_t nslots, dvm_buffer *const *arrays, const int64_t 
     return 0;
 }
 
+/* The cancel word of an exec that has none (a job built by hand) */
+static const volatile uint32_t cpu_never_cancelled = 0;
+
 /* Iterations between two polls of the error word in a parallel loop. */
 #define CPU_CHUNK_MIN 64
 
@@ -314,6 +374,7 @@ int dvm_cpu_run_uniform_task(const dvm_program *p, uint32_t task_index, const dv
     env.consts = p->consts;
     env.uni = uniforms;
     env.err = &rec;
+    env.cancel = &cpu_never_cancelled; /* a uniform-only task has no backward jump */
     uint32_t regs[DVM_MAX_REGS];
     memset(regs, 0, sizeof(uint32_t) * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));
     const int32_t idx[3] = {0, 0, 0};
@@ -371,6 +432,7 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
     env.stack_cap = x->stack_cap;
     env.nstacks = heap ? x->nstacks : 0;
     env.err = &rec;
+    env.cancel = x->cancel ? x->cancel : &cpu_never_cancelled;
     env.start[0] = env.start[1] = env.start[2] = 0; /* a parallel task's: set below */
     if (heap && !x->resume) dvm_thread_begin(&env, nts); /* the serial slot, once per launch */
 
@@ -525,6 +587,8 @@ static int cpu_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm
         s.stack = si;
         s.prog_begin = sd->size_begin;
         s.err = &rec;
+        s.cancel = job->cancel;
+        s.tally = NULL;
         dvm_size_eval(&s, sd->size_begin, len, DVM_SZ_PASS_RANGES, NULL, 0, scratch);
         /* Each top-level range: a parallel max over its bound variable. */
         for (uint32_t k = 0; k < len && !rec.code;) {
@@ -550,16 +614,36 @@ static int cpu_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm
                 cpu_msg(err, errlen, "cpu backend: out of memory in the max-reducer%s", "");
                 return -1;
             }
+            /* The steps of every evaluation count against one budget (DVM_SIZER_REDUCE_FACTOR):
+               each thread adds its own to `spent` every 256 evaluations and at its end, so the
+               error comes exactly when the sum passes the budget, whatever the schedule. */
+            int64_t spent = 0;
+            const int64_t budget =
+                walk_cap > INT64_MAX / DVM_SIZER_REDUCE_FACTOR ? INT64_MAX : walk_cap * DVM_SIZER_REDUCE_FACTOR;
 #pragma omp parallel num_threads(nthreads) reduction(max : best)
             {
                 int64_t *ts = tsall + (size_t)omp_get_thread_num() * bend;
                 memcpy(ts, scratch, sizeof(int64_t) * bend);
-#pragma omp for schedule(static)
-                for (int64_t v = lo; v < hi; v++) {
-                    if (DVM_LOAD_ERR(&rec.code)) continue;
-                    int64_t r = dvm_size_eval(&s, sd->size_begin + k + 1, bend - k - 1, DVM_SZ_PASS_BODY, &v, 1, ts);
+                dvm_size_env ms = s;
+                int64_t mine = 0, nev = 0;
+                ms.tally = &mine;
+                /* each thread its own block of the range, left at the first error (an omp for
+                   cannot break: it would step through the rest of a 2^40 range) */
+                const int64_t nth = omp_get_num_threads(), me = omp_get_thread_num();
+                const int64_t per = (hi - lo) / nth, extra = (hi - lo) % nth;
+                const int64_t vb = lo + me * per + (me < extra ? me : extra), ve = vb + per + (me < extra);
+                for (int64_t v = vb; v < ve; v++) {
+                    if (DVM_LOAD_ERR(&rec.code)) break;
+                    int64_t r = dvm_size_eval(&ms, sd->size_begin + k + 1, bend - k - 1, DVM_SZ_PASS_BODY, &v, 1, ts);
                     if (r > best) best = r;
+                    if ((++nev & 255) == 0) {
+                        if (__atomic_add_fetch(&spent, mine, __ATOMIC_RELAXED) > budget)
+                            dvm_record_error(&rec, DVM_RT_SIZER_CAP, 0, sd->size_begin + k, si, budget, 0, 0);
+                        mine = 0;
+                    }
                 }
+                if (__atomic_add_fetch(&spent, mine, __ATOMIC_RELAXED) > budget)
+                    dvm_record_error(&rec, DVM_RT_SIZER_CAP, 0, sd->size_begin + k, si, budget, 0, 0);
             }
             free(tsall);
             rval[k] = best;

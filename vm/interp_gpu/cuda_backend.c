@@ -60,6 +60,9 @@ static struct {
     CUresult (*GetErrorName)(CUresult, const char **);
     CUresult (*GetErrorString)(CUresult, const char **);
     CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr); /* optional: wrapping device memory */
+    CUresult (*MemHostAlloc)(void **, size_t, unsigned);
+    CUresult (*MemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned);
+    CUresult (*MemFreeHost)(void *);
 } cu;
 
 static int cu_load(char *err, size_t errlen) {
@@ -85,7 +88,8 @@ static int cu_load(char *err, size_t errlen) {
                 SYM(MemcpyDtoD, "cuMemcpyDtoD_v2"), SYM(LaunchKernel, "cuLaunchKernel"),
                 SYM(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
                 SYM(FuncSetAttribute, "cuFuncSetAttribute"), SYM(GetErrorName, "cuGetErrorName"),
-                SYM(GetErrorString, "cuGetErrorString"),
+                SYM(GetErrorString, "cuGetErrorString"), SYM(MemHostAlloc, "cuMemHostAlloc"),
+                SYM(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2"), SYM(MemFreeHost, "cuMemFreeHost"),
 #undef SYM
             };
             int ok = 1;
@@ -181,6 +185,16 @@ static int cu_occupancy(int *nb, void *fn, int block, size_t smem) {
 static int cu_set_max_smem(void *fn, int bytes) {
     return cu.FuncSetAttribute((CUfunction)fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
 }
+#define CU_MEMHOSTALLOC_PORTABLE 0x01
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x02
+static int cu_host_alloc_mapped(size_t n, void **host, uint64_t *dev) {
+    CUdeviceptr d = 0;
+    int rc = cu.MemHostAlloc(host, n, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+    if (rc == 0) rc = cu.MemHostGetDevicePointer(&d, *host, 0);
+    *dev = d;
+    return rc;
+}
+static void cu_host_free(void *host) { cu.MemFreeHost(host); }
 static const char *cu_errstr(int code) {
     static char buf[256];
     const char *n = "unknown", *s = "";
@@ -208,7 +222,7 @@ static const dvm_gpu_driver cuda_driver = {
     .launch = cu_launch, .sync = cu_sync, .occupancy = cu_occupancy, .set_max_smem = cu_set_max_smem,
     .errstr = cu_errstr, .no_binary_code = CUDA_ERROR_NO_BINARY_FOR_GPU, .image = dvm_cuda_image,
     .image_len = 0, .targets = dvm_cuda_targets, .warp_vote_cc = 8 /* __reduce_min_sync: sm_80 */,
-    .ptr_range = cu_ptr_range};
+    .ptr_range = cu_ptr_range, .host_alloc_mapped = cu_host_alloc_mapped, .host_free = cu_host_free};
 
 static dvm_backend *cuda_open(const dvm_backend_opts *opts, char *err, size_t errlen) {
     return dvm_gpu_open(&cuda_driver, opts, err, errlen);

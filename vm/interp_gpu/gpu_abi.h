@@ -53,6 +53,7 @@ typedef struct dvm_gpu_exec_args {
     uint64_t uni, heap, stack_off, stack_cap, err;
     uint64_t task;                 /* device address of this task's dvm_task_desc */
     uint64_t regs_global;          /* fallback register files: nthreads * nregs_pad words */
+    uint64_t cancel;               /* the cancel word, in mapped host memory (DVM_CANCEL_EVERY) */
     int64_t stride;
     int64_t slot;                  /* serial tasks: the serial slot (= nthread_slots) */
     int64_t nslots;                /* heap slots in all (nthread_slots + 1): the interleave */
@@ -78,6 +79,7 @@ typedef struct dvm_gpu_size_args {
     uint64_t scratch;                       /* single-thread passes: len slots */
     uint64_t scratch_par;                   /* max-reducer: nthreads * len slots */
     uint64_t err, caps;
+    uint64_t cancel;                        /* as in dvm_gpu_exec_args */
     int64_t walk_cap;
     uint32_t begin, len;                    /* the size program's node range */
     uint32_t stack, cap_index;              /* for the error record / caps[cap_index] */

@@ -57,6 +57,8 @@ struct dvm_backend {
     size_t regs_cap;
     uint64_t work;
     size_t work_cap;
+    volatile uint32_t *cancel_host; /* the cancel word (mapped host memory) and the kernels' address */
+    uint64_t cancel_dev;
 };
 
 #define SMEM_CODE_BUDGET (16u * 1024u) /* largest task copied into shared memory */
@@ -111,6 +113,8 @@ static int env_off(const char *name) {
     return v && strcmp(v, "0") == 0;
 }
 
+volatile uint32_t *dvm_gpu_cancel_word(dvm_backend *be) { return be->cancel_host; }
+
 int dvm_gpu_probe(const dvm_gpu_driver *drv, char *out, size_t outlen) {
     char msg[512];
     size_t used = out ? strlen(out) : 0;
@@ -155,6 +159,7 @@ void dvm_gpu_close(dvm_backend *be) {
         if (be->regs) d->free(be->regs);
         if (be->work) d->free(be->work);
         if (be->mod) d->mod_unload(be->mod);
+        if (be->cancel_host) d->host_free((void *)be->cancel_host);
         d->ctx_close(be->ordinal, be->ctx);
     }
     free(be->stage);
@@ -219,6 +224,16 @@ dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opt
         open_fail(be, 0);
         return NULL;
     }
+    void *cw = NULL;
+    rc = drv->host_alloc_mapped(64, &cw, &be->cancel_dev);
+    if (rc != 0) {
+        fail(err, errlen, "%s backend: allocating the mapped host word for dvm_context_cancel failed: %s", drv->name,
+             drv->errstr(rc));
+        open_fail(be, 0);
+        return NULL;
+    }
+    be->cancel_host = (volatile uint32_t *)cw;
+    *be->cancel_host = 0;
     rc = drv->mod_load(drv->image, &be->mod);
     if (rc != 0) {
         if (rc == drv->no_binary_code)
@@ -635,6 +650,7 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
     a.stack_off = be->tab + t.soff;
     a.stack_cap = be->tab + t.scap;
     a.err = be->tab + t.err;
+    a.cancel = be->cancel_dev;
     a.stride = x->stride;
     a.slot = x->nthread_slots;
     a.nslots = x->nthread_slots + 1;
@@ -736,6 +752,7 @@ int dvm_gpu_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_rt
     a.scratch_par = be->work + 4 * per;
     a.err = be->tab + t.err;
     a.caps = be->tab + t.caps;
+    a.cancel = be->cancel_dev;
     a.walk_cap = job->walk_cap;
     for (uint32_t i = 0; i < v->nstacks; i++) {
         const dvm_stack_desc *sd = &p->stacks[v->stack_begin + i];

@@ -47,6 +47,10 @@ typedef struct dvm_gpu_driver {
        0, or the API's error code where p is not memory it allocated or registered (a plain
        host pointer); -1 where the runtime lacks pointer queries. */
     int (*ptr_range)(uint64_t p, int *ordinal, uint64_t *start, size_t *size);
+    /* page-locked host memory that kernels read through *dev while the host writes it (the
+       cancel word); and its release */
+    int (*host_alloc_mapped)(size_t n, void **host, uint64_t *dev);
+    void (*host_free)(void *host);
 } dvm_gpu_driver;
 
 /* The backend functions shared by CUDA and HIP (gpu_backend.c). */
@@ -66,6 +70,7 @@ void dvm_gpu_unload(dvm_backend *be, dvm_loaded *l);
 int dvm_gpu_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_rt_error *rt, char *err, size_t errlen);
 int64_t dvm_gpu_slots(dvm_backend *be, const dvm_exec *x);
 int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err, size_t errlen);
+volatile uint32_t *dvm_gpu_cancel_word(dvm_backend *be);
 
 /* designated: a field added to dvm_backend_vtbl is NULL here unless named */
 #define DVM_GPU_VTBL(NAME, OPEN, PROBE)                                                        \
@@ -74,6 +79,6 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
      .write = dvm_gpu_write, .read = dvm_gpu_read, .copy = dvm_gpu_copy,                       \
      .wrap_device = dvm_gpu_wrap_device, .data = dvm_gpu_data, .load = dvm_gpu_load,          \
      .unload = dvm_gpu_unload, .size = dvm_gpu_size, .slots = dvm_gpu_slots,                  \
-     .exec = dvm_gpu_exec, .may_stop = NULL}
+     .exec = dvm_gpu_exec, .may_stop = NULL, .cancel_word = dvm_gpu_cancel_word}
 
 #endif

@@ -50,6 +50,9 @@ static struct {
     const char *(*GetErrorName)(hipError_t);
     const char *(*GetErrorString)(hipError_t);
     hipError_t (*PointerGetAttribute)(void *, int, void *); /* optional: wrapping device memory */
+    hipError_t (*HostMalloc)(void **, size_t, unsigned);
+    hipError_t (*HostGetDevicePointer)(void **, void *, unsigned);
+    hipError_t (*HostFree)(void *);
 } hp;
 
 static int hip_load(char *err, size_t errlen) {
@@ -76,6 +79,8 @@ static int hip_load(char *err, size_t errlen) {
                 SYM(MemcpyDtoD, "hipMemcpyDtoD"), SYM(ModuleLaunchKernel, "hipModuleLaunchKernel"),
                 SYM(Occupancy, "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor"),
                 SYM(GetErrorName, "hipGetErrorName"), SYM(GetErrorString, "hipGetErrorString"),
+                SYM(HostMalloc, "hipHostMalloc"), SYM(HostGetDevicePointer, "hipHostGetDevicePointer"),
+                SYM(HostFree, "hipHostFree"),
 #undef SYM
             };
             int ok = 1;
@@ -159,6 +164,16 @@ static int hip_set_max_smem(void *fn, int bytes) {
     (void)bytes;
     return 1; /* AMD GPUs have no opt-in beyond the per-block LDS limit */
 }
+#define HIP_HOST_MALLOC_PORTABLE 0x1
+#define HIP_HOST_MALLOC_MAPPED 0x2
+static int hip_host_alloc_mapped(size_t n, void **host, uint64_t *dev) {
+    void *d = NULL;
+    int rc = hp.HostMalloc(host, n, HIP_HOST_MALLOC_PORTABLE | HIP_HOST_MALLOC_MAPPED);
+    if (rc == 0) rc = hp.HostGetDevicePointer(&d, *host, 0);
+    *dev = (uint64_t)(uintptr_t)d;
+    return rc;
+}
+static void hip_host_free(void *host) { hp.HostFree(host); }
 static const char *hip_errstr(int code) {
     static char buf[256];
     snprintf(buf, sizeof buf, "%s (%d: %s)", hp.GetErrorName ? hp.GetErrorName(code) : "unknown", code,
@@ -188,7 +203,7 @@ static const dvm_gpu_driver hip_driver = {
     .launch = hip_launch, .sync = hip_sync, .occupancy = hip_occupancy, .set_max_smem = hip_set_max_smem,
     .errstr = hip_errstr, .no_binary_code = HIP_ERROR_NO_BINARY_FOR_GPU, .image = dvm_hip_image,
     .image_len = 0, .targets = dvm_hip_targets, .warp_vote_cc = 0 /* no vote in the HIP build */,
-    .ptr_range = hip_ptr_range};
+    .ptr_range = hip_ptr_range, .host_alloc_mapped = hip_host_alloc_mapped, .host_free = hip_host_free};
 
 static dvm_backend *hip_open(const dvm_backend_opts *opts, char *err, size_t errlen) {
     return dvm_gpu_open(&hip_driver, opts, err, errlen);

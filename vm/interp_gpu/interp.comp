@@ -31,10 +31,13 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer W { uint v; 
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer WI { int v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer WF { float v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer WC { uint v; };
+/* the cancel word: the host stores to it while the shader runs, so every read is a new load */
+layout(buffer_reference, std430, buffer_reference_align = 4) volatile coherent buffer WV { uint v; };
 
 /* Per-dispatch parameters (the host's struct vk_push in vulkan_backend.c mirrors this). */
 layout(push_constant) uniform PC {
     uvec2 nodes, consts, uni, heap, err, slots, stacks, tasks, aux;
+    uvec2 cancel;   /* the context's cancel word (host-visible, coherent) */
     uint mode;      /* MODE_* */
     uint task;      /* absolute task index (kernel modes) */
     uint task_rel;  /* variant-relative task index, for the error record */
@@ -51,7 +54,7 @@ const uint MODE_SERIAL = 0u, MODE_PARALLEL = 1u, MODE_SZ_RANGES = 2u, MODE_SZ_FI
 const uint FLAG_ZERO_SERIAL = 1u;
 
 const int RT_OOB = 1, RT_ASSERT = 2, RT_OVERFLOW = 3, RT_DIVZERO = 4, RT_UNDERFLOW = 5,
-          RT_SIZER_CAP = 6, RT_BAD_OP = 7, RT_NEGPOW = 8;
+          RT_SIZER_CAP = 6, RT_BAD_OP = 7, RT_NEGPOW = 8, RT_CANCELLED = 9;
 /* Backend-private codes: the host turns them into a backend error with a message. */
 const int RT_VK_RANGE32 = 1000; /* a count or offset exceeds what the 32-bit path handles */
 
@@ -83,6 +86,10 @@ uvec2 P(int v) { return uvec2(uint(v), v < 0 ? 0xFFFFFFFFu : 0u); }
 const uvec2 P0 = uvec2(0u);
 
 bool failed() { return WC(pc.err).v != 0u; }
+/* Backward jumps between two reads of the cancel word (interp_core.h, DVM_CANCEL_EVERY). */
+const uint CANCEL_EVERY = 64u;
+uint g_polls = 0u;
+bool cancelled() { return WV(pc.cancel).v != 0u; }
 
 void rec_err(int code, uint node, uvec2 p0, uvec2 p1, uvec2 p2, uvec2 p3) {
     if (atomicCompSwap(WC(pc.err).v, 0u, uint(code)) == 0u) {
@@ -504,7 +511,13 @@ int run(uint cb, uint ip0, uint slot) {
         default: rec_err(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0); return 1;
         }
         /* A backward jump is where a long-running thread notices another thread's error. */
-        if (next <= ip && failed()) return 1;
+        if (next <= ip) {
+            if (failed()) return 1;
+            if ((++g_polls & (CANCEL_EVERY - 1u)) == 0u && cancelled()) {
+                rec_err(RT_CANCELLED, n, P0, P0, P0, P0);
+                return 1;
+            }
+        }
         ip = next;
     }
     rec_err(RT_VK_STEPS, cb + ip, P0, P0, P0, P0);
@@ -677,6 +690,11 @@ SZ sz_eval(uint pb, uint begin, uint len, uint mode, uint njobs, uint r0, SZ bou
             return SZ(-1);
         }
         if (failed()) { bad = true; return SZ(-1); }
+        if ((uint(steps) & 1023u) == 0u && cancelled()) {
+            rec_err(RT_CANCELLED, nn, uvec2(stack_id, 0u), P0, P0, P0);
+            bad = true;
+            return SZ(-1);
+        }
         SZ v = SZ(0);
         bool store = true, opened = false;
         switch (op) {

@@ -50,6 +50,9 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #ifndef DVM_POLL_EVERY
 #define DVM_POLL_EVERY 64
 #endif
+/* The cancel word lives in host memory (a read crosses the bus, about a microsecond): every
+   4096 backward jumps of a thread. */
+#define DVM_CANCEL_EVERY 4096
 /* Adstack heap interleaved across slots (heap/heap.h): word w of slot s at w * nslots + s,
    so the threads of a warp pushing in step write consecutive words (one or two cache lines
    per push, not 32). */
@@ -215,6 +218,7 @@ __device__ static inline void dvm_gpu_env(const dvm_gpu_exec_args &a, dvm_env *e
     e->stack_cap = (const int64_t *)a.stack_cap;
     e->nstacks = a.nstacks;
     e->err = (dvm_rt_error *)a.err;
+    e->cancel = (const volatile uint32_t *)a.cancel;
     e->nslots = a.nslots;
     e->wmask = 0;
     e->start[0] = e->start[1] = e->start[2] = 0; /* a parallel task's: dvm_gpu_parallel */
@@ -688,6 +692,8 @@ __device__ static inline void dvm_gpu_size_env(const dvm_gpu_size_args &a, dvm_s
     s->stack = a.stack;
     s->prog_begin = a.begin;
     s->err = (dvm_rt_error *)a.err;
+    s->cancel = (const volatile uint32_t *)a.cancel;
+    s->tally = 0;
 }
 
 /* Pass RANGES (one thread): the bounds of every top-level range; their maxima start at

@@ -35,7 +35,7 @@ _Static_assert(sizeof(dvm_rt_error) == 48, "interp.comp writes the error record 
 
 /* Mirrors the push-constant block of interp.comp. */
 typedef struct vk_push {
-    uint64_t nodes, consts, uni, heap, err, slots, stacks, tasks, aux;
+    uint64_t nodes, consts, uni, heap, err, slots, stacks, tasks, aux, cancel;
     uint32_t mode, task, task_rel, nthreads, stride_lo, stride_hi, nstacks, flags, naux, walk_lo, walk_hi;
 } vk_push;
 _Static_assert(sizeof(vk_push) <= 128, "push constants: 128 bytes is the guaranteed minimum");
@@ -228,6 +228,8 @@ struct dvm_backend {
     dvm_buffer *params;   /* device: error record, uniforms, slot/stack tables, sizer jobs */
     dvm_buffer *scratch;  /* device: the sizer's slots */
     dvm_buffer *dummy;    /* stands in for a missing heap */
+    dvm_buffer *cancel;   /* host-visible coherent: the context's cancel word (vk_cancel_word),
+                             read by the interpreter at backward jumps */
     double pipeline_ms;
     int cache_hit;
     char name[512];
@@ -570,6 +572,7 @@ static void vk_close(dvm_backend *be) {
         buf_free(be, be->params);
         buf_free(be, be->scratch);
         buf_free(be, be->dummy);
+        buf_free(be, be->cancel);
         if (be->pipe) D.vkDestroyPipeline(be->dev, be->pipe, NULL);
         if (be->layout) D.vkDestroyPipelineLayout(be->dev, be->layout, NULL);
         if (be->shader) D.vkDestroyShaderModule(be->dev, be->shader, NULL);
@@ -652,6 +655,9 @@ static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errl
     if ((r = D.vkCreateFence(be->dev, &fi, NULL, &be->fence)) != VK_SUCCESS) { vkfail(r, "vkCreateFence", err, errlen); goto fail; }
     if (make_pipeline(be, err, errlen)) goto fail;
     if (buf_new(be, 16, 0, &be->dummy, err, errlen)) goto fail;
+    if (buf_new(be, 16, 1, &be->cancel, err, errlen)) goto fail;
+    if (!be->cancel->map) { fmt(err, errlen, "vulkan: the cancel word's host-visible memory cannot be mapped"); goto fail; }
+    memset(be->cancel->map, 0, 16);
 
     /* Enough threads to fill the device, within maxComputeWorkGroupCount. A CPU device
        (lavapipe) gets many more: llvmpipe ends a shader's loops after 65535 iterations in
@@ -845,7 +851,7 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
     uint64_t pa = be->params->addr;
     vk_push pc = {.nodes = x->loaded->nodes->addr, .consts = x->loaded->consts->addr, .uni = pa + o_uni * 4,
                   .heap = x->heap ? x->heap->addr : be->dummy->addr, .err = pa, .slots = pa + o_slots * 4,
-                  .stacks = pa + o_stacks * 4, .tasks = x->loaded->tasks->addr, .aux = be->dummy->addr,
+                  .stacks = pa + o_stacks * 4, .tasks = x->loaded->tasks->addr, .aux = be->dummy->addr, .cancel = be->cancel->addr,
                   .nthreads = (uint32_t)nthr, .stride_lo = (uint32_t)x->stride,
                   .stride_hi = (uint32_t)((uint64_t)x->stride >> 32), .nstacks = x->nstacks};
     int first_serial = !x->resume; /* a later window keeps what earlier ones pushed */
@@ -962,7 +968,7 @@ static int vk_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_
     uint64_t pa = be->params->addr;
     vk_push pc = {.nodes = ld->nodes->addr, .consts = ld->consts->addr, .uni = pa + o_uni * 4,
                   .heap = be->scratch->addr, .err = pa, .slots = pa + o_slots * 4, .stacks = be->dummy->addr,
-                  .tasks = ld->tasks->addr, .aux = pa + o_aux * 4, .task_rel = 0,
+                  .tasks = ld->tasks->addr, .cancel = be->cancel->addr, .aux = pa + o_aux * 4, .task_rel = 0,
                   .walk_lo = (uint32_t)walk, .walk_hi = (uint32_t)((uint64_t)walk >> 32)};
     pc.mode = MODE_SZ_RANGES; pc.naux = njobs;
     dispatch(be, &pc, 1);
@@ -1006,6 +1012,8 @@ static int vk_may_stop(dvm_backend *be, const dvm_node *nodes, const dvm_task_de
     return dvm_task_flow_of(nodes, t).loops > 0 || total < 0 || total >= ((int64_t)1 << 32);
 }
 
+static volatile uint32_t *vk_cancel_word(dvm_backend *be) { return (volatile uint32_t *)be->cancel->map; }
+
 const dvm_backend_vtbl dvm_backend_vulkan = {
     .name = "vulkan",
     .open = vk_open,
@@ -1023,4 +1031,5 @@ const dvm_backend_vtbl dvm_backend_vulkan = {
     .slots = vk_slots,
     .exec = vk_exec,
     .may_stop = vk_may_stop,
+    .cancel_word = vk_cancel_word,
 };
