@@ -62,7 +62,7 @@ static int reps;
 /* The best time of each kernel, launched in turns (a load that comes and goes on the machine
  * then slows both alike). */
 static void time_pair(const dvm_kernel *k[2], dvm_args *a[2], dvm_mode mode, double best[2]) {
-    dvm_launch_opts o = {mode, 0, 0};
+    dvm_launch_opts o = {mode, 0, 0, 0};
     for (int kv = 0; kv < 2; kv++) {
         CHECK(dvm_launch(ctx, k[kv], a[kv], &o, NULL)); /* warm-up */
         best[kv] = 1e30;
@@ -121,7 +121,7 @@ int main(int argc, char **argv) {
                 CHECK(dvm_args_grad(ctx, a[kv], an[q], grad[q]));
             }
             CHECK(dvm_args_f32(ctx, a[kv], "dt", 0.01f));
-            dvm_launch_opts o = {DVM_FORWARD, 0, 0};
+            dvm_launch_opts o = {DVM_FORWARD, 0, 0, 0};
             CHECK(dvm_launch(ctx, k[kv], a[kv], &o, NULL));
             CHECK(dvm_array_read(ctx, arr[4], out[kv], n * 3));
         }

@@ -33,7 +33,7 @@ static double run_loss(const dvm_kernel *k, dvm_args *a, const float *xs, const 
     CHECK(dvm_array_write(ctx, rot, rs, 9));
     CHECK(dvm_array_write(ctx, loss, &zero, 1));
     CHECK(dvm_array_write(ctx, energy, &zero, 1));
-    dvm_launch_opts o = {DVM_FORWARD, 0, 0};
+    dvm_launch_opts o = {DVM_FORWARD, 0, 0, 0};
     CHECK(dvm_launch(ctx, k, a, &o, NULL));
     float l;
     CHECK(dvm_array_read(ctx, loss, &l, 1));
@@ -101,7 +101,7 @@ int main(int argc, char **argv) {
     const float zero = 0;
     CHECK(dvm_array_write(ctx, loss, &zero, 1));
     CHECK(dvm_array_write(ctx, energy, &zero, 1));
-    dvm_launch_opts adj = {DVM_ADJOINT, 0, 0};
+    dvm_launch_opts adj = {DVM_ADJOINT, 0, 0, 0};
     CHECK(dvm_launch(ctx, k, args, &adj, NULL));
     float gx[N * 3], gr[9], l0, e0;
     CHECK(dvm_array_read(ctx, xg, gx, N * 3));

@@ -269,7 +269,7 @@ static void check_elif_values(dvm_context *ctx, dvm_module *m, int nbranch, int 
                dvm_array_write(ctx, x, xs, n) == DVM_OK && dvm_args_create(ctx, k, &args) == DVM_OK &&
                dvm_args_array(ctx, args, "x", x) == DVM_OK && dvm_args_array(ctx, args, "y", y) == DVM_OK,
            "setting up the launch: %s", dvm_errmsg(ctx));
-    dvm_launch_opts lo = {DVM_FORWARD, 0, 0};
+    dvm_launch_opts lo = {DVM_FORWARD, 0, 0, 0};
     dvm_status st = dvm_launch(ctx, k, args, &lo, NULL);
     EXPECT(st == DVM_OK, "launch: %s", dvm_errmsg(ctx));
     float ys[6] = {0};

@@ -20,7 +20,7 @@ static const char *SRC = "kernel scale(x: f32[n], y: f32[n], a: f32):\n"
 /* y += a * x over n elements at the given arrays; 0 on success */
 static dvm_status scale(dvm_context *ctx, const dvm_kernel *k, dvm_array *x, dvm_array *y, float a) {
     dvm_args *args = NULL;
-    dvm_launch_opts fwd = {DVM_FORWARD, 0, 0};
+    dvm_launch_opts fwd = {DVM_FORWARD, 0, 0, 0};
     dvm_status st = dvm_args_create(ctx, k, &args);
     if (st == DVM_OK) st = dvm_args_array(ctx, args, "x", x);
     if (st == DVM_OK) st = dvm_args_array(ctx, args, "y", y);

@@ -30,7 +30,8 @@ class LaunchError(Error):
     Every array holds what it held before the launch."""
 
 
-_STATUS_ERRORS = {L.ERR_COMPILE: CompileError, L.ERR_ARG: ArgumentError, L.ERR_RUNTIME: LaunchError}
+_STATUS_ERRORS = {L.ERR_COMPILE: CompileError, L.ERR_ARG: ArgumentError, L.ERR_RUNTIME: LaunchError,
+                  L.ERR_CANCELLED: LaunchError}
 
 
 def _raise(status, ctx, launch=False):
@@ -778,14 +779,18 @@ class Kernel:
             for f in post:
                 f()
 
-    def launch(self, args=None, device=None, ad_stack_size=0, default_ad_stack_size=0, **kw):
+    def launch(self, args=None, device=None, ad_stack_size=0, default_ad_stack_size=0, timeout=None, **kw):
         """Like calling the kernel, with launch options: `args` a dict of arguments (or
-        keywords), `device` to choose the device, the adstack overrides of dvm_launch_opts.
-        Returns the launch's statistics as a dict."""
+        keywords), `device` to choose the device, the adstack overrides of dvm_launch_opts,
+        `timeout` in seconds (a launch that runs longer stops at its next cancel point and
+        raises LaunchError, writing nothing). Returns the launch's statistics as a dict."""
         kw = dict(args or {}, **kw)
-        return self._launch_mode(L.FORWARD, kw, None, device, ad_stack_size, default_ad_stack_size)[1]
+        if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
+            raise ArgumentError("kernel '%s': timeout must be a positive number of seconds, not %r" % (self.name, timeout))
+        return self._launch_mode(L.FORWARD, kw, None, device, ad_stack_size, default_ad_stack_size,
+                                 timeout or 0)[1]
 
-    def _launch_mode(self, mode, kw, extra, device, ad_stack_size=0, default_ad_stack_size=0):
+    def _launch_mode(self, mode, kw, extra, device, ad_stack_size=0, default_ad_stack_size=0, timeout=0):
         """A launch in `mode` with gradient (ADJOINT) or tangent (TANGENT) arrays from
         extra = {name: seed}: every f32 array parameter gets one; returns them as numpy."""
         ctx = self._launch_ctx(kw, device)
@@ -818,7 +823,7 @@ class Kernel:
                             self.name, what, name))
                     raise ArgumentError("kernel '%s': %s names '%s' (%s): only f32 array parameters have one" % (
                         self.name, what, name, ks.by_name[name].decl))
-            opts = L.LaunchOpts(mode, int(ad_stack_size), int(default_ad_stack_size))
+            opts = L.LaunchOpts(mode, int(ad_stack_size), int(default_ad_stack_size), float(timeout) * 1e3)
             stats = L.LaunchStats()
             st = L.launch(ctx.h, ks.k, args, opts, ctypes.byref(stats))
             if st != L.OK:

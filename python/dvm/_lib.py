@@ -8,7 +8,7 @@ import os
 from ctypes import (POINTER, Structure, c_char_p, c_double, c_float, c_int, c_int32, c_int64, c_size_t,
                     c_void_p)
 
-OK, ERR_COMPILE, ERR_BLOB, ERR_ARG, ERR_RUNTIME, ERR_BACKEND, ERR_IO, ERR_NOMEM, ERR_USAGE = range(9)
+OK, ERR_COMPILE, ERR_BLOB, ERR_ARG, ERR_RUNTIME, ERR_BACKEND, ERR_IO, ERR_NOMEM, ERR_USAGE, ERR_CANCELLED = range(10)
 F32, I32 = 1, 2
 FORWARD, ADJOINT, TANGENT = 0, 1, 2
 
@@ -23,7 +23,8 @@ class ParamInfo(Structure):
 
 
 class LaunchOpts(Structure):
-    _fields_ = [("mode", c_int), ("ad_stack_size", c_int64), ("default_ad_stack_size", c_int64)]
+    _fields_ = [("mode", c_int), ("ad_stack_size", c_int64), ("default_ad_stack_size", c_int64),
+                ("timeout_ms", c_double)]
 
 
 class LaunchStats(Structure):

@@ -115,6 +115,21 @@ def test_failed_launch_changes_nothing(device):
     np.testing.assert_array_equal(a.numpy(), [5, 2, 4, 6])
 
 
+def test_timeout_writes_nothing(device):
+    # a loop that never ends stops at its time limit (on lavapipe, llvmpipe's own loop guard
+    # may stop it first): a LaunchError, and the arrays as they were
+    mod = dvm.compile("kernel spin(x: f32[n]):\n    for i in range(n):\n        x[i] = 1.0\n"
+                      "        v = x[i]\n        while v > -1.0:\n            v = v + 1.0\n        x[i] = v\n",
+                      filename="spin.dvk")
+    x = np.zeros(64, np.float32)
+    with pytest.raises(dvm.LaunchError) as e:
+        mod.spin.launch(x=x, timeout=0.3)
+    assert "spin.dvk:" in str(e.value)
+    np.testing.assert_array_equal(x, 0)
+    with pytest.raises(dvm.ArgumentError, match="timeout"):
+        mod.spin.launch(x=x, timeout=-1)
+
+
 def test_launch_stats_and_options(damp):
     st = damp.damp.launch(args(), ad_stack_size=0)
     assert st["total_ms"] >= 0 and "snapshot_bytes" in st
