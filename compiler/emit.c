@@ -443,12 +443,16 @@ static int emit_kernel(emit_prog *ep, const ir_kernel *k) {
     }
     for (int vk = 0; vk < DVM_V_COUNT && !bad; vk++) {
         /* an adjoint past a task's limits (registers, nodes) leaves the kernel without a
-           gradient, not without a forward: the error is kept for the launch that asks for it */
+           gradient, not without a forward: the error is kept for the launch that asks for it.
+           So does a tangent past them once the adjoint is gone (no_adjoint then says why
+           both are missing; the tangent is the smaller, so it never fails alone in practice,
+           and if it does the compile fails). */
         const size_t dn = ep->d->n;
         const int derr = ep->d->nerrors;
         const uint32_t nslots = ep->nslots, nstacks = ep->nstacks, ntasks = ep->ntasks, nnodes = ep->nnodes;
         if (!emit_one_variant(ep, k, vk, &kd, param_uslot, nscalars)) continue;
-        if (vk != DVM_V_ADJOINT || ep->oom || kd.no_adjoint || !ep->d->buf || ep->d->n <= dn) {
+        const int demote = vk == DVM_V_ADJOINT ? !kd.no_adjoint : vk == DVM_V_TANGENT && kd.no_adjoint;
+        if (!demote || ep->oom || !ep->d->buf || ep->d->n <= dn) {
             bad = 1;
             continue;
         }
@@ -462,7 +466,8 @@ static int emit_kernel(emit_prog *ep, const ir_kernel *k) {
             bad = 1;
             continue;
         }
-        snprintf(msg, wlen + 64, "%.*s (the kernel has no gradient)", (int)wlen, why);
+        snprintf(msg, wlen + 64, "%.*s (the kernel has no %s)", (int)wlen, why,
+                 vk == DVM_V_ADJOINT ? "gradient" : "gradient and no tangent");
         ep->d->n = dn;
         ep->d->buf[dn] = 0;
         ep->d->nerrors = derr;

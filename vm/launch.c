@@ -1263,7 +1263,8 @@ static dvm_status launch_run(dvm_context *ctx, const dvm_kernel *kc, dvm_args *a
     const char *kname = pstr(L.p, kc->kd->name);
     /* an adjoint launch runs the adjoint variant alone: its phase 0 is the forward */
     const uint32_t vk = o.mode == DVM_ADJOINT ? DVM_V_ADJOINT : o.mode == DVM_TANGENT ? DVM_V_TANGENT : DVM_V_FORWARD;
-    if (vk == DVM_V_ADJOINT && !kc->kd->v[vk].present && kc->kd->no_adjoint)
+    /* no_adjoint says why the adjoint (and, when it is absent too, the tangent) is missing */
+    if (vk != DVM_V_FORWARD && !kc->kd->v[vk].present && kc->kd->no_adjoint)
         return dvm_fail(ctx, DVM_ERR_COMPILE, 1, "%s:%s", pstr(L.p, L.p->source_name), pstr(L.p, kc->kd->no_adjoint));
     if (!kc->kd->v[vk].present)
         return dvm_fail(ctx, DVM_ERR_ARG, 0, "kernel '%s' has no %s variant in this program", kname,
