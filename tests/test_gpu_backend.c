@@ -118,7 +118,7 @@ int main(int argc, char **argv) {
 
     /* sizer: capacity = max(steps) + 7, computed by the max-reducer */
     dvm_variant_desc var = {0, 2, 0, 1, 0, 4, 3, 1};
-    dvm_size_job job = {&prog, ld, &var, 4, arrays, arr_len, shape, uni, 3, 1000000};
+    dvm_size_job job = {&prog, ld, &var, 4, arrays, arr_len, shape, uni, 3, 1000000, NULL};
     int64_t cap = -1;
     dvm_rt_error rt;
     memset(&rt, 0, sizeof rt);
