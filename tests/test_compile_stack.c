@@ -375,9 +375,9 @@ int main(int argc, char **argv) {
     static const cse cases[] = {
         {"elif", 10, NULL},
         {"elif", 5000, NULL},
-        /* a task holds at most 65535 nodes: the forward of 30,000 branches and the
-           tangent of 10,000 do not fit */
-        {"elif", 10000, "more than the limit of 65535"},
+        /* a task holds at most 65535 nodes: 10,000 branches compile without derivatives
+           (their adjoint and tangent do not fit), the forward of 30,000 does not fit */
+        {"elif", 10000, NULL},
         {"elif", 30000, "more than the limit of 65535"},
         {"elif_serial", 100, NULL},
         {"elif_loop", 300, NULL},
