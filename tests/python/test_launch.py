@@ -124,7 +124,8 @@ def test_timeout_writes_nothing(device):
     x = np.zeros(64, np.float32)
     with pytest.raises(dvm.LaunchError) as e:
         mod.spin.launch(x=x, timeout=0.3)
-    assert "spin.dvk:" in str(e.value)
+    msg = str(e.value)
+    assert "kernel 'spin'" in msg and ("timed out" in msg or "llvmpipe" in msg), msg
     np.testing.assert_array_equal(x, 0)
     with pytest.raises(dvm.ArgumentError, match="timeout"):
         mod.spin.launch(x=x, timeout=-1)
