@@ -228,8 +228,9 @@ struct dvm_backend {
     dvm_buffer *params;   /* device: error record, uniforms, slot/stack tables, sizer jobs */
     dvm_buffer *scratch;  /* device: the sizer's slots */
     dvm_buffer *dummy;    /* stands in for a missing heap */
-    dvm_buffer *cancel;   /* host-visible coherent: the context's cancel word (vk_cancel_word),
-                             read by the interpreter at backward jumps */
+    dvm_buffer *cancel;   /* host-visible coherent, device-local where the device has such memory:
+                             the context's cancel word (vk_cancel_word), read by the interpreter
+                             at backward jumps */
     double pipeline_ms;
     int cache_hit;
     char name[512];
@@ -280,6 +281,8 @@ static void buf_free(dvm_backend *be, dvm_buffer *b) {
 }
 
 /* host: 1 for a host-visible coherent staging buffer, 0 for device memory. */
+/* host: 0 device-local, 1 host-visible (prefers cached: staging), 2 host-visible, preferring
+   device-local */
 static int buf_new(dvm_backend *be, size_t bytes, int host, dvm_buffer **out, char *err, size_t errlen) {
     VkDeviceSize size = bytes < 16 ? 16 : (bytes + 15) & ~(VkDeviceSize)15;
     if (size > be->max_alloc) {
@@ -299,8 +302,12 @@ static int buf_new(dvm_backend *be, size_t bytes, int host, dvm_buffer **out, ch
     VkMemoryRequirements req;
     D.vkGetBufferMemoryRequirements(be->dev, b->buf, &req);
     VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    int t = host ? find_mem(be, req.memoryTypeBits, hv, VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
-                 : find_mem(be, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+    /* host == 2: a word the host writes while shaders run (the cancel word). In system memory
+       NVIDIA's shaders never saw the host's store (the GPU's L2 keeps the old line); written
+       through the BAR into device-local memory, the next volatile load sees it. */
+    int t = host == 2   ? find_mem(be, req.memoryTypeBits, hv, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)
+            : host == 1 ? find_mem(be, req.memoryTypeBits, hv, VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
+                        : find_mem(be, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
     if (t < 0 && !host) t = find_mem(be, req.memoryTypeBits, 0, 0);
     if (t < 0) {
         buf_free(be, b);
@@ -655,7 +662,7 @@ static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errl
     if ((r = D.vkCreateFence(be->dev, &fi, NULL, &be->fence)) != VK_SUCCESS) { vkfail(r, "vkCreateFence", err, errlen); goto fail; }
     if (make_pipeline(be, err, errlen)) goto fail;
     if (buf_new(be, 16, 0, &be->dummy, err, errlen)) goto fail;
-    if (buf_new(be, 16, 1, &be->cancel, err, errlen)) goto fail;
+    if (buf_new(be, 16, 2, &be->cancel, err, errlen)) goto fail;
     if (!be->cancel->map) { fmt(err, errlen, "vulkan: the cancel word's host-visible memory cannot be mapped"); goto fail; }
     memset(be->cancel->map, 0, 16);
 
