@@ -568,6 +568,13 @@ static int regalloc_task(dvm_program *p, dvm_task_desc *td) {
         uint32_t r = td->idx_reg[d];
         const uint64_t *body_in = t.live + (size_t)t.body * t.words;
         for (uint32_t e = 0; e < ndim; e++) add_edge(adj, t.words, r, td->idx_reg[e]);
+        /* the prologue never writes an index register (the verifier's rule), even with a
+           temporary that is dead by the body while the index itself is never read */
+        for (uint32_t i = 0; i < t.body && i < t.len; i++) {
+            const char *f = fmt_of(&t.code[i]);
+            for (int j = 0; j < 3; j++)
+                if (f[j + 1] == 'w' || f[j + 1] == 'm') add_edge(adj, t.words, r, opnd(&t.code[i], j));
+        }
         for (uint32_t w = 0; w < t.words; w++)
             for (uint64_t bits = t.live[w] | body_in[w]; bits; bits &= bits - 1) add_edge(adj, t.words, r, w * 64 + ctz64(bits));
     }

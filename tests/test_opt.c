@@ -65,7 +65,13 @@ static const char *SRC =
     "    for i in range(n):\n"
     "        v = x[i] * 2.0\n"
     "        w = v * v + 1.0\n"
-    "        h[1] += w\n";
+    "        h[1] += w\n"
+    /* the tangent's body never reads the index: its prologue's temporaries must still not get
+       the index register (the verifier refuses a prologue that writes one) */
+    "kernel constsum(total: f32[1]):\n"
+    "    for i in range(4):\n"
+    "        v2 = sin(0.25)\n"
+    "        total[0] += v2\n";
 
 /* opt: 0 no optimizer (DVM_NO_OPT), 1 the optimizer without loop unrolling (DVM_UNROLL=0),
  * 2 the optimizer with loops unrolled 4 times; all three without loop partitioning
