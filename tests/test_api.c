@@ -5,17 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "dvm.h"
+#include "check.h"
 
-static int failures = 0;
-#define EXPECT(cond, ...)                   \
-    do {                                    \
-        if (!(cond)) {                      \
-            printf("FAIL line %d: ", __LINE__); \
-            printf(__VA_ARGS__);            \
-            printf("\n");                   \
-            failures++;                     \
-        }                                   \
-    } while (0)
 
 static const char *SRC =
     "kernel damp(x: f32[n], steps: i32[n], y: f32[1], rate: f32):\n"
@@ -65,7 +56,7 @@ int main(void) {
         dvm_context_opts bad = {"cpu", 0, counts[t]};
         dvm_context *c2 = NULL;
         dvm_status st = dvm_context_create(&bad, &c2);
-        EXPECT(st == DVM_ERR_USAGE && strstr(dvm_errmsg(c2), "thread count") && strstr(dvm_errmsg(c2), "more than the limit"),
+        CHECK(st == DVM_ERR_USAGE && strstr(dvm_errmsg(c2), "thread count") && strstr(dvm_errmsg(c2), "more than the limit"),
                "threads %d: status %d, message '%s'", counts[t], (int)st, dvm_errmsg(c2));
         dvm_context_destroy(c2);
     }
@@ -75,7 +66,7 @@ int main(void) {
         return 1;
     }
     const dvm_kernel *k, *kf, *ks;
-    EXPECT(dvm_kernel_find(ctx, m, "nope", &k) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'nope'"), "find: %s", dvm_errmsg(ctx));
+    CHECK(dvm_kernel_find(ctx, m, "nope", &k) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'nope'"), "find: %s", dvm_errmsg(ctx));
     if (dvm_kernel_find(ctx, m, "damp", &k) || dvm_kernel_find(ctx, m, "fail", &kf) ||
         dvm_kernel_find(ctx, m, "dampsin", &ks))
         return 1;
@@ -99,37 +90,37 @@ int main(void) {
     /* arrays of 2^31 elements or more are refused (flat indices are 32-bit), before any allocation */
     int64_t big[2] = {65536, 32768};
     dvm_array *huge = NULL;
-    EXPECT(dvm_array_create(ctx, DVM_F32, 2, big, &huge) == DVM_ERR_USAGE && !huge && strstr(dvm_errmsg(ctx), "2^31 - 1"),
+    CHECK(dvm_array_create(ctx, DVM_F32, 2, big, &huge) == DVM_ERR_USAGE && !huge && strstr(dvm_errmsg(ctx), "2^31 - 1"),
            "2^31 elements: %s", dvm_errmsg(ctx));
 
     /* binding errors */
-    EXPECT(dvm_args_array(ctx, a, "x", s) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'x'"), "mistyped: %s", dvm_errmsg(ctx));
-    EXPECT(dvm_args_array(ctx, a, "zz", x) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'zz'"), "unknown: %s", dvm_errmsg(ctx));
-    EXPECT(dvm_args_array(ctx, a, "y", x) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "extent 1"), "literal: %s", dvm_errmsg(ctx));
-    EXPECT(dvm_args_grad(ctx, a, "steps", s) == DVM_ERR_ARG, "grad of i32: %s", dvm_errmsg(ctx));
+    CHECK(dvm_args_array(ctx, a, "x", s) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'x'"), "mistyped: %s", dvm_errmsg(ctx));
+    CHECK(dvm_args_array(ctx, a, "zz", x) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'zz'"), "unknown: %s", dvm_errmsg(ctx));
+    CHECK(dvm_args_array(ctx, a, "y", x) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "extent 1"), "literal: %s", dvm_errmsg(ctx));
+    CHECK(dvm_args_grad(ctx, a, "steps", s) == DVM_ERR_ARG, "grad of i32: %s", dvm_errmsg(ctx));
     dvm_args_array(ctx, a, "x", x);
     dvm_args_array(ctx, a, "steps", s3);
     dvm_args_array(ctx, a, "y", y);
     dvm_launch_opts fwd = {DVM_FORWARD, 0, 0, 0}, adj = {DVM_ADJOINT, 0, 0, 0};
-    EXPECT(dvm_launch(ctx, k, a, &fwd, NULL) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'rate'"), "missing: %s", dvm_errmsg(ctx));
+    CHECK(dvm_launch(ctx, k, a, &fwd, NULL) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'rate'"), "missing: %s", dvm_errmsg(ctx));
     dvm_args_f32(ctx, a, "rate", 0.9f);
-    EXPECT(dvm_launch(ctx, k, a, &fwd, NULL) == DVM_ERR_ARG &&
+    CHECK(dvm_launch(ctx, k, a, &fwd, NULL) == DVM_ERR_ARG &&
                strstr(dvm_errmsg(ctx), "shape symbol 'n' is 4 from 'x' but 3 from 'steps'"),
            "symbol: %s", dvm_errmsg(ctx));
     dvm_args_array(ctx, a, "steps", s);
 
     /* forward, then adjoint twice: the second reuses the sizes; a write invalidates them */
     float yv = 0;
-    EXPECT(dvm_launch(ctx, k, a, &fwd, NULL) == DVM_OK, "forward: %s", dvm_errmsg(ctx));
+    CHECK(dvm_launch(ctx, k, a, &fwd, NULL) == DVM_OK, "forward: %s", dvm_errmsg(ctx));
     dvm_array_read(ctx, y, &yv, 1);
-    EXPECT(yv > 0.2005f && yv < 0.2007f, "y = %g, expected 0.2006", (double)yv);
+    CHECK(yv > 0.2005f && yv < 0.2007f, "y = %g, expected 0.2006", (double)yv);
     dvm_args_grad(ctx, a, "y", yg);
     dvm_args_grad(ctx, a, "x", xg);
     dvm_launch_stats st;
-    EXPECT(dvm_launch(ctx, k, a, &adj, &st) == DVM_OK, "adjoint: %s", dvm_errmsg(ctx));
+    CHECK(dvm_launch(ctx, k, a, &adj, &st) == DVM_OK, "adjoint: %s", dvm_errmsg(ctx));
     float g[4];
     dvm_array_read(ctx, xg, g, 4);
-    EXPECT(g[2] > 0.7289f && g[2] < 0.7291f, "x.grad[2] = %g, expected 0.729", (double)g[2]);
+    CHECK(g[2] > 0.7289f && g[2] < 0.7291f, "x.grad[2] = %g, expected 0.729", (double)g[2]);
     /* size caching and overflow need an adstack sized by a program: dampsin has one */
     dvm_args *as;
     dvm_args_create(ctx, ks, &as);
@@ -139,32 +130,32 @@ int main(void) {
     dvm_args_f32(ctx, as, "rate", 0.9f);
     dvm_args_grad(ctx, as, "y", yg);
     dvm_args_grad(ctx, as, "x", xg);
-    EXPECT(dvm_launch(ctx, ks, as, &adj, &st) == DVM_OK, "dampsin adjoint: %s", dvm_errmsg(ctx));
+    CHECK(dvm_launch(ctx, ks, as, &adj, &st) == DVM_OK, "dampsin adjoint: %s", dvm_errmsg(ctx));
     dvm_array_write(ctx, y, &zero, 1);
-    EXPECT(dvm_launch(ctx, ks, as, &adj, &st) == DVM_OK && st.sizes_cached == 1, "second adjoint: cached %d %s", st.sizes_cached,
+    CHECK(dvm_launch(ctx, ks, as, &adj, &st) == DVM_OK && st.sizes_cached == 1, "second adjoint: cached %d %s", st.sizes_cached,
            dvm_errmsg(ctx));
     sv[2] = 7;
     dvm_array_write(ctx, s, sv, 4);
-    EXPECT(dvm_launch(ctx, ks, as, &adj, &st) == DVM_OK && st.sizes_cached == 0, "after a write: cached %d %s", st.sizes_cached,
+    CHECK(dvm_launch(ctx, ks, as, &adj, &st) == DVM_OK && st.sizes_cached == 0, "after a write: cached %d %s", st.sizes_cached,
            dvm_errmsg(ctx));
     /* an adjoint launch always copies what its forward writes (the adjoint reads it as it was) */
-    EXPECT(st.snapshot_bytes >= 4, "adjoint launch: %lld snapshot bytes", (long long)st.snapshot_bytes);
+    CHECK(st.snapshot_bytes >= 4, "adjoint launch: %lld snapshot bytes", (long long)st.snapshot_bytes);
     dvm_launch_opts small = {DVM_ADJOINT, 1, 0, 0};
     float before[4], after[4];
     dvm_array_read(ctx, xg, before, 4);
-    EXPECT(dvm_launch(ctx, ks, as, &small, &st) == DVM_ERR_RUNTIME && strstr(dvm_errmsg(ctx), "adstack overflow") &&
+    CHECK(dvm_launch(ctx, ks, as, &small, &st) == DVM_ERR_RUNTIME && strstr(dvm_errmsg(ctx), "adstack overflow") &&
                strstr(dvm_errmsg(ctx), "ad_stack_size"),
            "overflow: %s", dvm_errmsg(ctx));
     dvm_array_read(ctx, xg, after, 4);
-    EXPECT(!memcmp(before, after, sizeof before), "a failed adjoint changed x.grad");
+    CHECK(!memcmp(before, after, sizeof before), "a failed adjoint changed x.grad");
     /* the next launch starts clean: fresh gradients equal rate^steps (steps = 0 1 7 2) */
     float zeros[4] = {0, 0, 0, 0}, want[4] = {1.0f, 0.9f, 0.4782969f, 0.81f};
     dvm_array_write(ctx, xg, zeros, 4);
     dvm_array_write(ctx, yg, &one, 1);
-    EXPECT(dvm_launch(ctx, k, a, &adj, &st) == DVM_OK, "adjoint after an overflow: %s", dvm_errmsg(ctx));
+    CHECK(dvm_launch(ctx, k, a, &adj, &st) == DVM_OK, "adjoint after an overflow: %s", dvm_errmsg(ctx));
     dvm_array_read(ctx, xg, after, 4);
     for (int i = 0; i < 4; i++)
-        EXPECT(after[i] > want[i] - 1e-5f && after[i] < want[i] + 1e-5f, "after an overflow x.grad[%d] = %g, expected %g", i,
+        CHECK(after[i] > want[i] - 1e-5f && after[i] < want[i] + 1e-5f, "after an overflow x.grad[%d] = %g, expected %g", i,
                (double)after[i], (double)want[i]);
 
     /* a failed launch restores what its earlier task wrote */
@@ -173,30 +164,30 @@ int main(void) {
     dvm_args_array(ctx, af, "y", x);
     dvm_args_array(ctx, af, "z", xg);
     dvm_args_i32(ctx, af, "k", 1);
-    EXPECT(dvm_launch(ctx, kf, af, &fwd, NULL) == DVM_ERR_RUNTIME && strstr(dvm_errmsg(ctx), "t.dvk:10:") &&
+    CHECK(dvm_launch(ctx, kf, af, &fwd, NULL) == DVM_ERR_RUNTIME && strstr(dvm_errmsg(ctx), "t.dvk:10:") &&
                strstr(dvm_errmsg(ctx), "out of bounds"),
            "oob: %s", dvm_errmsg(ctx));
     float xa[4];
     dvm_array_read(ctx, x, xa, 4);
-    EXPECT(!memcmp(xa, xv, sizeof xa), "failed launch left x[0] = %g, expected %g", (double)xa[0], (double)xv[0]);
-    EXPECT(dvm_args_f32(ctx, af, "k", 1.5f) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'k'"), "i32 took f32: %s", dvm_errmsg(ctx));
+    CHECK(!memcmp(xa, xv, sizeof xa), "failed launch left x[0] = %g, expected %g", (double)xa[0], (double)xv[0]);
+    CHECK(dvm_args_f32(ctx, af, "k", 1.5f) == DVM_ERR_ARG && strstr(dvm_errmsg(ctx), "'k'"), "i32 took f32: %s", dvm_errmsg(ctx));
 
     /* a launch whose every index the host proves in bounds copies nothing first; the same
        kernel with a shorter y may fail, so it snapshots y, fails and leaves y as it was */
     const dvm_kernel *kc;
     dvm_args *ac;
     dvm_launch_stats cs;
-    EXPECT(dvm_kernel_find(ctx, m, "copy", &kc) == DVM_OK && dvm_args_create(ctx, kc, &ac) == DVM_OK, "copy: %s",
+    CHECK(dvm_kernel_find(ctx, m, "copy", &kc) == DVM_OK && dvm_args_create(ctx, kc, &ac) == DVM_OK, "copy: %s",
            dvm_errmsg(ctx));
     dvm_args_array(ctx, ac, "x", x);
     dvm_args_array(ctx, ac, "y", xg);
     float cin[4] = {1, 2, 4, 8}, cout[4] = {9, 9, 9, 9}, cwant[4] = {9, 3, 6, 12};
     dvm_array_write(ctx, x, cin, 4);
     dvm_array_write(ctx, xg, cout, 4);
-    EXPECT(dvm_launch(ctx, kc, ac, &fwd, &cs) == DVM_OK && cs.snapshot_bytes == 0, "copy: %s, %lld snapshot bytes",
+    CHECK(dvm_launch(ctx, kc, ac, &fwd, &cs) == DVM_OK && cs.snapshot_bytes == 0, "copy: %s, %lld snapshot bytes",
            dvm_errmsg(ctx), (long long)cs.snapshot_bytes);
     dvm_array_read(ctx, xg, cout, 4);
-    EXPECT(!memcmp(cout, cwant, sizeof cout), "copy: y = %g %g %g %g", (double)cout[0], (double)cout[1], (double)cout[2],
+    CHECK(!memcmp(cout, cwant, sizeof cout), "copy: y = %g %g %g %g", (double)cout[0], (double)cout[1], (double)cout[2],
            (double)cout[3]);
     /* its adjoint runs the forward as its first stage; the reverse's iteration space starts
        at a uniform that a device task sets, so the host cannot prove the launch safe and
@@ -209,21 +200,21 @@ int main(void) {
     dvm_array_write(ctx, cyg, gone, 4);
     dvm_args_grad(ctx, ac, "x", cxg);
     dvm_args_grad(ctx, ac, "y", cyg);
-    EXPECT(dvm_launch(ctx, kc, ac, &adj, &cs) == DVM_OK && cs.snapshot_bytes == 48 && cs.version_bytes == 0, "copy adjoint: %s, %lld snapshot bytes",
+    CHECK(dvm_launch(ctx, kc, ac, &adj, &cs) == DVM_OK && cs.snapshot_bytes == 48 && cs.version_bytes == 0, "copy adjoint: %s, %lld snapshot bytes",
            dvm_errmsg(ctx), (long long)cs.snapshot_bytes);
     dvm_array_read(ctx, cxg, gx, 4);
-    EXPECT(!memcmp(gx, gxwant, sizeof gx), "copy adjoint: x.grad = %g %g %g %g", (double)gx[0], (double)gx[1], (double)gx[2],
+    CHECK(!memcmp(gx, gxwant, sizeof gx), "copy adjoint: x.grad = %g %g %g %g", (double)gx[0], (double)gx[1], (double)gx[2],
            (double)gx[3]);
     float c3[3] = {7, 7, 7}, c3after[3];
     dvm_array *y3;
     dvm_array_create(ctx, DVM_F32, 1, n3, &y3);
     dvm_array_write(ctx, y3, c3, 3);
     dvm_args_array(ctx, ac, "y", y3);
-    EXPECT(dvm_launch(ctx, kc, ac, &fwd, &cs) == DVM_ERR_RUNTIME && strstr(dvm_errmsg(ctx), "out of bounds") &&
+    CHECK(dvm_launch(ctx, kc, ac, &fwd, &cs) == DVM_ERR_RUNTIME && strstr(dvm_errmsg(ctx), "out of bounds") &&
                cs.snapshot_bytes == 12,
            "copy into 3: %s, %lld snapshot bytes", dvm_errmsg(ctx), (long long)cs.snapshot_bytes);
     dvm_array_read(ctx, y3, c3after, 3);
-    EXPECT(!memcmp(c3, c3after, sizeof c3), "a failed copy changed y: %g %g %g", (double)c3after[0], (double)c3after[1],
+    CHECK(!memcmp(c3, c3after, sizeof c3), "a failed copy changed y: %g %g %g", (double)c3after[0], (double)c3after[1],
            (double)c3after[2]);
     dvm_array_destroy(y3);
     dvm_args_destroy(ac);
@@ -236,7 +227,7 @@ int main(void) {
        override, so it fails as before and writes nothing */
     const dvm_kernel *kw;
     dvm_args *aw;
-    EXPECT(dvm_kernel_find(ctx, m, "wsin", &kw) == DVM_OK && dvm_args_create(ctx, kw, &aw) == DVM_OK, "wsin: %s",
+    CHECK(dvm_kernel_find(ctx, m, "wsin", &kw) == DVM_OK && dvm_args_create(ctx, kw, &aw) == DVM_OK, "wsin: %s",
            dvm_errmsg(ctx));
     dvm_array *wc, *wy, *wz, *wxg, *wyg, *wzg;
     dvm_array_create(ctx, DVM_I32, 1, n4, &wc);
@@ -263,22 +254,22 @@ int main(void) {
         dvm_array_write(ctx, wxg, gzero, 4);
         dvm_array_write(ctx, wyg, wseed, 4);
         dvm_array_write(ctx, wzg, wseed, 4);
-        EXPECT(dvm_launch(ctx, kw, aw, &wo, &ws) == DVM_OK, "wsin adjoint %d: %s", run, dvm_errmsg(ctx));
-        EXPECT(run == 0 ? ws.retries > 0 : ws.retries == 0, "wsin adjoint %d: %d retries", run, ws.retries);
+        CHECK(dvm_launch(ctx, kw, aw, &wo, &ws) == DVM_OK, "wsin adjoint %d: %s", run, dvm_errmsg(ctx));
+        CHECK(run == 0 ? ws.retries > 0 : ws.retries == 0, "wsin adjoint %d: %d retries", run, ws.retries);
         dvm_array_read(ctx, wxg, run == 2 ? wforced : wauto, 4);
-        EXPECT(wauto[0] == 4.0f, "wsin adjoint %d: x.grad[0] = %g, expected 4 (1 + 3: added once)", run, (double)wauto[0]);
+        CHECK(wauto[0] == 4.0f, "wsin adjoint %d: x.grad[0] = %g, expected 4 (1 + 3: added once)", run, (double)wauto[0]);
     }
-    EXPECT(!memcmp(wauto, wforced, sizeof wauto), "wsin: grown x.grad %g %g %g %g, forced %g %g %g %g", (double)wauto[0],
+    CHECK(!memcmp(wauto, wforced, sizeof wauto), "wsin: grown x.grad %g %g %g %g, forced %g %g %g %g", (double)wauto[0],
            (double)wauto[1], (double)wauto[2], (double)wauto[3], (double)wforced[0], (double)wforced[1], (double)wforced[2],
            (double)wforced[3]);
     dvm_launch_opts wdef = {DVM_ADJOINT, 0, 256, 0};
     dvm_array_write(ctx, wyg, wseed, 4);
     dvm_array_read(ctx, wxg, wbefore, 4);
-    EXPECT(dvm_launch(ctx, kw, aw, &wdef, &ws) == DVM_ERR_RUNTIME && strstr(dvm_errmsg(ctx), "adstack overflow") &&
+    CHECK(dvm_launch(ctx, kw, aw, &wdef, &ws) == DVM_ERR_RUNTIME && strstr(dvm_errmsg(ctx), "adstack overflow") &&
                strstr(dvm_errmsg(ctx), "'v'") && strstr(dvm_errmsg(ctx), "capacity of 256") && ws.retries == 0,
            "wsin with default_ad_stack_size 256: %s, %d retries", dvm_errmsg(ctx), ws.retries);
     dvm_array_read(ctx, wxg, wafter, 4);
-    EXPECT(!memcmp(wbefore, wafter, sizeof wbefore), "a failed wsin adjoint changed x.grad");
+    CHECK(!memcmp(wbefore, wafter, sizeof wbefore), "a failed wsin adjoint changed x.grad");
     dvm_args_destroy(aw);
     dvm_array_destroy(wc);
     dvm_array_destroy(wy);
@@ -295,26 +286,26 @@ int main(void) {
         int32_t hs[4] = {0, 1, 3, 2};
         float hyv[1] = {0}, hxg[4] = {0, 0, 0, 0}, hyg[1] = {1};
         dvm_array *hwx = NULL, *hwy = NULL, *hws = NULL, *hwyv = NULL, *hwxg = NULL, *hwyg = NULL, *hbad = NULL;
-        EXPECT(dvm_array_wrap_host(ctx, DVM_F32, 1, n4, NULL, &hbad) == DVM_ERR_USAGE && !hbad &&
+        CHECK(dvm_array_wrap_host(ctx, DVM_F32, 1, n4, NULL, &hbad) == DVM_ERR_USAGE && !hbad &&
                    strstr(dvm_errmsg(ctx), "dvm_array_wrap_host"),
                "wrap NULL: %s", dvm_errmsg(ctx));
-        EXPECT(dvm_array_wrap_host(ctx, DVM_F32, 1, n4, (char *)hx + 1, &hbad) == DVM_ERR_USAGE && !hbad &&
+        CHECK(dvm_array_wrap_host(ctx, DVM_F32, 1, n4, (char *)hx + 1, &hbad) == DVM_ERR_USAGE && !hbad &&
                    strstr(dvm_errmsg(ctx), "aligned"),
                "wrap misaligned: %s", dvm_errmsg(ctx));
-        EXPECT(dvm_array_wrap_host(ctx, DVM_F32, 1, n4, hx, &hwx) == DVM_OK && dvm_array_wrap_host(ctx, DVM_F32, 1, n4, hy, &hwy) == DVM_OK &&
+        CHECK(dvm_array_wrap_host(ctx, DVM_F32, 1, n4, hx, &hwx) == DVM_OK && dvm_array_wrap_host(ctx, DVM_F32, 1, n4, hy, &hwy) == DVM_OK &&
                    dvm_array_count(hwx) == 4,
                "wrap: %s", dvm_errmsg(ctx));
         const dvm_kernel *kh;
         dvm_args *ah = NULL;
         dvm_launch_stats hst;
-        EXPECT(dvm_kernel_find(ctx, m, "copy", &kh) == DVM_OK && dvm_args_create(ctx, kh, &ah) == DVM_OK &&
+        CHECK(dvm_kernel_find(ctx, m, "copy", &kh) == DVM_OK && dvm_args_create(ctx, kh, &ah) == DVM_OK &&
                    dvm_args_array(ctx, ah, "x", hwx) == DVM_OK && dvm_args_array(ctx, ah, "y", hwy) == DVM_OK &&
                    dvm_launch(ctx, kh, ah, &fwd, NULL) == DVM_OK,
                "wrapped copy: %s", dvm_errmsg(ctx));
-        EXPECT(hy[0] == 0 && hy[1] == 3 && hy[2] == 5 && hy[3] == 7, "wrapped copy wrote y = %g %g %g %g, expected 0 3 5 7",
+        CHECK(hy[0] == 0 && hy[1] == 3 && hy[2] == 5 && hy[3] == 7, "wrapped copy wrote y = %g %g %g %g, expected 0 3 5 7",
                (double)hy[0], (double)hy[1], (double)hy[2], (double)hy[3]);
         hx[0] = 10; /* the caller's own write: the next launch reads it */
-        EXPECT(dvm_launch(ctx, kh, ah, &fwd, NULL) == DVM_OK && hy[1] == 12, "after x[0] = 10: y[1] = %g, expected 12 (%s)",
+        CHECK(dvm_launch(ctx, kh, ah, &fwd, NULL) == DVM_OK && hy[1] == 12, "after x[0] = 10: y[1] = %g, expected 12 (%s)",
                (double)hy[1], dvm_errmsg(ctx));
         dvm_args_destroy(ah);
         /* a failed launch restores the caller's memory */
@@ -322,17 +313,17 @@ int main(void) {
         float hz[4] = {1, 1, 1, 1}, hybefore[4];
         dvm_array *hwz = NULL;
         memcpy(hybefore, hy, sizeof hy);
-        EXPECT(dvm_array_wrap_host(ctx, DVM_F32, 1, n4, hz, &hwz) == DVM_OK && dvm_kernel_find(ctx, m, "fail", &khf) == DVM_OK &&
+        CHECK(dvm_array_wrap_host(ctx, DVM_F32, 1, n4, hz, &hwz) == DVM_OK && dvm_kernel_find(ctx, m, "fail", &khf) == DVM_OK &&
                    dvm_args_create(ctx, khf, &ah) == DVM_OK && dvm_args_array(ctx, ah, "y", hwy) == DVM_OK &&
                    dvm_args_array(ctx, ah, "z", hwz) == DVM_OK && dvm_args_i32(ctx, ah, "k", 1) == DVM_OK,
                "wrapped fail: %s", dvm_errmsg(ctx));
-        EXPECT(dvm_launch(ctx, khf, ah, &fwd, NULL) == DVM_ERR_RUNTIME && !memcmp(hy, hybefore, sizeof hy),
+        CHECK(dvm_launch(ctx, khf, ah, &fwd, NULL) == DVM_ERR_RUNTIME && !memcmp(hy, hybefore, sizeof hy),
                "a failed launch on wrapped y: y = %g %g %g %g (%s)", (double)hy[0], (double)hy[1], (double)hy[2], (double)hy[3],
                dvm_errmsg(ctx));
         dvm_args_destroy(ah);
         dvm_array_destroy(hwz);
         /* sizes read from a wrapped array are never reused: the caller may have changed it */
-        EXPECT(dvm_array_wrap_host(ctx, DVM_I32, 1, n4, hs, &hws) == DVM_OK && dvm_array_wrap_host(ctx, DVM_F32, 1, n1, hyv, &hwyv) == DVM_OK &&
+        CHECK(dvm_array_wrap_host(ctx, DVM_I32, 1, n4, hs, &hws) == DVM_OK && dvm_array_wrap_host(ctx, DVM_F32, 1, n1, hyv, &hwyv) == DVM_OK &&
                    dvm_array_wrap_host(ctx, DVM_F32, 1, n4, hxg, &hwxg) == DVM_OK && dvm_array_wrap_host(ctx, DVM_F32, 1, n1, hyg, &hwyg) == DVM_OK &&
                    dvm_args_create(ctx, ks, &ah) == DVM_OK && dvm_args_array(ctx, ah, "x", hwx) == DVM_OK &&
                    dvm_args_array(ctx, ah, "steps", hws) == DVM_OK && dvm_args_array(ctx, ah, "y", hwyv) == DVM_OK &&
@@ -340,7 +331,7 @@ int main(void) {
                    dvm_args_f32(ctx, ah, "rate", 0.9f) == DVM_OK && dvm_launch(ctx, ks, ah, &adj, &hst) == DVM_OK,
                "wrapped dampsin adjoint: %s", dvm_errmsg(ctx));
         hs[1] = 40; /* a stack 40 deep now: a reused size (3) would overflow */
-        EXPECT(dvm_launch(ctx, ks, ah, &adj, &hst) == DVM_OK && !hst.sizes_cached && hxg[1] != 0,
+        CHECK(dvm_launch(ctx, ks, ah, &adj, &hst) == DVM_OK && !hst.sizes_cached && hxg[1] != 0,
                "wrapped dampsin adjoint after steps[1] = 40: %s, sizes_cached %d", dvm_errmsg(ctx), hst.sizes_cached);
         dvm_args_destroy(ah);
         dvm_array_destroy(hws);
@@ -354,7 +345,7 @@ int main(void) {
         dvm_context_opts vko = {"vulkan", 0, 0};
         dvm_context *vk = NULL;
         if (dvm_context_create(&vko, &vk) == DVM_OK) {
-            EXPECT(dvm_array_wrap_host(vk, DVM_F32, 1, n4, hx, &hbad) == DVM_ERR_USAGE && !hbad && strstr(dvm_errmsg(vk), "cpu backend"),
+            CHECK(dvm_array_wrap_host(vk, DVM_F32, 1, n4, hx, &hbad) == DVM_ERR_USAGE && !hbad && strstr(dvm_errmsg(vk), "cpu backend"),
                    "wrap on vulkan: %s", dvm_errmsg(vk));
         }
         dvm_context_destroy(vk);
@@ -371,8 +362,8 @@ int main(void) {
     dvm_array_destroy(xg);
     dvm_module_destroy(m);
     dvm_context_destroy(ctx);
-    if (failures) {
-        printf("%d api check(s) failed\n", failures);
+    if (fails) {
+        printf("%d api check(s) failed\n", fails);
         return 1;
     }
     printf("all api checks passed\n");

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "dvm.h"
+#include "check.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define DVM_TEST_ASAN 1
@@ -21,16 +22,6 @@
 #endif
 #endif
 
-static int failures = 0;
-#define EXPECT(cond, ...)                       \
-    do {                                        \
-        if (!(cond)) {                          \
-            printf("FAIL line %d: ", __LINE__); \
-            printf(__VA_ARGS__);                \
-            printf("\n");                       \
-            failures++;                         \
-        }                                       \
-    } while (0)
 
 static const char *SRC =
     "kernel spin(x: f32[n]):\n"
@@ -100,8 +91,8 @@ static int32_t busy_trips = 1000;
 static void spin_cases(dvm_context *ctx, dvm_module *m, const char *kname, dvm_array *x) {
     const dvm_kernel *k = NULL;
     dvm_args *a = NULL;
-    EXPECT(dvm_kernel_find(ctx, m, kname, &k) == DVM_OK, "%s: %s", kname, dvm_errmsg(ctx));
-    EXPECT(dvm_args_create(ctx, k, &a) == DVM_OK && dvm_args_array(ctx, a, "x", x) == DVM_OK, "%s: %s", kname,
+    CHECK(dvm_kernel_find(ctx, m, kname, &k) == DVM_OK, "%s: %s", kname, dvm_errmsg(ctx));
+    CHECK(dvm_args_create(ctx, k, &a) == DVM_OK && dvm_args_array(ctx, a, "x", x) == DVM_OK, "%s: %s", kname,
            dvm_errmsg(ctx));
     /* busy's trips a thread: about 4000 interpreted nodes under llvmpipe's loop limit; a GPU
        finishes that in a millisecond, so there each thread loops for far longer than the test */
@@ -117,24 +108,24 @@ static void spin_cases(dvm_context *ctx, dvm_module *m, const char *kname, dvm_a
     double dt = now_ms() - t0;
     pthread_join(th, NULL);
     printf("%s: cancelled after %.0f ms\n", kname, dt);
-    EXPECT(s == DVM_ERR_CANCELLED && strstr(dvm_errmsg(ctx), "cancelled (dvm_context_cancel)") &&
+    CHECK(s == DVM_ERR_CANCELLED && strstr(dvm_errmsg(ctx), "cancelled (dvm_context_cancel)") &&
                strstr(dvm_errmsg(ctx), kname),
            "%s cancelled from a thread: expected DVM_ERR_CANCELLED naming the kernel, got %d '%s'", kname, (int)s,
            dvm_errmsg(ctx));
-    EXPECT(dt < 20000, "%s: the cancel took %.0f ms to act", kname, dt);
-    EXPECT(st.snapshot_bytes > 0, "%s: a launch with a loop must keep a snapshot (got %lld bytes)", kname,
+    CHECK(dt < 20000, "%s: the cancel took %.0f ms to act", kname, dt);
+    CHECK(st.snapshot_bytes > 0, "%s: a launch with a loop must keep a snapshot (got %lld bytes)", kname,
            (long long)st.snapshot_bytes);
-    EXPECT(all_equal(ctx, x, 7.0f), "%s: a cancelled launch wrote its array", kname);
+    CHECK(all_equal(ctx, x, 7.0f), "%s: a cancelled launch wrote its array", kname);
     /* timed out through the options */
     dvm_launch_opts o = {DVM_FORWARD, 0, 0, 250};
     t0 = now_ms();
     s = dvm_launch(ctx, k, a, &o, NULL);
     dt = now_ms() - t0;
     printf("%s: timed out after %.0f ms\n", kname, dt);
-    EXPECT(s == DVM_ERR_CANCELLED && strstr(dvm_errmsg(ctx), "timed out after 250 ms (opts.timeout_ms)"),
+    CHECK(s == DVM_ERR_CANCELLED && strstr(dvm_errmsg(ctx), "timed out after 250 ms (opts.timeout_ms)"),
            "%s with timeout_ms = 250: expected DVM_ERR_CANCELLED 'timed out', got %d '%s'", kname, (int)s, dvm_errmsg(ctx));
-    EXPECT(dt >= 240 && dt < 20000, "%s: the timeout of 250 ms acted after %.0f ms", kname, dt);
-    EXPECT(all_equal(ctx, x, 7.0f), "%s: a timed-out launch wrote its array", kname);
+    CHECK(dt >= 240 && dt < 20000, "%s: the timeout of 250 ms acted after %.0f ms", kname, dt);
+    CHECK(all_equal(ctx, x, 7.0f), "%s: a timed-out launch wrote its array", kname);
     dvm_args_destroy(a);
 }
 
@@ -165,7 +156,7 @@ static void thread_refusal(void) {
     }
     int ws = 0;
     waitpid(pid, &ws, 0);
-    EXPECT(WIFEXITED(ws) && WEXITSTATUS(ws) == 0,
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0,
            "a cpu context whose threads the system refuses: expected DVM_ERR_BACKEND 'cannot create', got exit %d "
            "(2: created, 3: another status, 1: the process was ended)", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
 }
@@ -205,14 +196,14 @@ int main(int argc, char **argv) {
         dvm_kernel_find(ctx, m, "spin", &k);
         dvm_args_create(ctx, k, &a);
         dvm_args_array(ctx, a, "x", x);
-        EXPECT(dvm_tape_create(ctx, 0, &t) == DVM_OK, "tape: %s", dvm_errmsg(ctx));
+        CHECK(dvm_tape_create(ctx, 0, &t) == DVM_OK, "tape: %s", dvm_errmsg(ctx));
         fill(ctx, x, 7.0f);
         canceller c = {ctx, 300};
         pthread_t th;
         pthread_create(&th, NULL, cancel_later, &c);
         dvm_status s = dvm_tape_launch(t, k, a);
         pthread_join(th, NULL);
-        EXPECT(s == DVM_ERR_CANCELLED && dvm_tape_count(t) == 0 && all_equal(ctx, x, 7.0f),
+        CHECK(s == DVM_ERR_CANCELLED && dvm_tape_count(t) == 0 && all_equal(ctx, x, 7.0f),
                "a cancelled tape launch: expected DVM_ERR_CANCELLED, nothing recorded or written, got %d '%s' (%d records)",
                (int)s, dvm_errmsg(ctx), dvm_tape_count(t));
         dvm_tape_destroy(t);
@@ -239,7 +230,7 @@ int main(int argc, char **argv) {
     dvm_args_array(ctx, ai, "x", x);
     dvm_args_i32(ctx, ai, "k", 3);
     dvm_launch_opts bad = {DVM_FORWARD, 0, 0, -1};
-    EXPECT(dvm_launch(ctx, ks, as, &bad, NULL) == DVM_ERR_USAGE && strstr(dvm_errmsg(ctx), "timeout_ms"),
+    CHECK(dvm_launch(ctx, ks, as, &bad, NULL) == DVM_ERR_USAGE && strstr(dvm_errmsg(ctx), "timeout_ms"),
            "a negative timeout: expected DVM_ERR_USAGE, got '%s'", dvm_errmsg(ctx));
 
     /* after a cancel the next launches run; a cancel while none runs is dropped */
@@ -248,15 +239,15 @@ int main(int argc, char **argv) {
     dvm_context_cancel(ctx);
     dvm_launch_stats st;
     dvm_status s = dvm_launch(ctx, ki, ai, NULL, &st);
-    EXPECT(s == DVM_OK && all_equal(ctx, x, 4.0f), "a cancel before a launch must be dropped: got %d '%s'", (int)s,
+    CHECK(s == DVM_OK && all_equal(ctx, x, 4.0f), "a cancel before a launch must be dropped: got %d '%s'", (int)s,
            dvm_errmsg(ctx));
-    EXPECT(st.snapshot_bytes > 0, "a launch with a loop must keep a snapshot (a cancel point), got %lld bytes",
+    CHECK(st.snapshot_bytes > 0, "a launch with a loop must keep a snapshot (a cancel point), got %lld bytes",
            (long long)st.snapshot_bytes);
     /* the loop-free saxpy has no cancel point: no snapshot (the fast path), and a long timeout
        does not disturb it */
     dvm_launch_opts o = {DVM_FORWARD, 0, 0, 60000};
     s = dvm_launch(ctx, ks, as, &o, &st);
-    EXPECT(s == DVM_OK && all_equal(ctx, y, 8.0f) && st.snapshot_bytes == 0,
+    CHECK(s == DVM_OK && all_equal(ctx, y, 8.0f) && st.snapshot_bytes == 0,
            "saxpy after cancels: expected y = 8 and no snapshot, got %d '%s' snapshot %lld", (int)s, dvm_errmsg(ctx),
            (long long)st.snapshot_bytes);
 
@@ -267,7 +258,7 @@ int main(int argc, char **argv) {
 #endif
 
     /* a null context */
-    EXPECT(dvm_context_cancel(NULL) == DVM_ERR_USAGE, "dvm_context_cancel(NULL) must be DVM_ERR_USAGE");
+    CHECK(dvm_context_cancel(NULL) == DVM_ERR_USAGE, "dvm_context_cancel(NULL) must be DVM_ERR_USAGE");
 
     dvm_args_destroy(as);
     dvm_args_destroy(ai);
@@ -275,8 +266,8 @@ int main(int argc, char **argv) {
     dvm_array_destroy(y);
     dvm_module_destroy(m);
     dvm_context_destroy(ctx);
-    if (failures) {
-        printf("test_cancel %s: %d failure(s)\n", backend, failures);
+    if (fails) {
+        printf("test_cancel %s: %d failure(s)\n", backend, fails);
         return 1;
     }
     printf("test_cancel %s: all passed\n", backend);

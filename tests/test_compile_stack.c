@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include "dvm.h"
+#include "check.h"
 #include "compiler/compile.h"
 
 /* The sanitizers' instrumented frames are several times larger than the real ones. */
@@ -26,16 +27,6 @@
 #define STACK_BYTES (256 * 1024)
 #endif
 
-static int failures = 0;
-#define EXPECT(cond, ...)                       \
-    do {                                        \
-        if (!(cond)) {                          \
-            printf("FAIL line %d: ", __LINE__); \
-            printf(__VA_ARGS__);                \
-            printf("\n");                       \
-            failures++;                         \
-        }                                       \
-    } while (0)
 
 /* ---- a growing text ---- */
 typedef struct text {
@@ -265,13 +256,13 @@ static void check_elif_values(dvm_context *ctx, dvm_module *m, int nbranch, int 
     dvm_array *x = NULL, *y = NULL;
     dvm_args *args = NULL;
     const dvm_kernel *k = dvm_module_kernel(m, 0);
-    EXPECT(dvm_array_create(ctx, DVM_F32, 1, &n, &x) == DVM_OK && dvm_array_create(ctx, DVM_F32, 1, &n, &y) == DVM_OK &&
+    CHECK(dvm_array_create(ctx, DVM_F32, 1, &n, &x) == DVM_OK && dvm_array_create(ctx, DVM_F32, 1, &n, &y) == DVM_OK &&
                dvm_array_write(ctx, x, xs, n) == DVM_OK && dvm_args_create(ctx, k, &args) == DVM_OK &&
                dvm_args_array(ctx, args, "x", x) == DVM_OK && dvm_args_array(ctx, args, "y", y) == DVM_OK,
            "setting up the launch: %s", dvm_errmsg(ctx));
     dvm_launch_opts lo = {DVM_FORWARD, 0, 0, 0};
     dvm_status st = dvm_launch(ctx, k, args, &lo, NULL);
-    EXPECT(st == DVM_OK, "launch: %s", dvm_errmsg(ctx));
+    CHECK(st == DVM_OK, "launch: %s", dvm_errmsg(ctx));
     float ys[6] = {0};
     if (st == DVM_OK) dvm_array_read(ctx, y, ys, n);
     for (int i = 0; i < n; i++) {
@@ -280,31 +271,31 @@ static void check_elif_values(dvm_context *ctx, dvm_module *m, int nbranch, int 
         else if (v < (float)nbranch - 1.0f) want = (float)(int)(v + 1.0f) * v; /* the first J with v < J */
         else want = v;
         if (loop) want *= 2.0f;
-        EXPECT(ys[i] == want, "elif chain of %d (loop %d): x = %g gave %g, expected %g", nbranch, loop, v, ys[i], want);
+        CHECK(ys[i] == want, "elif chain of %d (loop %d): x = %g gave %g, expected %g", nbranch, loop, v, ys[i], want);
     }
     if (loop) { /* the adjoint: dy/dx = 2 * (the branch's factor) */
         dvm_array *gx = NULL, *gy = NULL;
         float seed[6] = {1, 1, 1, 1, 1, 1}, g[6] = {0};
-        EXPECT(dvm_array_create(ctx, DVM_F32, 1, &n, &gx) == DVM_OK && dvm_array_create(ctx, DVM_F32, 1, &n, &gy) == DVM_OK &&
+        CHECK(dvm_array_create(ctx, DVM_F32, 1, &n, &gx) == DVM_OK && dvm_array_create(ctx, DVM_F32, 1, &n, &gy) == DVM_OK &&
                    dvm_array_write(ctx, gy, seed, n) == DVM_OK && dvm_args_grad(ctx, args, "x", gx) == DVM_OK &&
                    dvm_args_grad(ctx, args, "y", gy) == DVM_OK,
                "setting up the adjoint: %s", dvm_errmsg(ctx));
         lo.mode = DVM_ADJOINT;
         st = dvm_launch(ctx, k, args, &lo, NULL);
         if (nbranch > 1000) { /* its adjoint needs more than a task's registers: no gradient, a clear error */
-            EXPECT(st == DVM_ERR_COMPILE && strstr(dvm_errmsg(ctx), "registers") && strstr(dvm_errmsg(ctx), "no gradient"),
+            CHECK(st == DVM_ERR_COMPILE && strstr(dvm_errmsg(ctx), "registers") && strstr(dvm_errmsg(ctx), "no gradient"),
                    "adjoint of a %d-branch chain: expected the reason it has no gradient, got %d: %s", nbranch, (int)st,
                    dvm_errmsg(ctx));
             st = DVM_ERR_COMPILE;
             for (int i = 0; i < n; i++) g[i] = xs[i] < 0.0f ? 0.0f : xs[i] < (float)nbranch - 1.0f ? 2.0f * (float)(int)(xs[i] + 1.0f) : 2.0f;
         } else {
-            EXPECT(st == DVM_OK, "adjoint launch: %s", dvm_errmsg(ctx));
+            CHECK(st == DVM_OK, "adjoint launch: %s", dvm_errmsg(ctx));
         }
         if (st == DVM_OK) dvm_array_read(ctx, gx, g, n);
         for (int i = 0; i < n; i++) {
             float v = xs[i], want = v < 0.0f ? 0.0f : v < (float)nbranch - 1.0f ? (float)(int)(v + 1.0f) : 1.0f;
             want *= 2.0f;
-            EXPECT(g[i] == want, "elif chain of %d: d/dx at x = %g gave %g, expected %g", nbranch, v, g[i], want);
+            CHECK(g[i] == want, "elif chain of %d: d/dx at x = %g gave %g, expected %g", nbranch, v, g[i], want);
         }
         dvm_array_destroy(gx);
         dvm_array_destroy(gy);
@@ -331,12 +322,12 @@ static void check_out_of_memory(void) {
         int rc = dvm_compile_source_limited(t.s, t.n, "gen.dvk", limit, &p, &msg);
         if (rc == 0) ok = 1;
         else
-            EXPECT(msg && strstr(msg, "out of memory"), "with a %zu-byte arena: expected 'out of memory', got: %s", limit,
+            CHECK(msg && strstr(msg, "out of memory"), "with a %zu-byte arena: expected 'out of memory', got: %s", limit,
                    msg ? msg : "(nothing)");
         dvm_program_free(p);
         free(msg);
     }
-    EXPECT(ok, "the source never compiled, even with 64 MiB of arena");
+    CHECK(ok, "the source never compiled, even with 64 MiB of arena");
     free(t.s);
 }
 
@@ -422,17 +413,17 @@ int main(int argc, char **argv) {
         printf("%-14s %6d: %8zu bytes, %6.3f s: %.*s\n", c->shape, c->n, t.n, secs,
                (int)strcspn(st == DVM_OK ? "compiled" : msg, "\n"), st == DVM_OK ? "compiled" : msg);
         if (c->expect) {
-            EXPECT(st == DVM_ERR_COMPILE && strstr(msg, c->expect), "%s %d: expected an error with '%s', got %d: %s",
+            CHECK(st == DVM_ERR_COMPILE && strstr(msg, c->expect), "%s %d: expected an error with '%s', got %d: %s",
                    c->shape, c->n, c->expect, (int)st, msg);
         } else {
-            EXPECT(st == DVM_OK, "%s %d: expected it to compile, got: %s", c->shape, c->n, msg);
+            CHECK(st == DVM_OK, "%s %d: expected it to compile, got: %s", c->shape, c->n, msg);
         }
         if (st == DVM_OK && !strncmp(c->shape, "elif", 4)) check_elif_values(ctx, m, c->n, !strcmp(c->shape, "elif_loop"));
         dvm_module_destroy(m);
         free(t.s);
     }
     dvm_context_destroy(ctx);
-    if (failures) printf("%d failures\n", failures);
+    if (fails) printf("%d fails\n", fails);
     else printf("ok\n");
-    return failures != 0;
+    return fails != 0;
 }

@@ -8,17 +8,8 @@
 #include <string.h>
 #include <time.h>
 #include "dvm.h"
+#include "check.h"
 
-static int failures = 0;
-#define EXPECT(cond, ...)                       \
-    do {                                        \
-        if (!(cond)) {                          \
-            printf("FAIL line %d: ", __LINE__); \
-            printf(__VA_ARGS__);                \
-            printf("\n");                       \
-            failures++;                         \
-        }                                       \
-    } while (0)
 
 static const char *SRC =
     "kernel saxpy(x: f32[n], y: f32[n], a: f32):\n"
@@ -60,38 +51,38 @@ static void after_destroy(void) {
     dvm_args_array(ctx, a, "x", x);
     dvm_args_array(ctx, a, "y", y);
     dvm_args_f32(ctx, a, "a", 2.0f);
-    EXPECT(dvm_launch(ctx, k, a, NULL, NULL) == DVM_OK, "a first launch: %s", dvm_errmsg(ctx));
+    CHECK(dvm_launch(ctx, k, a, NULL, NULL) == DVM_OK, "a first launch: %s", dvm_errmsg(ctx));
 
     /* an array destroyed while an argument set holds it */
     dvm_array_destroy(x);
     dvm_status s = dvm_launch(ctx, k, a, NULL, NULL);
-    EXPECT(s == DVM_ERR_USAGE && has(dvm_errmsg(ctx), "the array bound to 'x' was destroyed"),
+    CHECK(s == DVM_ERR_USAGE && has(dvm_errmsg(ctx), "the array bound to 'x' was destroyed"),
            "launch with a destroyed array: got %d '%s'", (int)s, dvm_errmsg(ctx));
     s = dvm_array_write(ctx, x, h, 4);
-    EXPECT(s == DVM_ERR_USAGE && has(dvm_errmsg(ctx), "dvm_array_write: the array was destroyed"),
+    CHECK(s == DVM_ERR_USAGE && has(dvm_errmsg(ctx), "dvm_array_write: the array was destroyed"),
            "write to a destroyed array: got %d '%s'", (int)s, dvm_errmsg(ctx));
     s = dvm_array_read(ctx, x, h, 4);
-    EXPECT(s == DVM_ERR_USAGE && has(dvm_errmsg(ctx), "dvm_array_read: the array was destroyed"),
+    CHECK(s == DVM_ERR_USAGE && has(dvm_errmsg(ctx), "dvm_array_read: the array was destroyed"),
            "read of a destroyed array: got %d '%s'", (int)s, dvm_errmsg(ctx));
     s = dvm_args_array(ctx, a, "x", x);
-    EXPECT(s == DVM_ERR_USAGE && has(dvm_errmsg(ctx), "argument 'x': the array was destroyed"),
+    CHECK(s == DVM_ERR_USAGE && has(dvm_errmsg(ctx), "argument 'x': the array was destroyed"),
            "binding a destroyed array: got %d '%s'", (int)s, dvm_errmsg(ctx));
-    EXPECT(dvm_array_count(x) == 0 && dvm_array_rank(x) == 0, "a destroyed array's count and rank must read 0");
+    CHECK(dvm_array_count(x) == 0 && dvm_array_rank(x) == 0, "a destroyed array's count and rank must read 0");
     dvm_array_destroy(x); /* a second destroy: ignored, and said */
-    EXPECT(has(dvm_errmsg(ctx), "destroyed already"), "a second dvm_array_destroy: expected a message, got '%s'",
+    CHECK(has(dvm_errmsg(ctx), "destroyed already"), "a second dvm_array_destroy: expected a message, got '%s'",
            dvm_errmsg(ctx));
     /* rebinding a live array makes the set usable again */
-    EXPECT(dvm_args_array(ctx, a, "x", z) == DVM_OK && dvm_launch(ctx, k, a, NULL, NULL) == DVM_OK,
+    CHECK(dvm_args_array(ctx, a, "x", z) == DVM_OK && dvm_launch(ctx, k, a, NULL, NULL) == DVM_OK,
            "after rebinding: %s", dvm_errmsg(ctx));
 
     /* argument sets */
     dvm_args_destroy(a);
     dvm_args_destroy(a);
     s = dvm_launch(ctx, k, a, NULL, NULL);
-    EXPECT(s == DVM_ERR_USAGE && has(dvm_errmsg(ctx), "the argument set was destroyed"),
+    CHECK(s == DVM_ERR_USAGE && has(dvm_errmsg(ctx), "the argument set was destroyed"),
            "launch with destroyed arguments: got %d '%s'", (int)s, dvm_errmsg(ctx));
     s = dvm_args_f32(ctx, a, "a", 1.0f);
-    EXPECT(s == DVM_ERR_USAGE && has(dvm_errmsg(ctx), "was destroyed"), "binding into destroyed arguments: got %d '%s'",
+    CHECK(s == DVM_ERR_USAGE && has(dvm_errmsg(ctx), "was destroyed"), "binding into destroyed arguments: got %d '%s'",
            (int)s, dvm_errmsg(ctx));
 
     /* modules: their kernels are borrowed and die with them */
@@ -100,17 +91,17 @@ static void after_destroy(void) {
     dvm_module_destroy(m);
     dvm_module_destroy(m);
     s = dvm_launch(ctx, k, b, NULL, NULL);
-    EXPECT(s == DVM_ERR_USAGE && has(dvm_errmsg(ctx), "the kernel's module was destroyed"),
+    CHECK(s == DVM_ERR_USAGE && has(dvm_errmsg(ctx), "the kernel's module was destroyed"),
            "launch of a destroyed module's kernel: got %d '%s'", (int)s, dvm_errmsg(ctx));
     const dvm_kernel *k2 = NULL;
     s = dvm_kernel_find(ctx, m, "saxpy", &k2);
-    EXPECT(s == DVM_ERR_USAGE && k2 == NULL && has(dvm_errmsg(ctx), "the module was destroyed"),
+    CHECK(s == DVM_ERR_USAGE && k2 == NULL && has(dvm_errmsg(ctx), "the module was destroyed"),
            "kernel_find in a destroyed module: got %d '%s'", (int)s, dvm_errmsg(ctx));
-    EXPECT(dvm_module_kernel_count(m) == 0 && dvm_module_kernel(m, 0) == NULL && !strcmp(dvm_kernel_name(k), ""),
+    CHECK(dvm_module_kernel_count(m) == 0 && dvm_module_kernel(m, 0) == NULL && !strcmp(dvm_kernel_name(k), ""),
            "a destroyed module has no kernels");
     dvm_args *c = NULL;
     s = dvm_args_create(ctx, k, &c);
-    EXPECT(s == DVM_ERR_USAGE && c == NULL, "args for a destroyed module's kernel: got %d '%s'", (int)s, dvm_errmsg(ctx));
+    CHECK(s == DVM_ERR_USAGE && c == NULL, "args for a destroyed module's kernel: got %d '%s'", (int)s, dvm_errmsg(ctx));
     dvm_args_destroy(b);
 
     /* tapes */
@@ -118,7 +109,7 @@ static void after_destroy(void) {
     dvm_tape_create(ctx, 0, &t);
     dvm_tape_destroy(t);
     dvm_tape_destroy(t);
-    EXPECT(dvm_tape_count(t) == 0 && dvm_tape_backward(t, NULL) == DVM_ERR_USAGE &&
+    CHECK(dvm_tape_count(t) == 0 && dvm_tape_backward(t, NULL) == DVM_ERR_USAGE &&
                dvm_tape_grad(t, y, NULL) == DVM_ERR_USAGE,
            "a destroyed tape must refuse every call");
 
@@ -127,9 +118,9 @@ static void after_destroy(void) {
     dvm_context_destroy(ctx);
     /* contexts */
     dvm_context_destroy(ctx);
-    EXPECT(dvm_array_create(ctx, DVM_F32, 1, sh, &x) == DVM_ERR_USAGE && x == NULL, "array_create on a destroyed context");
-    EXPECT(dvm_context_cancel(ctx) == DVM_ERR_USAGE, "cancel on a destroyed context");
-    EXPECT(has(dvm_errmsg(ctx), "the context was destroyed"), "errmsg of a destroyed context: '%s'", dvm_errmsg(ctx));
+    CHECK(dvm_array_create(ctx, DVM_F32, 1, sh, &x) == DVM_ERR_USAGE && x == NULL, "array_create on a destroyed context");
+    CHECK(dvm_context_cancel(ctx) == DVM_ERR_USAGE, "cancel on a destroyed context");
+    CHECK(has(dvm_errmsg(ctx), "the context was destroyed"), "errmsg of a destroyed context: '%s'", dvm_errmsg(ctx));
 }
 
 /* a context destroyed first takes its children with it; their destroys are then no-ops */
@@ -151,11 +142,11 @@ static void context_first(void) {
     dvm_args_array(ctx, a, "y", y);
     dvm_args_f32(ctx, a, "a", 2.0f);
     dvm_tape_create(ctx, 0, &t);
-    EXPECT(dvm_tape_launch(t, k, a) == DVM_OK && dvm_tape_count(t) == 1, "tape launch: %s", dvm_errmsg(ctx));
+    CHECK(dvm_tape_launch(t, k, a) == DVM_OK && dvm_tape_count(t) == 1, "tape launch: %s", dvm_errmsg(ctx));
     dvm_context_destroy(ctx);
-    EXPECT(dvm_launch(ctx, k, a, NULL, NULL) == DVM_ERR_USAGE, "launch after the context's destroy");
-    EXPECT(dvm_tape_launch(t, k, a) == DVM_ERR_USAGE && dvm_tape_count(t) == 0, "tape launch after the context's destroy");
-    EXPECT(dvm_array_count(x) == 0, "an array of a destroyed context reads as destroyed");
+    CHECK(dvm_launch(ctx, k, a, NULL, NULL) == DVM_ERR_USAGE, "launch after the context's destroy");
+    CHECK(dvm_tape_launch(t, k, a) == DVM_ERR_USAGE && dvm_tape_count(t) == 0, "tape launch after the context's destroy");
+    CHECK(dvm_array_count(x) == 0, "an array of a destroyed context reads as destroyed");
     dvm_tape_destroy(t);
     dvm_args_destroy(a);
     dvm_array_destroy(x);
@@ -197,17 +188,17 @@ static void two_threads(void) {
     struct timespec d = {0, 300 * 1000000L};
     nanosleep(&d, NULL);
     dvm_status r = dvm_array_read(ctx, x, h, 16);
-    EXPECT(r == DVM_ERR_USAGE && has(dvm_errmsg(ctx), "in use by another thread"),
+    CHECK(r == DVM_ERR_USAGE && has(dvm_errmsg(ctx), "in use by another thread"),
            "a read while another thread launches: got %d '%s'", (int)r, dvm_errmsg(ctx));
     r = dvm_launch(ctx, s.k, s.a, NULL, NULL);
-    EXPECT(r == DVM_ERR_USAGE && has(dvm_errmsg(ctx), "in use by another thread"),
+    CHECK(r == DVM_ERR_USAGE && has(dvm_errmsg(ctx), "in use by another thread"),
            "a second launch while another thread launches: got %d '%s'", (int)r, dvm_errmsg(ctx));
-    EXPECT(dvm_context_cancel(ctx) == DVM_OK, "cancel from another thread must be allowed");
+    CHECK(dvm_context_cancel(ctx) == DVM_OK, "cancel from another thread must be allowed");
     pthread_join(th, NULL);
-    EXPECT(s.st == DVM_ERR_CANCELLED, "the spinning launch: expected DVM_ERR_CANCELLED, got %d '%s'", (int)s.st,
+    CHECK(s.st == DVM_ERR_CANCELLED, "the spinning launch: expected DVM_ERR_CANCELLED, got %d '%s'", (int)s.st,
            dvm_errmsg(ctx));
     /* the context is free again: this thread's next call works and has its own message */
-    EXPECT(dvm_array_read(ctx, x, h, 16) == DVM_OK && !has(dvm_errmsg(ctx), "in use"), "a read after the launch: '%s'",
+    CHECK(dvm_array_read(ctx, x, h, 16) == DVM_OK && !has(dvm_errmsg(ctx), "in use"), "a read after the launch: '%s'",
            dvm_errmsg(ctx));
     dvm_context_destroy(ctx); /* takes the module, the array and the arguments with it */
 }
@@ -216,8 +207,8 @@ int main(void) {
     after_destroy();
     context_first();
     two_threads();
-    if (failures) {
-        printf("test_misuse: %d failure(s)\n", failures);
+    if (fails) {
+        printf("test_misuse: %d failure(s)\n", fails);
         return 1;
     }
     printf("test_misuse: all passed\n");
