@@ -7,28 +7,14 @@ if matplotlib is installed, saves a plot of it (springs_loss.png, or the path gi
 
 Usage: python examples/python/springs.py [--device cpu] [--iters 40] [--png FILE]"""
 import argparse
+import pathlib
 import sys
 
 import numpy as np
 
 import dvm
 
-SOURCE = """
-kernel step(x: f32[n], v: f32[n], rest: f32, k: f32, dt: f32):
-    for i in range(n):
-        f = -0.5 * x[i] * x[i] * x[i]
-        if i > 0:
-            f = f - k * (x[i] - x[i - 1] - rest)
-        if i < n - 1:
-            f = f + k * (x[i + 1] - x[i] - rest)
-        v[i] = v[i] * 0.995 + dt * f
-    for i in range(n):
-        x[i] = x[i] + dt * v[i]
-
-kernel loss(x: f32[n], target: f32[n], L: f32[1]):
-    for i in range(n):
-        L[0] += (x[i] - target[i]) * (x[i] - target[i])
-"""
+SOURCE = (pathlib.Path(__file__).parent / "springs_chain.dvk").read_text()
 N, STEPS = 16, 150
 
 

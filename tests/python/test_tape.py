@@ -1,27 +1,15 @@
 """dvm.Tape over 100+ launches with in-place updates, against central differences of the same
 simulation in float64 numpy; memory_budget, backward(grads=...), zero(), reset()."""
+import pathlib
+
 import numpy as np
 import pytest
 
 import dvm
 from conftest import central_diff
 
-SRC = """
-kernel step(x: f32[n], v: f32[n], rest: f32, k: f32, dt: f32):
-    for i in range(n):
-        f = -0.5 * x[i] * x[i] * x[i]
-        if i > 0:
-            f = f - k * (x[i] - x[i - 1] - rest)
-        if i < n - 1:
-            f = f + k * (x[i + 1] - x[i] - rest)
-        v[i] = v[i] * 0.995 + dt * f
-    for i in range(n):
-        x[i] = x[i] + dt * v[i]
-
-kernel loss(x: f32[n], target: f32[n], L: f32[1]):
-    for i in range(n):
-        L[0] += (x[i] - target[i]) * (x[i] - target[i])
-"""
+# the kernels of examples/python/springs.py
+SRC = (pathlib.Path(__file__).resolve().parents[2] / "examples" / "python" / "springs_chain.dvk").read_text()
 N, STEPS = 8, 120
 X0 = (np.arange(N) * 1.0 + 0.1 * np.sin(np.arange(N) * 1.7)).astype(np.float32)
 V0 = (0.05 * np.cos(np.arange(N) * 0.9)).astype(np.float32)
