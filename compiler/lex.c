@@ -109,7 +109,10 @@ static dvm_token *emit(lexer *L, int kind, size_t off, size_t len) {
     }
     if (L->n == L->cap) {
         int nc = L->cap ? (L->cap < (DVM_MAX_TOKENS + 128) / 2 ? L->cap * 2 : DVM_MAX_TOKENS + 128) : 256;
-        dvm_token *t = dvm_arena_grow(L->a, L->toks, (size_t)L->cap * sizeof *t, (size_t)nc * sizeof *t);
+        /* grown on the C heap (realloc extends in place or frees the old block) and copied to
+           the arena once, at its final size: growing in the arena abandoned every smaller
+           copy, twice the tokens' memory for the whole compilation */
+        dvm_token *t = realloc(L->toks, (size_t)nc * sizeof *t);
         if (!t) {
             L->oom = 1;
             return NULL;
@@ -413,6 +416,11 @@ int dvm_lex(dvm_arena *a, const char *src, size_t len, dvm_diags *d, dvm_lexed *
         emit(&L, TK_DEDENT, L.pos, 0);
     }
     emit(&L, TK_EOF, L.pos, 0);
+    dvm_token *kept = L.oom || !L.n ? NULL : dvm_arena_alloc(a, (size_t)L.n * sizeof *kept);
+    if (kept) memcpy(kept, L.toks, (size_t)L.n * sizeof *kept);
+    else if (L.n) L.oom = 1;
+    free(L.toks);
+    L.toks = kept;
     if (L.oom) { /* the tokens are incomplete: no other error may come from them */
         dvm_diag(d, L.line, (int)(L.pos - L.line_start) + 1, "out of memory while reading the source");
         out->toks = NULL;
