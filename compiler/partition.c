@@ -21,7 +21,7 @@
  * one after the other is one of the allowed orders.
  *
  * What it buys: a loop with no branch runs the GPU's plain lanes with no bounds-test nodes
- * and fewer registers (the 5-point stencil on an H200: bench/RESULTS.md, v90), and the CPU
+ * and fewer registers (the 5-point stencil 0.660 -> 0.519 ms on an H200), and the CPU
  * interpreter skips the tests. What it costs: a serial task and up to 2 x dims more tasks per
  * partitioned loop (a launch each on a GPU, a few microseconds).
  *

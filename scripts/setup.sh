@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
-# Installs the Debian packages dvm's build and tests need, only those that are missing.
-# Usage: scripts/setup.sh [--gpu-toolchains]   (CUDA's nvcc is not a Debian package here:
-# the CUDA backend is built when nvcc is on PATH or in /usr/local/cuda/bin.)
+# Installs the Debian packages a build needs, only those that are missing.
+# Usage: scripts/setup.sh demo|hip|test
+#   demo: a C compiler, CMake and OpenMP: the CPU backend (scripts/demo.sh). Vulkan and CUDA
+#         are built where their toolchains already are, never installed for the demo.
+#   hip:  demo, plus hipcc and clang for the HIP backend (scripts/demo.sh --hip).
+#   test: everything the test suite builds and runs (scripts/test.sh): the Vulkan toolchain
+#         and lavapipe, hipcc, clang for the fuzzers, Python for the package's tests.
+# CUDA's nvcc is not a Debian package here: the CUDA backend is built when nvcc is on PATH or
+# in /usr/local/cuda/bin.
 set -euo pipefail
-pkgs=(build-essential cmake python3 python3-venv python3-pip git
-      glslang-tools spirv-tools libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-tools
-      clang libclang-rt-14-dev hipcc)
+mode=${1:-}
+demo=(build-essential cmake)
+hip=(clang libclang-rt-14-dev hipcc)
+case $mode in
+  demo) pkgs=("${demo[@]}") ;;
+  hip) pkgs=("${demo[@]}" "${hip[@]}") ;;
+  test) pkgs=("${demo[@]}" "${hip[@]}" python3 python3-venv python3-pip git
+              glslang-tools spirv-tools libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-tools) ;;
+  *) echo "usage: scripts/setup.sh demo|hip|test" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

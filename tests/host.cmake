@@ -9,6 +9,17 @@ find_package(Python3 COMPONENTS Interpreter REQUIRED)
 add_test(NAME test_cli COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_cli.py
          $<TARGET_FILE:dvm_cli> ${CMAKE_CURRENT_SOURCE_DIR}/examples)
 
+# `auto` passes over a software Vulkan device: run with lavapipe as the only Vulkan driver
+# (skipped, 77, where it is not installed).
+add_executable(test_auto tests/test_auto.c)
+target_link_libraries(test_auto PRIVATE dvm)
+add_test(NAME test_auto COMMAND test_auto)
+set_tests_properties(test_auto PROPERTIES SKIP_RETURN_CODE 77)
+if(EXISTS /usr/share/vulkan/icd.d/lvp_icd.x86_64.json)
+  set_tests_properties(test_auto PROPERTIES ENVIRONMENT
+    "VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json;VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
+endif()
+
 add_executable(test_api tests/test_api.c)
 target_link_libraries(test_api PRIVATE dvm)
 add_test(NAME test_api COMMAND test_api)

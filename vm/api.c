@@ -87,18 +87,8 @@ dvm_status dvm_context_create(const dvm_context_opts *opts, dvm_context **out) {
         if (!ctx->be) return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "backend '%s' device %d: %s", want, bo.device, why);
         ctx->vt = vt;
     } else {
-        /* auto: the first that opens; keep every reason so that a total failure says why */
-        int n;
-        const dvm_backend_vtbl *const *list = dvm_backend_list(&n);
-        char reasons[2048] = "";
-        size_t rl = 0;
-        for (int i = 0; i < n && !ctx->be; i++) {
-            why[0] = 0;
-            ctx->be = list[i]->open(&bo, why, sizeof why);
-            if (ctx->be) ctx->vt = list[i];
-            else if (rl < sizeof reasons)
-                rl += (size_t)snprintf(reasons + rl, sizeof reasons - rl, "%s%s: %s", rl ? "; " : "", list[i]->name, why);
-        }
+        char reasons[2048];
+        ctx->be = dvm_backend_open_auto(&bo, &ctx->vt, reasons, sizeof reasons);
         if (!ctx->be) return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "no backend could be opened (%s)", reasons);
     }
     if (ctx->vt->cancel_word) {

@@ -114,6 +114,12 @@ typedef struct dvm_backend_vtbl {
     int (*probe)(char *out, size_t outlen);
     /* One line naming the open device. */
     const char *(*device_name)(dvm_backend *be);
+    /* 1 if device opts->device is a software implementation that runs on the host CPU (a
+       Vulkan device of type VK_PHYSICAL_DEVICE_TYPE_CPU, such as lavapipe), with its name in
+       `name`; else 0 (also when the device does not exist: open says why). `auto` passes over
+       such a device, since the cpu backend runs the same bytecode much faster (registry.c).
+       NULL: the backend has none. */
+    int (*software)(const dvm_backend_opts *opts, char *name, size_t namelen);
 
     int (*alloc)(dvm_backend *be, size_t bytes, dvm_buffer **out, char *err, size_t errlen); /* zeroed */
     void (*free)(dvm_backend *be, dvm_buffer *b);

@@ -1,5 +1,7 @@
 /* registry.c: the backends compiled into this build, in the order `auto` tries them
- * (the fastest first: cuda, hip, vulkan, then cpu, which always opens). */
+ * (the fastest first: cuda, hip, vulkan on a hardware device, then cpu, which always opens).
+ * A software Vulkan device (lavapipe) is never auto's choice: it runs the bytecode on the
+ * same cores as the cpu backend, through a shader compiler, 100x-500x slower. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,32 @@ const dvm_backend_vtbl *dvm_backend_by_name(const char *name) {
     const dvm_backend_vtbl *const *l = dvm_backend_list(&n);
     for (int i = 0; i < n; i++)
         if (!strcmp(l[i]->name, name)) return l[i];
+    return NULL;
+}
+
+dvm_backend *dvm_backend_open_auto(const dvm_backend_opts *opts, const dvm_backend_vtbl **vt, char *why, size_t whylen) {
+    int n;
+    const dvm_backend_vtbl *const *list = dvm_backend_list(&n);
+    size_t used = 0;
+    *vt = NULL;
+    if (whylen) why[0] = 0;
+    for (int i = 0; i < n; i++) {
+        char err[1024] = "", name[256] = "";
+        dvm_backend *be = NULL;
+        if (list[i]->software && list[i]->software(opts, name, sizeof name))
+            snprintf(err, sizeof err, "device %d (%s) is a software device on the CPU, which auto passes over "
+                     "(--backend %s uses it)", opts->device, name, list[i]->name);
+        else
+            be = list[i]->open(opts, err, sizeof err);
+        if (be) {
+            *vt = list[i];
+            return be;
+        }
+        if (used < whylen) {
+            int k = snprintf(why + used, whylen - used, "%s%s: %s", used ? "; " : "", list[i]->name, err);
+            if (k > 0) used += (size_t)k;
+        }
+    }
     return NULL;
 }
 

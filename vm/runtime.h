@@ -128,6 +128,10 @@ void dvm_context_cli_remedies(dvm_context *ctx, int on);
 /* registry.c: the compiled-in backends, in `auto` order (cuda, hip, vulkan, cpu). */
 const dvm_backend_vtbl *const *dvm_backend_list(int *n);
 const dvm_backend_vtbl *dvm_backend_by_name(const char *name);
+/* `auto`: the first backend of the list that opens device opts->device, passing over software
+   devices (vtbl->software); *vt is the one opened. NULL if none did, with each one's reason
+   in why. */
+dvm_backend *dvm_backend_open_auto(const dvm_backend_opts *opts, const dvm_backend_vtbl **vt, char *why, size_t whylen);
 
 /* "x: f32[n, 3]": parameter i's declaration, for messages. */
 void dvm_param_decl(const dvm_kernel *k, uint32_t i, char *buf, size_t len);

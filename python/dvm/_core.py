@@ -76,6 +76,9 @@ class _Context:
             L.context_destroy(h)
             raise Error("dvm: device '%s' is not available: %s" % (name, (msg or b"").decode("utf-8", "replace")))
         self.h = h.value
+        if backend == "auto":  # named after what the library chose
+            backend = L.context_backend(self.h).decode()
+            name = "cpu" if backend == "cpu" else "%s:%d" % (backend, index)
         self.name = name
         self.backend = backend
         self.is_cpu = backend == "cpu"
@@ -135,14 +138,18 @@ def _context(device=None):
 def _default_context():
     global _default
     if _default is None:
-        for name in [b + ":0" for b in _BACKENDS] + ["cpu"]:
-            try:
-                _default = _context(name)
-                break
-            except Error:
-                continue
-        if _default is None:
-            raise Error("dvm: no device is available (see `python -m dvm info`)")
+        # the library's `auto`: the first of cuda, hip, vulkan, cpu that opens, never a
+        # software Vulkan device (lavapipe), so that the default is the one the command takes
+        try:
+            c = _Context("auto", "auto", 0)
+        except Error as e:
+            raise Error("dvm: no device is available (see `python -m dvm info`): %s" % e)
+        if c.name in _contexts:  # opened before under its name: one context per device
+            L.context_destroy(c.h)
+            c = _contexts[c.name]
+        else:
+            _contexts[c.name] = c
+        _default = c
     return _default
 
 

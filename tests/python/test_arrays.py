@@ -1,5 +1,7 @@
 """dvm.devices, set_device, dvm.array, dvm.zeros, .numpy(), .shape, .dtype, .device, .grad, DLPack."""
 import ctypes
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -22,6 +24,23 @@ def test_devices_and_default():
         dvm.set_device(gpu[0])
         assert dvm.get_device() == gpu[0]
     dvm.set_device("cpu")
+
+
+def test_default_is_never_software_vulkan():
+    """The default device follows `--backend auto`: a software Vulkan device (lavapipe) is
+    passed over for the cpu (a fresh process: the default is chosen once)."""
+    code = "import dvm; print(dvm.get_device()); print(dvm.info())"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    default, report = r.stdout.split("\n", 1)
+    software = [l for l in report.splitlines() if "[software:" in l]
+    if default.startswith("vulkan:"):
+        index = int(default.split(":")[1])
+        assert not any(l.strip().startswith("vulkan device %d:" % index) for l in software), r.stdout
+    gpus = [d for d in dvm.devices() if d.split(":")[0] in ("cuda", "hip")]
+    hardware_vulkan = [l for l in report.splitlines() if l.strip().startswith("vulkan device") and "[software:" not in l]
+    if software and not gpus and not hardware_vulkan:
+        assert default == "cpu", r.stdout
 
 
 def test_array_and_zeros(device):

@@ -597,8 +597,8 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 /* LANES_MATH(body): a library math node (sin, exp, pow, ...), every lane. Masked lanes run
  * it in a loop that is not unrolled: the unrolled copies of these functions' code were a third
  * of the 8-lane kernel's 300 KB and ncu showed a third of its stalls waiting for instructions;
- * the loop made the sin loop 8% faster (H200, bench/RESULTS.md v27). Looping over the running
- * lanes only (v28) was no faster: the warp runs as many rounds as its busiest thread. The plain
+ * the loop made the sin loop 8% faster on an H200. Looping over the running lanes only was
+ * no faster: the warp runs as many rounds as its busiest thread. The plain
  * lanes keep the unrolled copies (saxpy and the transcendental adjoint were 3% slower). */
 #ifdef DVM_MASKED_
 #define LANES_MATH(body) LANES_EACH_LOOP_(DVM_NOUNROLL, 1, body; if (!RUNS(l_)) wr_ = NOREG_)
@@ -714,7 +714,7 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
  * running lane (m_ = 0: every node computes and writes nothing) until the others leave too.
  * Then the warp runs the loop's exit together. Before, each thread ran the nodes after the
  * loop on its own as it left, one after another: with data-dependent trip counts that cost the
- * FMA loop a third of its time on an H200 (bench/RESULTS.md, v56). Not in a copy whose warp
+ * FMA loop a third of its time on an H200 (the hold makes it 1.44x faster). Not in a copy whose warp
  * votes at every branch anyway (DVM_CONVERGE_). */
 #if defined(DVM_WARP_ANY_ACTIVE) && !defined(DVM_CONVERGE_)
 #define LOOP_HOLDS_ 1
@@ -764,7 +764,7 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
  * index is out of bounds, in a loop that is not unrolled; the body recomputes the lane's
  * index from its registers (an array indexed by a run-time lane would live in local memory).
  * One copy a node instead of one per lane: the 8-lane masked CUDA kernel 241 -> 222 KB, the
- * stencil 5.5% faster on an H200 (bench/RESULTS.md, v51). */
+ * stencil 5.5% faster on an H200. */
 #define LANES_COLD_(body) do { DVM_NOUNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) if (RUNS(l_)) { body; } } while (0)
 /* ONE_NODE_LOOP_(): at an INCLT (no count: x = 0) that closes a loop whose body is the one node
  * before it, a self-update (DVM_SELF_UPDATE: `v = v * rate + k`, `g = g * rate`, `s = s + x`,
@@ -777,7 +777,7 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
  * running lane) does not fuse. The loop's trips poll no error word (they end: at most 2^32).
  * The lanes one at a time in a loop that is not unrolled (unrolled, the 8-lane masked CUDA
  * kernel spilled 16 bytes). H200: the FMA loop 0.249 -> 0.099 ms, its adjoint 0.580 -> 0.220,
- * against the ninth session's build (bench/RESULTS.md, v69). */
+ * against running each trip as its own nodes. */
 #ifdef DVM_MASKED_
 #define ANY_RUNS_ (m_ != 0u)
 #else
@@ -1282,8 +1282,8 @@ dvm_dispatch_:
        while the next node (there is one: a task ends with END or JMP) is an FMAF/FMAFK into
        the same register that does not read it as a factor; a jump into the run's middle
        still runs that node by itself. The same operations in the same order: the results
-       are those of one node at a time, bit for bit (bench/RESULTS.md, CPU: the FMA loop
-       1.4x faster on 1 thread). */
+       are those of one node at a time, bit for bit (the FMA loop 1.4x faster on 1 thread of
+       an EPYC). */
     vmcase(FMAF)
     vmcase(FMAFK) {
         const int l_ = 0; /* RF's lane */

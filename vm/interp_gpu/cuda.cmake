@@ -46,7 +46,7 @@ separate_arguments(DVM_CUDA_FLAGS)
 separate_arguments(DVM_PTXAS_FLAGS)
 # The dispatch as a jump table: nvcc lowers the interpreter's switch to a tree of compares
 # (no jump tables, ever); ptx_brx replaces each marked tree in the PTX by one brx.idx
-# (ptx_brx.c; H200: the stencil 11% faster, bench/RESULTS.md v78). OFF compiles the plain
+# (ptx_brx.c; the stencil 11% faster on an H200). OFF compiles the plain
 # switch (for measuring).
 option(DVM_CUDA_BRX "CUDA interpreter: dispatch through a PTX jump table (ptx_brx)" ON)
 get_filename_component(_dvm_cuda_bin ${DVM_NVCC} DIRECTORY)

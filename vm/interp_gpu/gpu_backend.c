@@ -494,19 +494,17 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
         /* Several iterations per thread (dispatch paid once for all, their loads in flight
            together) when nodes and the wider register files fit in shared memory with at least
            two blocks per multiprocessor: the wider of the two widths that fits so. On an H200
-           (bench/RESULTS.md, v76) 8 lanes were as fast or faster than 4 at every register
-           count tried, even with fewer iterations in flight per multiprocessor: 1.3x for a
-           stencil of 8 registers (6 blocks against 12), 1.27x and 1.08x for kernels of 9 (5
-           blocks against 11) with and without a branch, the same at 15 and 23 registers (2-3
-           blocks against 4-7). The rule before (the most lanes x resident blocks, a tie
-           keeping 4) was measured in the second session (v13), before the lanes' rows and
-           their row path. */
+           8 lanes were as fast or faster than 4 at every register count tried, even with
+           fewer iterations in flight per multiprocessor: 1.3x for a stencil of 8 registers (6
+           blocks against 12), 1.27x and 1.08x for kernels of 9 (5 blocks against 11) with and
+           without a branch, the same at 15 and 23 registers (2-3 blocks against 4-7), faster
+           than picking the most lanes x resident blocks. */
         /* Lanes, and which ones. A task with no conditional branch runs the plain lanes, whose
            lanes never part. A task with one runs masked lanes, whose lanes part at a branch and
            meet again (interp_core.h, DVM_MASKED): a loop with a data-dependent trip count
            disagrees in nearly every round, and even the stencil's boundary test ran 1.9x
            faster masked than with the earlier plain lanes, which stopped at a disagreement
-           and finished the lanes one by one (H200, bench/RESULTS.md v25, v26). Masked lanes cost
+           and finished the lanes one by one (H200). Masked lanes cost
            branch-free tasks 20-30% (saxpy, trans). */
         const int plain = be->use_masked < 2 && fl.cond == 0, masked = !plain && be->use_masked;
         /* keep the warp together (below) */
@@ -517,7 +515,7 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
             void *const fns[2] = {masked ? be->k_mlanes : be->k_lanes, masked ? be->k_mlanes8 : be->k_lanes8};
             int fits = 0;
             /* a task that keeps its warp together runs 4 masked lanes: 8 ran the dynsin adjoint
-               at 9.9 ms against 4 lanes' 7.1 (H200, bench/RESULTS.md v20) */
+               at 9.9 ms against 4 lanes' 7.1 on an H200 */
             for (int w = 0; w < (masked && conv ? 1 : 1 + be->use_wide); w++) {
                 uint32_t pad = DVM_GPU_LANE_PAD(nregs, widths[w]), smem = tabs + code + pad * 4u * DVM_GPU_BLOCK;
                 int nbw = 0;

@@ -57,10 +57,10 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
    so the threads of a warp pushing in step write consecutive words (one or two cache lines
    per push, not 32). */
 #define DVM_HEAP_WORD(e, slot, word) ((e)->heap + (int64_t)(word) * (e)->nslots + (int64_t)(slot))
-/* Opcodes tested before the switch (DVM_HOT_OPS, interp_core.h), a switch for measuring from
-   when the switch was a compare tree (before ptx_brx): DVM_GPU_HOT_SET 1 (6 ops) made saxpy 10%
-   faster and the stencil 18% slower, 2 (13 ops) was slower everywhere (bench/RESULTS.md "CUDA",
-   v7), so the default is none. */
+/* Opcodes tested before the switch (DVM_HOT_OPS, interp_core.h), a switch for measuring: with
+   the switch compiled as a compare tree (DVM_CUDA_BRX=OFF), DVM_GPU_HOT_SET 1 (6 ops) made saxpy
+   10% faster and the stencil 18% slower, 2 (13 ops) was slower everywhere, so the default is
+   none. */
 #ifndef DVM_GPU_HOT_SET
 #define DVM_GPU_HOT_SET 0
 #endif
@@ -665,7 +665,7 @@ extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel_mlanes(dvm_gpu_exec_arg
 /* 8 masked lanes hold 8 node indices: at sm_90's floor of 12 blocks ptxas spilled 240 bytes
    (sm_80-89 at 10: 56 bytes), at 8 (64 registers) none. The 8 plain lanes spilled 64 bytes
    at 12 (40 registers) and none at 8, with the AHEAD round setup: saxpy 0.53x -> 0.57x on an
-   H200 (bench/RESULTS.md, v89). */
+   H200. */
 #if !defined(__HIP__) && !defined(__HIPCC__)
 #ifndef DVM_GPU_MIN_BLOCKS_W
 #define DVM_GPU_MIN_BLOCKS_W 8

@@ -706,18 +706,37 @@ static int vk_probe(char *out, size_t outlen) {
         const VkPhysicalDeviceLimits *l = &c.props.limits;
         uint32_t api = c.props.apiVersion;
         APPEND("vulkan device %u: %s (%s, Vulkan %u.%u.%u, maxStorageBufferRange %u, maxComputeWorkGroupCount %u x %u x %u, "
-               "maxMemoryAllocationSize %llu, int64 %s, int64 atomics %s, f32 atomic add %s, bufferDeviceAddress %s)%s\n",
+               "maxMemoryAllocationSize %llu, int64 %s, int64 atomics %s, f32 atomic add %s, bufferDeviceAddress %s)%s%s\n",
                i, c.props.deviceName, dev_type(c.props.deviceType), VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api),
                VK_API_VERSION_PATCH(api), l->maxStorageBufferRange, l->maxComputeWorkGroupCount[0],
                l->maxComputeWorkGroupCount[1], l->maxComputeWorkGroupCount[2], (unsigned long long)c.max_alloc,
                c.int64 ? "yes" : "no", c.int64_atomics ? "yes" : "no", c.fatomic_add ? "yes" : "no", c.bda ? "yes" : "no",
-               (api < VK_API_VERSION_1_2 || !c.bda) ? " [unusable: needs Vulkan 1.2 with bufferDeviceAddress]" : "");
+               (api < VK_API_VERSION_1_2 || !c.bda) ? " [unusable: needs Vulkan 1.2 with bufferDeviceAddress]" : "",
+               c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? " [software: --backend auto takes the cpu backend instead]" : "");
     }
 #undef APPEND
     return (int)n;
 }
 
 static const char *vk_device_name(dvm_backend *be) { return be->name; }
+
+static int vk_software(const dvm_backend_opts *opts, char *name, size_t namelen) {
+    char err[256];
+    VkInstance inst;
+    if (vk_instance(&inst, err, sizeof err)) return 0;
+    uint32_t n = 0;
+    p_vkEnumeratePhysicalDevices(inst, &n, NULL);
+    VkPhysicalDevice pds[64];
+    if (n > 64) n = 64;
+    int want = opts ? opts->device : 0;
+    if (!n || want < 0 || (uint32_t)want >= n) return 0;
+    p_vkEnumeratePhysicalDevices(inst, &n, pds);
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p_vkGetPhysicalDeviceProperties2(pds[want], &p2);
+    if (p2.properties.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) return 0;
+    if (name && namelen) snprintf(name, namelen, "%s", p2.properties.deviceName);
+    return 1;
+}
 
 /* ---- programs ---- */
 static void vk_unload(dvm_backend *be, dvm_loaded *l) {
@@ -1027,6 +1046,7 @@ const dvm_backend_vtbl dvm_backend_vulkan = {
     .close = vk_close,
     .probe = vk_probe,
     .device_name = vk_device_name,
+    .software = vk_software,
     .alloc = vk_alloc,
     .free = vk_free,
     .write = vk_write,
