@@ -15,8 +15,35 @@
 #define DVM_F_DIFF   16u /* set for DVM_DOP rows */
 #define DVM_F_MATH   32u
 
+/* PROPS (ops.def): an effect class in bits 0-2 (exactly one, required), the element type, rank
+ * and row-path operands of an array access, and a self-update form in bits 9-11. */
+#define DVM_E_PURE   1u
+#define DVM_E_FAILS  2u
+#define DVM_E_LOAD   3u
+#define DVM_E_STORE  4u
+#define DVM_E_ATOMIC 5u
+#define DVM_E_MASK   7u
+#define DVM_P_F32    8u
+#define DVM_P_I32    16u
+#define DVM_P_RANK2  32u
+#define DVM_P_ROW_A  64u  /* operand k (1..3: a, b, c) is a row-path index: DVM_P_ROW_A << (k - 1) */
+#define DVM_P_ROW_B  128u
+#define DVM_P_ROW_C  256u
+#define DVM_SU_SHIFT 9
+#define DVM_SU(form) ((uint32_t)DVM_SU_##form << DVM_SU_SHIFT)
+/* Self-update forms: the node as r[a] * m + k (o: its other register, DVM_SELF_OTHER). */
+enum dvm_su_form {
+    DVM_SU_NONE = 0,
+    DVM_SU_FMA_K = 1, /* r[a] * r[b] + K[c], b != a           m = r[b]  k = K */
+    DVM_SU_MUL_R = 2, /* r[a] * r[o] (a, a, o or a, o, a)     m = r[o]  k = -0.0 */
+    DVM_SU_MUL_K = 3, /* r[a] * K[c] (a, a, K)                m = K     k = -0.0 */
+    DVM_SU_ADD_R = 4, /* r[a] + r[o] (a, a, o or a, o, a)     m = 1     k = r[o] */
+    DVM_SU_ADD_K = 5, /* r[a] + K[c] (a, a, K)                m = 1     k = K */
+    DVM_SU_SUB_R = 6  /* r[a] - r[o] (a, a, o)                m = 1     k = -r[o] */
+};
+
 enum dvm_op {
-#define DVM_OP(name, num, fmt, flags, doc) DVM_OP_##name = num,
+#define DVM_OP(name, num, fmt, flags, props, doc) DVM_OP_##name = num,
 #define DVM_DOP DVM_OP
 #include "ops.def"
 #undef DVM_OP
@@ -24,27 +51,46 @@ enum dvm_op {
     DVM_OP_LIMIT = 256
 };
 
+/* Functions of this header that the interpreters call: host and device alike. */
+#ifndef DVM_BC_FN
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define DVM_BC_FN __host__ __device__ static inline
+#else
+#define DVM_BC_FN static inline
+#endif
+#endif
+
+/* The self-update form of opcode op (DVM_SU in its ops.def row; DVM_SU_NONE without). Every
+ * row gives a term `op == NUM ? FORM : 0`, a constant 0 for all but the rows with a form, so a
+ * compiler folds it to the same few compares a hand list would be. */
+DVM_BC_FN uint32_t dvm_op_su_form(uint32_t op) {
+    return 0u
+#define DVM_OP(name, num, fmt, flags, props, doc) | (op == (uint32_t)(num) ? ((uint32_t)(props) >> DVM_SU_SHIFT) & 7u : 0u)
+#define DVM_DOP DVM_OP
+#include "ops.def"
+#undef DVM_OP
+#undef DVM_DOP
+        ;
+}
+
 /* A self-update: a node whose new r[a] is exactly r[a] * m + k in one rounding, for m and k
- * that do not depend on r[a] (o: the node's other register, DVM_SELF_OTHER):
- *     FMAFK a, b, K   b != a      m = r[b]  k = K
- *     MULF  a, a, o / a, o, a     m = r[o]  k = -0.0
- *     MULFK a, a, K               m = K     k = -0.0
- *     ADDF  a, a, o / a, o, a     m = 1     k = r[o]
- *     ADDFK a, a, K               m = 1     k = K
- *     SUBF  a, a, o               m = 1     k = -r[o]
+ * that do not depend on r[a] (o: the node's other register, DVM_SELF_OTHER); the forms and
+ * their m and k are enum dvm_su_form's, each opcode's in ops.def.
  * (x * m + -0.0 is x * m, and x * 1 + k is x + k: either way one of the two steps is exact, so
  * fused or not the result is the node's, the sign of every zero included.) A counted loop whose
  * whole body is one self-update runs its trips in one step of the interpreters (interp_core.h
  * and interp.comp, INCLT), so the compiler does not unroll it (compiler/unroll.c). */
-#define DVM_SELF_UPDATE(op, a, b, c)                                                    \
-    ((op) == DVM_OP_FMAFK                                 ? (b) != (a)                    \
-     : ((op) == DVM_OP_MULF || (op) == DVM_OP_ADDF)       ? (((b) == (a)) != ((c) == (a))) \
-     : ((op) == DVM_OP_MULFK || (op) == DVM_OP_ADDFK)     ? (b) == (a)                    \
-     : (op) == DVM_OP_SUBF                                ? (b) == (a) && (c) != (a)      \
+#define DVM_SU_FITS(form, a, b, c)                                                               \
+    ((form) == DVM_SU_FMA_K                              ? (b) != (a)                            \
+     : ((form) == DVM_SU_MUL_R || (form) == DVM_SU_ADD_R) ? (((b) == (a)) != ((c) == (a)))       \
+     : ((form) == DVM_SU_MUL_K || (form) == DVM_SU_ADD_K) ? (b) == (a)                           \
+     : (form) == DVM_SU_SUB_R                             ? (b) == (a) && (c) != (a)             \
                                                           : 0)
-/* a self-update's other register (a when it has none: MULFK, ADDFK) */
-#define DVM_SELF_OTHER(op, a, b, c) \
-    ((op) == DVM_OP_FMAFK ? (b) : ((op) == DVM_OP_MULFK || (op) == DVM_OP_ADDFK) ? (a) : (b) == (a) ? (c) : (b))
+#define DVM_SELF_UPDATE(op, a, b, c) DVM_SU_FITS(dvm_op_su_form(op), a, b, c)
+/* a self-update's other register (a when it has none: MUL_K, ADD_K) */
+#define DVM_SU_OTHER(form, a, b, c)                                                                     \
+    ((form) == DVM_SU_FMA_K ? (b) : ((form) == DVM_SU_MUL_K || (form) == DVM_SU_ADD_K) ? (a) : (b) == (a) ? (c) : (b))
+#define DVM_SELF_OTHER(op, a, b, c) DVM_SU_OTHER(dvm_op_su_form(op), a, b, c)
 
 /* A node: 8 bytes, little-endian, no padding. */
 typedef struct dvm_node {
@@ -105,11 +151,31 @@ typedef struct dvm_op_info {
     const char *name; /* NULL for numbers that are not opcodes */
     const char *fmt;  /* 4 letters: x a b c */
     uint32_t flags;
+    uint32_t props;   /* PROPS: read through the accessors below */
     const char *doc;
 } dvm_op_info;
 extern const dvm_op_info dvm_op_table[256];
-/* FNV-1a over every row (number, name, format, flags) of ops.def. */
+/* FNV-1a over every row (number, name, format, flags, props) of ops.def. */
 uint64_t dvm_ops_hash(void);
+
+/* ---- opcode properties (PROPS in ops.def); numbers that are not opcodes have none ---- */
+static inline uint32_t dvm_op_props(uint32_t op) { return op < 256 ? dvm_op_table[op].props : 0u; }
+/* DVM_E_PURE .. DVM_E_ATOMIC; 0 for numbers that are not opcodes */
+static inline uint32_t dvm_op_effect(uint32_t op) { return dvm_op_props(op) & DVM_E_MASK; }
+/* Whether a task node of opcode op never records a runtime error (size opcodes never run in a
+ * task: counted as failing). */
+static inline int dvm_op_never_fails(uint32_t op) {
+    return dvm_op_effect(op) == DVM_E_PURE && !(dvm_op_table[op].flags & DVM_F_SIZE);
+}
+/* An atomic read-modify-write of an array element. */
+static inline int dvm_op_atomic(uint32_t op) { return dvm_op_effect(op) == DVM_E_ATOMIC; }
+/* The element type an array access needs (DVM_T_F32, DVM_T_I32; 0: any). */
+static inline int dvm_op_elem_type(uint32_t op) {
+    const uint32_t p = dvm_op_props(op);
+    return p & DVM_P_F32 ? DVM_T_F32 : p & DVM_P_I32 ? DVM_T_I32 : 0;
+}
+/* Whether the array the opcode accesses must have rank 2. */
+static inline int dvm_op_rank2(uint32_t op) { return (dvm_op_props(op) & DVM_P_RANK2) != 0; }
 
 /* ---- the program: exactly what a blob holds ----
  * All cross references are indices into the arrays below; strings are offsets into
@@ -236,16 +302,21 @@ typedef struct dvm_task_flow {
     uint32_t fixed_idx;
     uint32_t idx_as_index;
 } dvm_task_flow;
-/* Whether opcode op writes its array slot (stores and atomics): the slot's writes flag must
- * be set (verify.c), and the host snapshots and versions what it writes (vm/launch.c). */
-int dvm_slot_write_op(uint32_t op);
+/* Whether opcode op writes its array slot (DVM_E_STORE, DVM_E_ATOMIC): the slot's writes flag
+ * must be set (verify.c), and the host snapshots and versions what it writes (vm/launch.c). */
+static inline int dvm_slot_write_op(uint32_t op) {
+    const uint32_t e = dvm_op_effect(op);
+    return e == DVM_E_STORE || e == DVM_E_ATOMIC;
+}
 /* The array slot whose elements node n reads or writes (-1: none; the shape-only forms IDX,
  * IDXM and SHAPE touch no element), with whether it writes and whether it reads them. */
 int dvm_node_array(const dvm_node *n, int *writes, int *reads);
 /* Whether operand k (0..3: fields x a b c) of opcode op is an array index that the GPU lanes'
  * row path reads from the iteration's indices (interp_core.h, ROW1_ and ROW2_): the indices of
  * LD, ST, LD2, ST2, the atomic adds and the offset and load-and-add forms. */
-int dvm_row_index_operand(uint32_t op, int k);
+static inline int dvm_row_index_operand(uint32_t op, int k) {
+    return k >= 1 && k <= 3 && (dvm_op_props(op) & (DVM_P_ROW_A << (k - 1))) != 0;
+}
 dvm_task_flow dvm_task_flow_of(const dvm_node *nodes, const dvm_task_desc *t);
 
 /* Whether task t may record a runtime error (vm/launch.c: a launch that cannot fail takes no

@@ -408,21 +408,24 @@ int run(uint cb, uint ip0, uint slot) {
             if (x == 0u && c + 1u == ip && iv(a) < int(hi)) {
                 uint bn = cb + c, v0 = ldw(pc.nodes, bn * 2u), v1 = ldw(pc.nodes, bn * 2u + 1u);
                 uint bop = v0 & 0xFFu, ba = v0 >> 16, bb = v1 & 0xFFFFu, bc = v1 >> 16;
-                bool self = bop == OP_FMAFK ? bb != ba
-                            : (bop == OP_MULF || bop == OP_ADDF) ? ((bb == ba) != (bc == ba))
-                            : (bop == OP_MULFK || bop == OP_ADDFK) ? bb == ba
-                            : bop == OP_SUBF ? (bb == ba && bc != ba) : false;
-                uint bo = bop == OP_FMAFK ? bb : (bop == OP_MULFK || bop == OP_ADDFK) ? ba : bb == ba ? bc : bb;
+                /* the forms (su_form, generated from ops.def) and their m and k: bc.h, enum
+                   dvm_su_form and DVM_SU_FITS */
+                uint su = su_form(bop);
+                bool self = su == SU_FMA_K ? bb != ba
+                            : (su == SU_MUL_R || su == SU_ADD_R) ? ((bb == ba) != (bc == ba))
+                            : (su == SU_MUL_K || su == SU_ADD_K) ? bb == ba
+                            : su == SU_SUB_R ? (bb == ba && bc != ba) : false;
+                uint bo = su == SU_FMA_K ? bb : (su == SU_MUL_K || su == SU_ADD_K) ? ba : bb == ba ? bc : bb;
                 uint steps = hi - R[a] - 1u;
                 if (self && a != ba && b != ba && a != bo && steps < 65535u * 65535u) {
                     /* the node as v * m + k; fma, fused or not, gives the node's result: for
                        FMAFK it is the node's own fma, and for the others one of its two steps
                        is exact (x * 1, or + -0.0) */
-                    bool kc = bop == OP_FMAFK || bop == OP_MULFK || bop == OP_ADDFK;
+                    bool kc = su == SU_FMA_K || su == SU_MUL_K || su == SU_ADD_K;
                     float v = f(ba), o = f(bo), kk = kc ? K(bc) : 0.0;
-                    float m = (bop == OP_FMAFK || bop == OP_MULF) ? o : bop == OP_MULFK ? kk : 1.0;
-                    float k = (bop == OP_ADDF) ? o : bop == OP_SUBF ? -o
-                            : (bop == OP_MULF || bop == OP_MULFK) ? uintBitsToFloat(0x80000000u) : kk; /* -0.0 */
+                    float m = (su == SU_FMA_K || su == SU_MUL_R) ? o : su == SU_MUL_K ? kk : 1.0;
+                    float k = (su == SU_ADD_R) ? o : su == SU_SUB_R ? -o
+                            : (su == SU_MUL_R || su == SU_MUL_K) ? uintBitsToFloat(0x80000000u) : kk; /* -0.0 */
                     uint q = steps / 65535u, r = steps - q * 65535u;
                     for (uint oi = 0u; oi <= q; oi++) {
                         uint mm = oi < q ? 65535u : r;
