@@ -111,6 +111,12 @@ typedef struct dvm_node {
 #define DVM_SIZE_SAT ((int64_t)1 << 40) /* size arithmetic saturates here */
 #define DVM_NO_SLOT 0xFFFFu
 
+/* Word `word` of heap slot `slot` (heap/heap.h: each slot `stride` words, stack i at word
+ * stack_off[i]) in a slot-contiguous heap: the CPU and Vulkan interpreters' addressing (the
+ * CUDA and HIP ones interleave the slots: interp_cuda.cu). gen_glsl_ops writes it into the GLSL
+ * interpreter as it stands here. */
+#define DVM_HEAP_SLOT_WORD(slot, stride, word) ((slot) * (stride) + (word))
+
 /* An 'o' operand (ops.def): a register in bits 0-9, a signed offset -32..31 in bits 10-15. */
 #define DVM_OFS_REG(f) ((uint32_t)(f) & 0x3FFu)
 #define DVM_OFS_OFF(f) ((int32_t)((((uint32_t)(f) >> 10) & 0x3Fu) ^ 0x20u) - 0x20)
@@ -121,20 +127,26 @@ typedef struct dvm_node {
 /* ---- value types ---- */
 enum dvm_vtype { DVM_T_VOID = 0, DVM_T_F32 = 1, DVM_T_I32 = 2, DVM_T_BOOL = 3 };
 
-/* ---- runtime error record: written by an interpreter, first error wins ---- */
+/* ---- runtime error record: written by an interpreter, first error wins ----
+ * The codes as X(NAME, number): the enum below, and the GLSL interpreter's RT_NAME constants
+ * (vm/interp_gpu/gen_glsl_ops.c). */
+#define DVM_RT_CODES(X)                                                                        \
+    X(OK, 0)                                                                                   \
+    X(OOB, 1)               /* p0 array slot, p1 axis (-1: flat), p2 index, p3 extent */       \
+    X(ASSERT, 2)            /* p0 string index of the message (0xFFFFFFFF: none) */            \
+    X(ADSTACK_OVERFLOW, 3)  /* p0 stack id, p1 capacity */                                     \
+    X(DIVZERO, 4)                                                                              \
+    X(ADSTACK_UNDERFLOW, 5) /* p0 stack id: an internal error */                               \
+    X(SIZER_CAP, 6)         /* p0 stack id, p1 the cap that was passed */                      \
+    X(BAD_OP, 7)            /* internal: p0 an opcode the interpreter does not know, or (p1 =  \
+                               1) a conditional branch in a branch-free lane run */            \
+    X(NEGPOW, 8)            /* i32 ** with a negative exponent */                              \
+    X(CANCELLED, 9)         /* a poll found the launch's cancel word set (dvm_context_cancel,  \
+                               a timeout): not an error of the kernel */
 enum dvm_rt_code {
-    DVM_RT_OK = 0,
-    DVM_RT_OOB = 1,            /* p0 array slot, p1 axis (-1: flat), p2 index, p3 extent */
-    DVM_RT_ASSERT = 2,         /* p0 string index of the message (0xFFFFFFFF: none) */
-    DVM_RT_ADSTACK_OVERFLOW = 3, /* p0 stack id, p1 capacity */
-    DVM_RT_DIVZERO = 4,
-    DVM_RT_ADSTACK_UNDERFLOW = 5, /* p0 stack id: an internal error */
-    DVM_RT_SIZER_CAP = 6,      /* p0 stack id, p1 the cap that was passed */
-    DVM_RT_BAD_OP = 7,         /* internal: p0 an opcode the interpreter does not know, or (p1 = 1) a
-                                  conditional branch in a branch-free lane run */
-    DVM_RT_NEGPOW = 8,         /* i32 ** with a negative exponent */
-    DVM_RT_CANCELLED = 9       /* a poll found the launch's cancel word set (dvm_context_cancel,
-                                  a timeout): not an error of the kernel */
+#define DVM_RT_ENUM_(name, num) DVM_RT_##name = num,
+    DVM_RT_CODES(DVM_RT_ENUM_)
+#undef DVM_RT_ENUM_
 };
 typedef struct dvm_rt_error {
     int32_t code;  /* dvm_rt_code; 0 = no error */

@@ -251,7 +251,7 @@ DVM_FN int dvm_record_error(dvm_rt_error *err, int32_t code, uint32_t task, uint
  * w of slot s at w * nslots + s): a warp pushing in step writes one run of consecutive words
  * instead of 32 cache lines. Same total size either way. */
 #ifndef DVM_HEAP_WORD
-#define DVM_HEAP_WORD(e, slot, word) ((e)->heap + (int64_t)(slot) * (e)->stride + (int64_t)(word))
+#define DVM_HEAP_WORD(e, slot, word) ((e)->heap + DVM_HEAP_SLOT_WORD((int64_t)(slot), (e)->stride, (int64_t)(word)))
 #endif
 
 DVM_FN void dvm_thread_begin(const dvm_env *e, int64_t slot)
