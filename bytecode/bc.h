@@ -54,24 +54,27 @@ enum dvm_op {
 /* Functions of this header that the interpreters call: host and device alike. */
 #ifndef DVM_BC_FN
 #if defined(__CUDACC__) || defined(__HIPCC__)
-#define DVM_BC_FN __host__ __device__ static inline
+#define DVM_BC_FN __host__ __device__ static __forceinline__
+#elif defined(__GNUC__)
+#define DVM_BC_FN static inline __attribute__((always_inline)) /* inlined, the rows fold */
 #else
 #define DVM_BC_FN static inline
 #endif
 #endif
 
-/* The self-update form of opcode op (DVM_SU in its ops.def row; DVM_SU_NONE without). Every
- * row gives a term `op == NUM ? FORM : 0`, a constant 0 for all but the rows with a form, so a
- * compiler folds it to the same few compares a hand list would be. */
-DVM_BC_FN uint32_t dvm_op_su_form(uint32_t op) {
-    return 0u
-#define DVM_OP(name, num, fmt, flags, props, doc) | (op == (uint32_t)(num) ? ((uint32_t)(props) >> DVM_SU_SHIFT) & 7u : 0u)
+/* Whether opcode op has self-update form `form` (DVM_SU in its ops.def row). Every row gives a
+ * term `FORM_OF_ROW == form && op == NUM`: for a constant form, a constant 0 for all but that
+ * form's rows, so a compiler folds it to the same compares a hand list of opcodes would be. */
+DVM_BC_FN int dvm_op_su_is(uint32_t op, uint32_t form) {
+    return 0
+#define DVM_OP(name, num, fmt, flags, props, doc) || ((((uint32_t)(props) >> DVM_SU_SHIFT) & 7u) == form && op == (uint32_t)(num))
 #define DVM_DOP DVM_OP
 #include "ops.def"
 #undef DVM_OP
 #undef DVM_DOP
         ;
 }
+#define DVM_SU_IS(op, form) dvm_op_su_is((op), DVM_SU_##form)
 
 /* A self-update: a node whose new r[a] is exactly r[a] * m + k in one rounding, for m and k
  * that do not depend on r[a] (o: the node's other register, DVM_SELF_OTHER); the forms and
@@ -80,17 +83,15 @@ DVM_BC_FN uint32_t dvm_op_su_form(uint32_t op) {
  * fused or not the result is the node's, the sign of every zero included.) A counted loop whose
  * whole body is one self-update runs its trips in one step of the interpreters (interp_core.h
  * and interp.comp, INCLT), so the compiler does not unroll it (compiler/unroll.c). */
-#define DVM_SU_FITS(form, a, b, c)                                                               \
-    ((form) == DVM_SU_FMA_K                              ? (b) != (a)                            \
-     : ((form) == DVM_SU_MUL_R || (form) == DVM_SU_ADD_R) ? (((b) == (a)) != ((c) == (a)))       \
-     : ((form) == DVM_SU_MUL_K || (form) == DVM_SU_ADD_K) ? (b) == (a)                           \
-     : (form) == DVM_SU_SUB_R                             ? (b) == (a) && (c) != (a)             \
-                                                          : 0)
-#define DVM_SELF_UPDATE(op, a, b, c) DVM_SU_FITS(dvm_op_su_form(op), a, b, c)
+#define DVM_SELF_UPDATE(op, a, b, c)                                                                  \
+    (DVM_SU_IS(op, FMA_K)                              ? (b) != (a)                                   \
+     : (DVM_SU_IS(op, MUL_R) || DVM_SU_IS(op, ADD_R)) ? (((b) == (a)) != ((c) == (a)))              \
+     : (DVM_SU_IS(op, MUL_K) || DVM_SU_IS(op, ADD_K)) ? (b) == (a)                                  \
+     : DVM_SU_IS(op, SUB_R)                            ? (b) == (a) && (c) != (a)                    \
+                                                       : 0)
 /* a self-update's other register (a when it has none: MUL_K, ADD_K) */
-#define DVM_SU_OTHER(form, a, b, c)                                                                     \
-    ((form) == DVM_SU_FMA_K ? (b) : ((form) == DVM_SU_MUL_K || (form) == DVM_SU_ADD_K) ? (a) : (b) == (a) ? (c) : (b))
-#define DVM_SELF_OTHER(op, a, b, c) DVM_SU_OTHER(dvm_op_su_form(op), a, b, c)
+#define DVM_SELF_OTHER(op, a, b, c)                                                                   \
+    (DVM_SU_IS(op, FMA_K) ? (b) : (DVM_SU_IS(op, MUL_K) || DVM_SU_IS(op, ADD_K)) ? (a) : (b) == (a) ? (c) : (b))
 
 /* A node: 8 bytes, little-endian, no padding. */
 typedef struct dvm_node {

@@ -792,22 +792,22 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
 #define ONE_NODE_LOOP_()                                                               \
     if (N_X == 0u && N_C + 1u == pc && ANY_RUNS_) {                                    \
         const uint64_t bw_ = DVM_NODE_WORD(code + N_C);                                \
-        const uint32_t bsu_ = dvm_op_su_form(W_OP(bw_)), ba_ = W_A(bw_);              \
-        const uint32_t bo_ = DVM_SU_OTHER(bsu_, ba_, W_B(bw_), W_C(bw_));              \
-        if (DVM_SU_FITS(bsu_, ba_, W_B(bw_), W_C(bw_)) && N_A != ba_ && N_B != ba_ && N_A != bo_) { \
+        const uint32_t bop_ = W_OP(bw_), ba_ = W_A(bw_);                              \
+        const uint32_t bo_ = DVM_SELF_OTHER(bop_, ba_, W_B(bw_), W_C(bw_));            \
+        if (DVM_SELF_UPDATE(bop_, ba_, W_B(bw_), W_C(bw_)) && N_A != ba_ && N_B != ba_ && N_A != bo_) { \
             int ok_ = 1;                                                               \
             FUSE_LANES_(ok_ &= RI(N_A) < RI(N_B));                                     \
             if (ok_) {                                                                 \
                 /* the node as r[a] * m + k (bc.h): m and k per lane */                 \
-                const int kc_ = bsu_ == DVM_SU_FMA_K || bsu_ == DVM_SU_MUL_K || bsu_ == DVM_SU_ADD_K; \
+                const int kc_ = DVM_SU_IS(bop_, FMA_K) || DVM_SU_IS(bop_, MUL_K) || DVM_SU_IS(bop_, ADD_K); \
                 const float kk_ = kc_ ? KF(W_C(bw_)) : 0.0f;                           \
-                const int mo_ = bsu_ == DVM_SU_FMA_K || bsu_ == DVM_SU_MUL_R;          \
-                const int ko_ = bsu_ == DVM_SU_ADD_R || bsu_ == DVM_SU_SUB_R;          \
+                const int mo_ = DVM_SU_IS(bop_, FMA_K) || DVM_SU_IS(bop_, MUL_R);      \
+                const int ko_ = DVM_SU_IS(bop_, ADD_R) || DVM_SU_IS(bop_, SUB_R);      \
                 FUSE_LANES_(const uint32_t n_ = RU(N_B) - RU(N_A) - 1u;                \
                             const float o_ = RF(bo_);                                  \
-                            const float m_f_ = mo_ ? o_ : bsu_ == DVM_SU_MUL_K ? kk_ : 1.0f; \
-                            const float k_f_ = ko_ ? (bsu_ == DVM_SU_SUB_R ? -o_ : o_) \
-                                                   : (bsu_ == DVM_SU_MUL_R || bsu_ == DVM_SU_MUL_K) ? -0.0f : kk_; \
+                            const float m_f_ = mo_ ? o_ : DVM_SU_IS(bop_, MUL_K) ? kk_ : 1.0f; \
+                            const float k_f_ = ko_ ? (DVM_SU_IS(bop_, SUB_R) ? -o_ : o_) \
+                                                   : (DVM_SU_IS(bop_, MUL_R) || DVM_SU_IS(bop_, MUL_K)) ? -0.0f : kk_; \
                             RREF(ba_) = DVM_F2U(dvm_fma_steps_(RF(ba_), m_f_, k_f_, n_)); \
                             SETU(N_A, RU(N_B)));                                       \
                 CONV_MARK();                                                           \

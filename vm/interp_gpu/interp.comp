@@ -387,7 +387,7 @@ int run(uint cb, uint ip0, uint slot) {
                 uint bn = cb + c, v0 = ldw(pc.nodes, bn * 2u), v1 = ldw(pc.nodes, bn * 2u + 1u);
                 uint bop = v0 & 0xFFu, ba = v0 >> 16, bb = v1 & 0xFFFFu, bc = v1 >> 16;
                 /* the forms (su_form, generated from ops.def) and their m and k: bc.h, enum
-                   dvm_su_form and DVM_SU_FITS */
+                   dvm_su_form and DVM_SELF_UPDATE */
                 uint su = su_form(bop);
                 bool self = su == SU_FMA_K ? bb != ba
                             : (su == SU_MUL_R || su == SU_ADD_R) ? ((bb == ba) != (bc == ba))
