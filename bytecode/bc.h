@@ -15,8 +15,35 @@
 #define DVM_F_DIFF   16u /* set for DVM_DOP rows */
 #define DVM_F_MATH   32u
 
+/* PROPS (ops.def): an effect class in bits 0-2 (exactly one, required), the element type, rank
+ * and row-path operands of an array access, and a self-update form in bits 9-11. */
+#define DVM_E_PURE   1u
+#define DVM_E_FAILS  2u
+#define DVM_E_LOAD   3u
+#define DVM_E_STORE  4u
+#define DVM_E_ATOMIC 5u
+#define DVM_E_MASK   7u
+#define DVM_P_F32    8u
+#define DVM_P_I32    16u
+#define DVM_P_RANK2  32u
+#define DVM_P_ROW_A  64u  /* operand k (1..3: a, b, c) is a row-path index: DVM_P_ROW_A << (k - 1) */
+#define DVM_P_ROW_B  128u
+#define DVM_P_ROW_C  256u
+#define DVM_SU_SHIFT 9
+#define DVM_SU(form) ((uint32_t)DVM_SU_##form << DVM_SU_SHIFT)
+/* Self-update forms: the node as r[a] * m + k (o: its other register, DVM_SELF_OTHER). */
+enum dvm_su_form {
+    DVM_SU_NONE = 0,
+    DVM_SU_FMA_K = 1, /* r[a] * r[b] + K[c], b != a           m = r[b]  k = K */
+    DVM_SU_MUL_R = 2, /* r[a] * r[o] (a, a, o or a, o, a)     m = r[o]  k = -0.0 */
+    DVM_SU_MUL_K = 3, /* r[a] * K[c] (a, a, K)                m = K     k = -0.0 */
+    DVM_SU_ADD_R = 4, /* r[a] + r[o] (a, a, o or a, o, a)     m = 1     k = r[o] */
+    DVM_SU_ADD_K = 5, /* r[a] + K[c] (a, a, K)                m = 1     k = K */
+    DVM_SU_SUB_R = 6  /* r[a] - r[o] (a, a, o)                m = 1     k = -r[o] */
+};
+
 enum dvm_op {
-#define DVM_OP(name, num, fmt, flags, doc) DVM_OP_##name = num,
+#define DVM_OP(name, num, fmt, flags, props, doc) DVM_OP_##name = num,
 #define DVM_DOP DVM_OP
 #include "ops.def"
 #undef DVM_OP
@@ -24,27 +51,47 @@ enum dvm_op {
     DVM_OP_LIMIT = 256
 };
 
+/* Functions of this header that the interpreters call: host and device alike. */
+#ifndef DVM_BC_FN
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define DVM_BC_FN __host__ __device__ static __forceinline__
+#elif defined(__GNUC__)
+#define DVM_BC_FN static inline __attribute__((always_inline)) /* inlined, the rows fold */
+#else
+#define DVM_BC_FN static inline
+#endif
+#endif
+
+/* Whether opcode op has self-update form `form` (DVM_SU in its ops.def row). Every row gives a
+ * term `FORM_OF_ROW == form && op == NUM`: for a constant form, a constant 0 for all but that
+ * form's rows, so a compiler folds it to the same compares a hand list of opcodes would be. */
+DVM_BC_FN int dvm_op_su_is(uint32_t op, uint32_t form) {
+    return 0
+#define DVM_OP(name, num, fmt, flags, props, doc) || ((((uint32_t)(props) >> DVM_SU_SHIFT) & 7u) == form && op == (uint32_t)(num))
+#define DVM_DOP DVM_OP
+#include "ops.def"
+#undef DVM_OP
+#undef DVM_DOP
+        ;
+}
+#define DVM_SU_IS(op, form) dvm_op_su_is((op), DVM_SU_##form)
+
 /* A self-update: a node whose new r[a] is exactly r[a] * m + k in one rounding, for m and k
- * that do not depend on r[a] (o: the node's other register, DVM_SELF_OTHER):
- *     FMAFK a, b, K   b != a      m = r[b]  k = K
- *     MULF  a, a, o / a, o, a     m = r[o]  k = -0.0
- *     MULFK a, a, K               m = K     k = -0.0
- *     ADDF  a, a, o / a, o, a     m = 1     k = r[o]
- *     ADDFK a, a, K               m = 1     k = K
- *     SUBF  a, a, o               m = 1     k = -r[o]
+ * that do not depend on r[a] (o: the node's other register, DVM_SELF_OTHER); the forms and
+ * their m and k are enum dvm_su_form's, each opcode's in ops.def.
  * (x * m + -0.0 is x * m, and x * 1 + k is x + k: either way one of the two steps is exact, so
  * fused or not the result is the node's, the sign of every zero included.) A counted loop whose
  * whole body is one self-update runs its trips in one step of the interpreters (interp_core.h
  * and interp.comp, INCLT), so the compiler does not unroll it (compiler/unroll.c). */
-#define DVM_SELF_UPDATE(op, a, b, c)                                                    \
-    ((op) == DVM_OP_FMAFK                                 ? (b) != (a)                    \
-     : ((op) == DVM_OP_MULF || (op) == DVM_OP_ADDF)       ? (((b) == (a)) != ((c) == (a))) \
-     : ((op) == DVM_OP_MULFK || (op) == DVM_OP_ADDFK)     ? (b) == (a)                    \
-     : (op) == DVM_OP_SUBF                                ? (b) == (a) && (c) != (a)      \
-                                                          : 0)
-/* a self-update's other register (a when it has none: MULFK, ADDFK) */
-#define DVM_SELF_OTHER(op, a, b, c) \
-    ((op) == DVM_OP_FMAFK ? (b) : ((op) == DVM_OP_MULFK || (op) == DVM_OP_ADDFK) ? (a) : (b) == (a) ? (c) : (b))
+#define DVM_SELF_UPDATE(op, a, b, c)                                                                  \
+    (DVM_SU_IS(op, FMA_K)                              ? (b) != (a)                                   \
+     : (DVM_SU_IS(op, MUL_R) || DVM_SU_IS(op, ADD_R)) ? (((b) == (a)) != ((c) == (a)))              \
+     : (DVM_SU_IS(op, MUL_K) || DVM_SU_IS(op, ADD_K)) ? (b) == (a)                                  \
+     : DVM_SU_IS(op, SUB_R)                            ? (b) == (a) && (c) != (a)                    \
+                                                       : 0)
+/* a self-update's other register (a when it has none: MUL_K, ADD_K) */
+#define DVM_SELF_OTHER(op, a, b, c)                                                                   \
+    (DVM_SU_IS(op, FMA_K) ? (b) : (DVM_SU_IS(op, MUL_K) || DVM_SU_IS(op, ADD_K)) ? (a) : (b) == (a) ? (c) : (b))
 
 /* A node: 8 bytes, little-endian, no padding. */
 typedef struct dvm_node {
@@ -65,6 +112,12 @@ typedef struct dvm_node {
 #define DVM_SIZE_SAT ((int64_t)1 << 40) /* size arithmetic saturates here */
 #define DVM_NO_SLOT 0xFFFFu
 
+/* Word `word` of heap slot `slot` (heap/heap.h: each slot `stride` words, stack i at word
+ * stack_off[i]) in a slot-contiguous heap: the CPU and Vulkan interpreters' addressing (the
+ * CUDA and HIP ones interleave the slots: interp_cuda.cu). gen_glsl_ops writes it into the GLSL
+ * interpreter as it stands here. */
+#define DVM_HEAP_SLOT_WORD(slot, stride, word) ((slot) * (stride) + (word))
+
 /* An 'o' operand (ops.def): a register in bits 0-9, a signed offset -32..31 in bits 10-15. */
 #define DVM_OFS_REG(f) ((uint32_t)(f) & 0x3FFu)
 #define DVM_OFS_OFF(f) ((int32_t)((((uint32_t)(f) >> 10) & 0x3Fu) ^ 0x20u) - 0x20)
@@ -75,20 +128,26 @@ typedef struct dvm_node {
 /* ---- value types ---- */
 enum dvm_vtype { DVM_T_VOID = 0, DVM_T_F32 = 1, DVM_T_I32 = 2, DVM_T_BOOL = 3 };
 
-/* ---- runtime error record: written by an interpreter, first error wins ---- */
+/* ---- runtime error record: written by an interpreter, first error wins ----
+ * The codes as X(NAME, number): the enum below, and the GLSL interpreter's RT_NAME constants
+ * (vm/interp_gpu/gen_glsl_ops.c). */
+#define DVM_RT_CODES(X)                                                                        \
+    X(OK, 0)                                                                                   \
+    X(OOB, 1)               /* p0 array slot, p1 axis (-1: flat), p2 index, p3 extent */       \
+    X(ASSERT, 2)            /* p0 string index of the message (0xFFFFFFFF: none) */            \
+    X(ADSTACK_OVERFLOW, 3)  /* p0 stack id, p1 capacity */                                     \
+    X(DIVZERO, 4)                                                                              \
+    X(ADSTACK_UNDERFLOW, 5) /* p0 stack id: an internal error */                               \
+    X(SIZER_CAP, 6)         /* p0 stack id, p1 the cap that was passed */                      \
+    X(BAD_OP, 7)            /* internal: p0 an opcode the interpreter does not know, or (p1 =  \
+                               1) a conditional branch in a branch-free lane run */            \
+    X(NEGPOW, 8)            /* i32 ** with a negative exponent */                              \
+    X(CANCELLED, 9)         /* a poll found the launch's cancel word set (dvm_context_cancel,  \
+                               a timeout): not an error of the kernel */
 enum dvm_rt_code {
-    DVM_RT_OK = 0,
-    DVM_RT_OOB = 1,            /* p0 array slot, p1 axis (-1: flat), p2 index, p3 extent */
-    DVM_RT_ASSERT = 2,         /* p0 string index of the message (0xFFFFFFFF: none) */
-    DVM_RT_ADSTACK_OVERFLOW = 3, /* p0 stack id, p1 capacity */
-    DVM_RT_DIVZERO = 4,
-    DVM_RT_ADSTACK_UNDERFLOW = 5, /* p0 stack id: an internal error */
-    DVM_RT_SIZER_CAP = 6,      /* p0 stack id, p1 the cap that was passed */
-    DVM_RT_BAD_OP = 7,         /* internal: p0 an opcode the interpreter does not know, or (p1 = 1) a
-                                  conditional branch in a branch-free lane run */
-    DVM_RT_NEGPOW = 8,         /* i32 ** with a negative exponent */
-    DVM_RT_CANCELLED = 9       /* a poll found the launch's cancel word set (dvm_context_cancel,
-                                  a timeout): not an error of the kernel */
+#define DVM_RT_ENUM_(name, num) DVM_RT_##name = num,
+    DVM_RT_CODES(DVM_RT_ENUM_)
+#undef DVM_RT_ENUM_
 };
 typedef struct dvm_rt_error {
     int32_t code;  /* dvm_rt_code; 0 = no error */
@@ -105,11 +164,31 @@ typedef struct dvm_op_info {
     const char *name; /* NULL for numbers that are not opcodes */
     const char *fmt;  /* 4 letters: x a b c */
     uint32_t flags;
+    uint32_t props;   /* PROPS: read through the accessors below */
     const char *doc;
 } dvm_op_info;
 extern const dvm_op_info dvm_op_table[256];
-/* FNV-1a over every row (number, name, format, flags) of ops.def. */
+/* FNV-1a over every row (number, name, format, flags, props) of ops.def. */
 uint64_t dvm_ops_hash(void);
+
+/* ---- opcode properties (PROPS in ops.def); numbers that are not opcodes have none ---- */
+static inline uint32_t dvm_op_props(uint32_t op) { return op < 256 ? dvm_op_table[op].props : 0u; }
+/* DVM_E_PURE .. DVM_E_ATOMIC; 0 for numbers that are not opcodes */
+static inline uint32_t dvm_op_effect(uint32_t op) { return dvm_op_props(op) & DVM_E_MASK; }
+/* Whether a task node of opcode op never records a runtime error (size opcodes never run in a
+ * task: counted as failing). */
+static inline int dvm_op_never_fails(uint32_t op) {
+    return dvm_op_effect(op) == DVM_E_PURE && !(dvm_op_table[op].flags & DVM_F_SIZE);
+}
+/* An atomic read-modify-write of an array element. */
+static inline int dvm_op_atomic(uint32_t op) { return dvm_op_effect(op) == DVM_E_ATOMIC; }
+/* The element type an array access needs (DVM_T_F32, DVM_T_I32; 0: any). */
+static inline int dvm_op_elem_type(uint32_t op) {
+    const uint32_t p = dvm_op_props(op);
+    return p & DVM_P_F32 ? DVM_T_F32 : p & DVM_P_I32 ? DVM_T_I32 : 0;
+}
+/* Whether the array the opcode accesses must have rank 2. */
+static inline int dvm_op_rank2(uint32_t op) { return (dvm_op_props(op) & DVM_P_RANK2) != 0; }
 
 /* ---- the program: exactly what a blob holds ----
  * All cross references are indices into the arrays below; strings are offsets into
@@ -236,16 +315,21 @@ typedef struct dvm_task_flow {
     uint32_t fixed_idx;
     uint32_t idx_as_index;
 } dvm_task_flow;
-/* Whether opcode op writes its array slot (stores and atomics): the slot's writes flag must
- * be set (verify.c), and the host snapshots and versions what it writes (vm/launch.c). */
-int dvm_slot_write_op(uint32_t op);
+/* Whether opcode op writes its array slot (DVM_E_STORE, DVM_E_ATOMIC): the slot's writes flag
+ * must be set (verify.c), and the host snapshots and versions what it writes (vm/launch.c). */
+static inline int dvm_slot_write_op(uint32_t op) {
+    const uint32_t e = dvm_op_effect(op);
+    return e == DVM_E_STORE || e == DVM_E_ATOMIC;
+}
 /* The array slot whose elements node n reads or writes (-1: none; the shape-only forms IDX,
  * IDXM and SHAPE touch no element), with whether it writes and whether it reads them. */
 int dvm_node_array(const dvm_node *n, int *writes, int *reads);
 /* Whether operand k (0..3: fields x a b c) of opcode op is an array index that the GPU lanes'
  * row path reads from the iteration's indices (interp_core.h, ROW1_ and ROW2_): the indices of
  * LD, ST, LD2, ST2, the atomic adds and the offset and load-and-add forms. */
-int dvm_row_index_operand(uint32_t op, int k);
+static inline int dvm_row_index_operand(uint32_t op, int k) {
+    return k >= 1 && k <= 3 && (dvm_op_props(op) & (DVM_P_ROW_A << (k - 1))) != 0;
+}
 dvm_task_flow dvm_task_flow_of(const dvm_node *nodes, const dvm_task_desc *t);
 
 /* Whether task t may record a runtime error (vm/launch.c: a launch that cannot fail takes no

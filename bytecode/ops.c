@@ -3,15 +3,30 @@
 #include <string.h>
 
 const dvm_op_info dvm_op_table[256] = {
-#define DVM_OP(name, num, fmt, flags, doc) [num] = {#name, fmt, (flags), doc},
-#define DVM_DOP(name, num, fmt, flags, doc) [num] = {#name, fmt, (flags) | DVM_F_DIFF, doc},
+#define DVM_OP(name, num, fmt, flags, props, doc) [num] = {#name, fmt, (flags), (props), doc},
+#define DVM_DOP(name, num, fmt, flags, props, doc) [num] = {#name, fmt, (flags) | DVM_F_DIFF, (props), doc},
 #include "ops.def"
 #undef DVM_OP
 #undef DVM_DOP
 };
 
+/* Every row names exactly one effect class (ops.def, PROPS): a row without one, or with two
+ * OR-ed together, fails the build here rather than defaulting to one silently. */
+#define DVM_OP(name, num, fmt, flags, props, doc)                                                  \
+    _Static_assert(((props) & DVM_E_MASK) >= DVM_E_PURE && ((props) & DVM_E_MASK) <= DVM_E_ATOMIC, \
+                   "ops.def: opcode " #name " names no effect class (DVM_E_PURE ... DVM_E_ATOMIC)");  \
+    _Static_assert(!((props) & DVM_P_F32) || !((props) & DVM_P_I32), "ops.def: opcode " #name " names two element types"); \
+    _Static_assert(((props) & (DVM_P_F32 | DVM_P_I32 | DVM_P_RANK2 | DVM_P_ROW_A | DVM_P_ROW_B | DVM_P_ROW_C)) == 0 || \
+                       ((props) & DVM_E_MASK) >= DVM_E_LOAD,                                      \
+                   "ops.def: opcode " #name " has array properties but is no array access");
+#define DVM_DOP DVM_OP
+#include "ops.def"
+#undef DVM_OP
+#undef DVM_DOP
+
 /* FNV-1a 64 over each row in ops.def order: number (4 bytes LE), name, format, flags (4
- * bytes LE). The doc text is left out so that rewording a comment keeps blobs valid. */
+ * bytes LE), props (4 bytes LE). The doc text is left out so that rewording a comment keeps
+ * blobs valid. */
 static uint64_t fnv_bytes(uint64_t h, const void *p, size_t n) {
     const unsigned char *b = p;
     for (size_t i = 0; i < n; i++) {
@@ -29,51 +44,28 @@ static uint64_t fnv_u32(uint64_t h, uint32_t v) {
 
 uint64_t dvm_ops_hash(void) {
     uint64_t h = 0xcbf29ce484222325ull;
-#define DVM_OP(name, num, fmt, flags, doc)                                                      \
+#define DVM_OP(name, num, fmt, flags, props, doc)                                                      \
     h = fnv_u32(h, (uint32_t)(num));                                                            \
     h = fnv_bytes(h, #name, sizeof #name);                                                      \
     h = fnv_bytes(h, fmt, sizeof fmt);                                                          \
-    h = fnv_u32(h, (uint32_t)(flags));
-#define DVM_DOP(name, num, fmt, flags, doc) DVM_OP(name, num, fmt, (flags) | DVM_F_DIFF, doc)
+    h = fnv_u32(h, (uint32_t)(flags));                                                          \
+    h = fnv_u32(h, (uint32_t)(props));
+#define DVM_DOP(name, num, fmt, flags, props, doc) DVM_OP(name, num, fmt, (flags) | DVM_F_DIFF, props, doc)
 #include "ops.def"
 #undef DVM_OP
 #undef DVM_DOP
     return h;
 }
 
-int dvm_slot_write_op(uint32_t op) {
-    switch (op) {
-    case DVM_OP_ST: case DVM_OP_ST2: case DVM_OP_ATOMADDF: case DVM_OP_ATOMADDF2: case DVM_OP_ATOMADDI: case DVM_OP_ATOMMAXF:
-    case DVM_OP_ATOMMINF: case DVM_OP_ATOMMAXI: case DVM_OP_ATOMMINI: case DVM_OP_ATOMADDFO: case DVM_OP_ATOMADDF2O:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 int dvm_node_array(const dvm_node *n, int *writes, int *reads) {
     const dvm_op_info *o = &dvm_op_table[n->op];
     *writes = *reads = 0;
-    if (!o->name || (o->flags & DVM_F_SIZE) || o->fmt[0] != 'A') return -1;
-    if (n->op == DVM_OP_IDX || n->op == DVM_OP_IDXM || n->op == DVM_OP_SHAPE) return -1; /* the shape alone */
-    *writes = dvm_slot_write_op(n->op);
-    *reads = n->op != DVM_OP_ST && n->op != DVM_OP_ST2; /* atomics read what they update */
+    const uint32_t e = o->props & DVM_E_MASK;
+    /* IDX, IDXM and SHAPE read the shape alone (DVM_E_FAILS, DVM_E_PURE) */
+    if (!o->name || (o->flags & DVM_F_SIZE) || e < DVM_E_LOAD) return -1;
+    *writes = e == DVM_E_STORE || e == DVM_E_ATOMIC;
+    *reads = e != DVM_E_STORE; /* atomics read what they update */
     return n->x;
-}
-
-int dvm_row_index_operand(uint32_t op, int k) {
-    switch (op) {
-    case DVM_OP_LD: case DVM_OP_LDO: case DVM_OP_LDADDF: case DVM_OP_LDADDFO:
-        return k == 2; /* b */
-    case DVM_OP_ST: case DVM_OP_ATOMADDF: case DVM_OP_ATOMADDFO:
-        return k == 1; /* a */
-    case DVM_OP_LD2: case DVM_OP_LD2O: case DVM_OP_LDADDF2O:
-        return k == 2 || k == 3; /* b, c */
-    case DVM_OP_ST2: case DVM_OP_ATOMADDF2: case DVM_OP_ATOMADDF2O:
-        return k == 1 || k == 2; /* a, b */
-    default:
-        return 0;
-    }
 }
 
 dvm_task_flow dvm_task_flow_of(const dvm_node *nodes, const dvm_task_desc *t) {
@@ -131,31 +123,6 @@ int dvm_task_uniform_only(const dvm_node *nodes, const dvm_task_desc *t, const u
     return 1;
 }
 
-/* Opcodes that never record a runtime error: every FAIL in interp_core.h belongs to an array
- * access, an index check (IDX, IDXM), an integer division or modulo, an i32 power, ASSERT or
- * an adstack push or pop. A list of the safe ones, so that an opcode added later counts as one
- * that may fail until it is listed here. */
-static int op_never_fails(uint32_t op) {
-    switch (op) {
-    case DVM_OP_NOP: case DVM_OP_CONST: case DVM_OP_CONSTK: case DVM_OP_MOV: case DVM_OP_LDU: case DVM_OP_STU:
-    case DVM_OP_ATOMADDU:
-    case DVM_OP_ADDF: case DVM_OP_SUBF: case DVM_OP_MULF: case DVM_OP_DIVF: case DVM_OP_MINF: case DVM_OP_MAXF:
-    case DVM_OP_POWF: case DVM_OP_ATAN2F: case DVM_OP_NEGF: case DVM_OP_ABSF: case DVM_OP_SIN: case DVM_OP_COS:
-    case DVM_OP_TAN: case DVM_OP_ASIN: case DVM_OP_ACOS: case DVM_OP_ATAN: case DVM_OP_EXP: case DVM_OP_LOG:
-    case DVM_OP_SQRT: case DVM_OP_RSQRT: case DVM_OP_TANH: case DVM_OP_FLOOR: case DVM_OP_CEIL:
-    case DVM_OP_ADDI: case DVM_OP_SUBI: case DVM_OP_MULI: case DVM_OP_MINI: case DVM_OP_MAXI: case DVM_OP_NEGI:
-    case DVM_OP_ABSI: case DVM_OP_ADDIK: case DVM_OP_I2F: case DVM_OP_F2I: case DVM_OP_FFLOORDIV: case DVM_OP_FMODF:
-    case DVM_OP_LTF: case DVM_OP_LEF: case DVM_OP_EQF: case DVM_OP_NEF: case DVM_OP_LTI: case DVM_OP_LEI:
-    case DVM_OP_EQI: case DVM_OP_NEI: case DVM_OP_NOT: case DVM_OP_SEL:
-    case DVM_OP_JMP: case DVM_OP_JZ: case DVM_OP_JNZ: case DVM_OP_JGEI: case DVM_OP_INCLT: case DVM_OP_JOUTI:
-    case DVM_OP_END: case DVM_OP_SHAPE:
-    case DVM_OP_ADDFK: case DVM_OP_MULFK: case DVM_OP_KSUBF: case DVM_OP_KDIVF: case DVM_OP_FMAF: case DVM_OP_FMAFK:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 int dvm_task_may_fail(const dvm_node *nodes, const dvm_task_desc *t, const int64_t *lo, const int64_t *hi,
                       const int64_t *arr_len, const int32_t *arr_shape, uint32_t nslots) {
     /* Per register (the verifier keeps them below DVM_MAX_REGS; the checks below too):
@@ -199,7 +166,7 @@ int dvm_task_may_fail(const dvm_node *nodes, const dvm_task_desc *t, const int64
                     reg[r].off = 0;
                 }
             }
-        if (!op_never_fails(n->op)) {
+        if (!dvm_op_never_fails(n->op)) {
             int nidx = 0, first = -1;
             for (int k = 1; k < 4; k++)
                 if (dvm_row_index_operand(n->op, k)) {

@@ -134,21 +134,6 @@ static int check_common(vctx *c, const opctx *o, const dvm_node *n, int i, char 
     }
 }
 
-/* Element type an op needs from its array (0: any). Not a memory-safety rule, but a wrong
- * type here means the emitter is broken, so catch it before it runs. */
-static int slot_type_needed(uint8_t op) {
-    switch (op) {
-    case DVM_OP_ATOMADDF: case DVM_OP_ATOMADDF2: case DVM_OP_ATOMMAXF: case DVM_OP_ATOMMINF: case DVM_OP_LDADDF:
-    case DVM_OP_LDADDFO: case DVM_OP_LDADDF2O:
-    case DVM_OP_ATOMADDFO: case DVM_OP_ATOMADDF2O:
-        return DVM_T_F32;
-    case DVM_OP_ATOMADDI: case DVM_OP_ATOMMAXI: case DVM_OP_ATOMMINI:
-        return DVM_T_I32;
-    default:
-        return 0;
-    }
-}
-
 static int find_aslot(const dvm_node *n, const char *fmt) {
     uint32_t v[4] = {n->x, n->a, n->b, n->c};
     for (int i = 0; i < 4; i++)
@@ -211,14 +196,15 @@ static int check_task_node(vctx *c, const opctx *o, const dvm_node *n) {
     if (aslot >= 0) {
         const dvm_slot_desc *s = &p->slots[o->v->slot_begin + (uint32_t)aslot];
         const dvm_param_desc *pa = slot_param(p, o->k, o->v, (uint32_t)aslot);
-        if ((n->op == DVM_OP_LD2 || n->op == DVM_OP_ST2 || n->op == DVM_OP_ATOMADDF2 || n->op == DVM_OP_LD2O ||
-             n->op == DVM_OP_ATOMADDF2O || n->op == DVM_OP_LDADDF2O) && pa->rank != 2)
+        if (dvm_op_rank2(n->op) && pa->rank != 2)
             return vfail(c, "node %u (%s): array slot %u ('%s') has rank %u, expected 2", o->node, info->name,
                          (unsigned)aslot, vstr(p, pa->name), pa->rank);
         if (dvm_slot_write_op(n->op) && s->writes != 1)
             return vfail(c, "node %u (%s): writes array slot %u ('%s') whose writes flag is 0", o->node,
                          info->name, (unsigned)aslot, vstr(p, pa->name));
-        int need = slot_type_needed(n->op);
+        /* the element type the opcode needs (ops.def): not a memory-safety rule, but a wrong
+           type here means the emitter is broken, so catch it before it runs */
+        int need = dvm_op_elem_type(n->op);
         if (need && pa->type != need)
             return vfail(c, "node %u (%s): array slot %u ('%s') has element type %s, expected %s", o->node,
                          info->name, (unsigned)aslot, vstr(p, pa->name), pa->type == DVM_T_F32 ? "f32" : "i32",

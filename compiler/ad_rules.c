@@ -174,13 +174,13 @@ static ir_expr *ad_tan_SEL(ad_ctx *c, const ir_expr *e) {
 }
 
 /* ---- dispatch, generated from ops.def ---- */
-#define DVM_OP(name, num, fmt, flags, doc)
-#define DVM_DOP(name, num, fmt, flags, doc) [DVM_OP_##name] = ad_rev_##name,
+#define DVM_OP(name, num, fmt, flags, props, doc)
+#define DVM_DOP(name, num, fmt, flags, props, doc) [DVM_OP_##name] = ad_rev_##name,
 const ad_rev_fn ad_rev_table[256] = {
 #include "../bytecode/ops.def"
 };
 #undef DVM_DOP
-#define DVM_DOP(name, num, fmt, flags, doc) [DVM_OP_##name] = ad_tan_##name,
+#define DVM_DOP(name, num, fmt, flags, props, doc) [DVM_OP_##name] = ad_tan_##name,
 const ad_tan_fn ad_tan_table[256] = {
 #include "../bytecode/ops.def"
 };

@@ -275,7 +275,7 @@ static int idx_cannot_fail(const ir_expr *e) {
     case IR_UN:
         return idx_cannot_fail(e->a);
     case IR_BIN:
-        if (e->op == DVM_OP_DIVI || e->op == DVM_OP_MODI || e->op == DVM_OP_POWI) return 0;
+        if (!dvm_op_never_fails(e->op)) return 0; /* DIVI, MODI, POWI */
         return idx_cannot_fail(e->a) && idx_cannot_fail(e->b);
     default:
         return 0;
@@ -635,9 +635,9 @@ static void mark_write(tctx *c, int slot) {
     c->ep->slots[c->ev->slot_begin + (uint32_t)slot].writes = 1;
 }
 
+/* an atomic update of one flat element (ops.def: DVM_E_ATOMIC, not a fused form) */
 static int is_atomic_op(int op) {
-    return op == DVM_OP_ATOMADDF || op == DVM_OP_ATOMADDI || op == DVM_OP_ATOMMAXF || op == DVM_OP_ATOMMINF ||
-           op == DVM_OP_ATOMMAXI || op == DVM_OP_ATOMMINI;
+    return op >= 0 && dvm_op_atomic((uint32_t)op) && !(dvm_op_table[op].flags & DVM_F_FUSED);
 }
 
 /* Read-only for the whole task: a loop bound held in such a register needs no copy. */

@@ -119,7 +119,7 @@ static const char *tname(int t) {
 
 /* Names straight from ops.def, so that the dump needs no other part of the library. */
 static const char *const op_names[256] = {
-#define DVM_OP(name, num, fmt, flags, doc) [num] = #name,
+#define DVM_OP(name, num, fmt, flags, props, doc) [num] = #name,
 #define DVM_DOP DVM_OP
 #include "../bytecode/ops.def"
 #undef DVM_OP

@@ -21,8 +21,8 @@
 #ifdef DVM_TEST_DEFINE_OPS
 /* Until bytecode/ops.c lands: the same table and hash, in this test only. */
 const dvm_op_info dvm_op_table[256] = {
-#define DVM_OP(name, num, fmt, flags, doc) [num] = {#name, fmt, flags, doc},
-#define DVM_DOP(name, num, fmt, flags, doc) [num] = {#name, fmt, (flags) | DVM_F_DIFF, doc},
+#define DVM_OP(name, num, fmt, flags, props, doc) [num] = {#name, fmt, flags, props, doc},
+#define DVM_DOP(name, num, fmt, flags, props, doc) [num] = {#name, fmt, (flags) | DVM_F_DIFF, props, doc},
 #include "bytecode/ops.def"
 #undef DVM_OP
 #undef DVM_DOP

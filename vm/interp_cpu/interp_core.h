@@ -251,7 +251,7 @@ DVM_FN int dvm_record_error(dvm_rt_error *err, int32_t code, uint32_t task, uint
  * w of slot s at w * nslots + s): a warp pushing in step writes one run of consecutive words
  * instead of 32 cache lines. Same total size either way. */
 #ifndef DVM_HEAP_WORD
-#define DVM_HEAP_WORD(e, slot, word) ((e)->heap + (int64_t)(slot) * (e)->stride + (int64_t)(word))
+#define DVM_HEAP_WORD(e, slot, word) ((e)->heap + DVM_HEAP_SLOT_WORD((int64_t)(slot), (e)->stride, (int64_t)(word)))
 #endif
 
 DVM_FN void dvm_thread_begin(const dvm_env *e, int64_t slot)
@@ -799,15 +799,15 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
             FUSE_LANES_(ok_ &= RI(N_A) < RI(N_B));                                     \
             if (ok_) {                                                                 \
                 /* the node as r[a] * m + k (bc.h): m and k per lane */                 \
-                const int kc_ = bop_ == DVM_OP_FMAFK || bop_ == DVM_OP_MULFK || bop_ == DVM_OP_ADDFK; \
+                const int kc_ = DVM_SU_IS(bop_, FMA_K) || DVM_SU_IS(bop_, MUL_K) || DVM_SU_IS(bop_, ADD_K); \
                 const float kk_ = kc_ ? KF(W_C(bw_)) : 0.0f;                           \
-                const int mo_ = bop_ == DVM_OP_FMAFK || bop_ == DVM_OP_MULF;           \
-                const int ko_ = bop_ == DVM_OP_ADDF || bop_ == DVM_OP_SUBF;            \
+                const int mo_ = DVM_SU_IS(bop_, FMA_K) || DVM_SU_IS(bop_, MUL_R);      \
+                const int ko_ = DVM_SU_IS(bop_, ADD_R) || DVM_SU_IS(bop_, SUB_R);      \
                 FUSE_LANES_(const uint32_t n_ = RU(N_B) - RU(N_A) - 1u;                \
                             const float o_ = RF(bo_);                                  \
-                            const float m_f_ = mo_ ? o_ : bop_ == DVM_OP_MULFK ? kk_ : 1.0f; \
-                            const float k_f_ = ko_ ? (bop_ == DVM_OP_SUBF ? -o_ : o_)  \
-                                                   : (bop_ == DVM_OP_MULF || bop_ == DVM_OP_MULFK) ? -0.0f : kk_; \
+                            const float m_f_ = mo_ ? o_ : DVM_SU_IS(bop_, MUL_K) ? kk_ : 1.0f; \
+                            const float k_f_ = ko_ ? (DVM_SU_IS(bop_, SUB_R) ? -o_ : o_) \
+                                                   : (DVM_SU_IS(bop_, MUL_R) || DVM_SU_IS(bop_, MUL_K)) ? -0.0f : kk_; \
                             RREF(ba_) = DVM_F2U(dvm_fma_steps_(RF(ba_), m_f_, k_f_, n_)); \
                             SETU(N_A, RU(N_B)));                                       \
                 CONV_MARK();                                                           \
@@ -995,7 +995,7 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
 #endif
     static const void *const dvm_disp_[256] = {
         [0 ... 255] = &&L__BAD,
-#define DVM_OP(name, num, fmt, flags, doc) [num] = &&L_##name,
+#define DVM_OP(name, num, fmt, flags, props, doc) [num] = &&L_##name,
 #define DVM_DOP DVM_OP
 #include "../../bytecode/ops.def"
 #undef DVM_OP
@@ -1098,7 +1098,7 @@ dvm_dispatch_:
     uint32_t op_ = N_OP;
     DVM_SWITCH_MARK(op_);
     switch (op_) {
-#define DVM_OP(name, num, fmt, flags, doc) case num: DVM_CASE_MARK(num); goto L_##name;
+#define DVM_OP(name, num, fmt, flags, props, doc) case num: DVM_CASE_MARK(num); goto L_##name;
 #define DVM_DOP DVM_OP
 #include "../../bytecode/ops.def"
 #undef DVM_OP

@@ -88,4 +88,43 @@ typedef struct dvm_gpu_size_args {
     uint32_t range_end[DVM_GPU_MAX_RANGES];  /* their body ends (node.c), relative */
 } dvm_gpu_size_args;
 
+/* ---- Vulkan: what the host (vulkan_backend.c) and the GLSL interpreter (interp.comp) share.
+ * gen_glsl_ops writes each as GLSL into dvm_ops.glsl, which interp.comp includes. ---- */
+/* The push constants, in order: A(name) a 64-bit device address (GLSL uvec2, lo and hi), W(name)
+   a 32-bit word. nodes .. aux: the program's buffers and the parameter tables below; cancel: the
+   context's cancel word; mode: DVM_VK_MODE_*; task: absolute task index (kernel modes);
+   task_rel: variant-relative, for the error record; nthreads: parallel thread slots (heap
+   slots); stride_lo/hi: heap words per slot; flags: DVM_VK_FLAG_* (kernel modes); naux: the
+   sizer's jobs (serial passes) or ranges (reducer); walk_lo/hi: the sizer's walk cap. */
+#define DVM_VK_PUSH_FIELDS(A, W)                                                                     \
+    A(nodes) A(consts) A(uni) A(heap) A(err) A(slots) A(stacks) A(tasks) A(aux) A(cancel)          \
+    W(mode) W(task) W(task_rel) W(nthreads) W(stride_lo) W(stride_hi) W(nstacks) W(flags) W(naux)   \
+    W(walk_lo) W(walk_hi)
+#define DVM_VK_MODE_SERIAL 0u
+#define DVM_VK_MODE_PARALLEL 1u
+#define DVM_VK_MODE_SZ_RANGES 2u
+#define DVM_VK_MODE_SZ_FINAL 3u
+#define DVM_VK_MODE_SZ_BODY 4u
+#define DVM_VK_FLAG_ZERO_SERIAL 1u /* serial task: zero the serial slot's stack counts first */
+/* Threads per workgroup (local_size_x). */
+#define DVM_VK_WG_SIZE 64u
+/* The error record's words in the parameter buffer (dvm_rt_error, 12 words, padded). */
+#define DVM_VK_ERR_WORDS 16u
+/* The slot table: per array slot DVM_VK_SLOT_WORDS words: its address (lo, hi), its element
+   count (lo, hi), then its shape (DVM_MAX_RANK words). */
+#define DVM_VK_SLOT_ADDR 0u
+#define DVM_VK_SLOT_LEN 2u
+#define DVM_VK_SLOT_SHAPE 4u
+#define DVM_VK_SLOT_WORDS 8u
+/* The stack table: per stack DVM_VK_STACK_WORDS words: its offset in a heap slot (lo, hi),
+   then its capacity (lo, hi). */
+#define DVM_VK_STACK_OFF 0u
+#define DVM_VK_STACK_CAP 2u
+#define DVM_VK_STACK_WORDS 4u
+/* Backend-private error codes of the GLSL interpreter: the host turns them into a backend error
+   with a message. RANGE32: a count or offset exceeds what the 32-bit path handles; STEPS: a loop
+   ran 65535^2 iterations (the lavapipe loop guard). */
+#define DVM_VK_RT_RANGE32 1000
+#define DVM_VK_RT_STEPS 1001
+
 #endif

@@ -22,10 +22,12 @@
 #extension GL_EXT_shader_atomic_float : require
 #endif
 
+/* opcodes, limits, error codes, heap addressing, the push constants (pc) and the parameter
+   tables: generated from bytecode/ops.def, bytecode/bc.h and gpu_abi.h (gen_glsl_ops.c) */
 #include "dvm_ops.glsl"
 
-layout(local_size_x = 64) in; /* WG_SIZE in vulkan_backend.c */
-const uint WG = 64u;
+layout(local_size_x = WG_SIZE) in;
+const uint WG = uint(WG_SIZE);
 
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer W { uint v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer WI { int v; };
@@ -34,37 +36,10 @@ layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer WC 
 /* the cancel word: the host stores to it while the shader runs, so every read is a new load */
 layout(buffer_reference, std430, buffer_reference_align = 4) volatile coherent buffer WV { uint v; };
 
-/* Per-dispatch parameters (the host's struct vk_push in vulkan_backend.c mirrors this). */
-layout(push_constant) uniform PC {
-    uvec2 nodes, consts, uni, heap, err, slots, stacks, tasks, aux;
-    uvec2 cancel;   /* the context's cancel word (host-visible, coherent) */
-    uint mode;      /* MODE_* */
-    uint task;      /* absolute task index (kernel modes) */
-    uint task_rel;  /* variant-relative task index, for the error record */
-    uint nthreads;  /* parallel thread slots (heap slices) */
-    uint stride_lo, stride_hi; /* heap words per slot */
-    uint nstacks;
-    uint flags;     /* FLAG_* */
-    uint naux;      /* sizer: number of jobs (serial passes) or ranges (reducer) */
-    uint walk_lo, walk_hi;     /* sizer walk cap */
-} pc;
-
-const uint MODE_SERIAL = 0u, MODE_PARALLEL = 1u, MODE_SZ_RANGES = 2u, MODE_SZ_FINAL = 3u,
-           MODE_SZ_BODY = 4u;
-const uint FLAG_ZERO_SERIAL = 1u;
-
-const int RT_OOB = 1, RT_ASSERT = 2, RT_OVERFLOW = 3, RT_DIVZERO = 4, RT_UNDERFLOW = 5,
-          RT_SIZER_CAP = 6, RT_BAD_OP = 7, RT_NEGPOW = 8, RT_CANCELLED = 9;
-/* Backend-private codes: the host turns them into a backend error with a message. */
-const int RT_VK_RANGE32 = 1000; /* a count or offset exceeds what the 32-bit path handles */
-
 /* llvmpipe (lavapipe) silently leaves any one loop after 65535 iterations; every loop that
    may run longer is written as two nested ones (up to 65535^2 iterations, then an error). */
 #define LONG_LOOP(cond) for (uint lo_ = 0u; lo_ < 65535u && (cond); lo_++) for (uint li_ = 0u; li_ < 65535u && (cond); li_++)
-const int RT_VK_STEPS = 1001; /* a loop ran 65535^2 iterations: the driver-limit guard */
-
-const uint MAX_REGS = 1024u;   /* DVM_MAX_REGS */
-const uint MAX_DEPTH = 8u;     /* DVM_MAX_SIZE_DEPTH */
+/* (RT_VK_STEPS: a loop ran 65535^2 iterations, this driver-limit guard's error) */
 
 uint R[MAX_REGS];
 
@@ -93,29 +68,30 @@ bool cancelled() { return WV(pc.cancel).v != 0u; }
 
 void rec_err(int code, uint node, uvec2 p0, uvec2 p1, uvec2 p2, uvec2 p3) {
     if (atomicCompSwap(WC(pc.err).v, 0u, uint(code)) == 0u) {
-        WC(addw(pc.err, 1u)).v = pc.task_rel;
-        WC(addw(pc.err, 2u)).v = node;
-        WC(addw(pc.err, 4u)).v = p0.x; WC(addw(pc.err, 5u)).v = p0.y;
-        WC(addw(pc.err, 6u)).v = p1.x; WC(addw(pc.err, 7u)).v = p1.y;
-        WC(addw(pc.err, 8u)).v = p2.x; WC(addw(pc.err, 9u)).v = p2.y;
-        WC(addw(pc.err, 10u)).v = p3.x; WC(addw(pc.err, 11u)).v = p3.y;
+        WC(addw(pc.err, ERR_TASK)).v = pc.task_rel;
+        WC(addw(pc.err, ERR_NODE)).v = node;
+        WC(addw(pc.err, ERR_P)).v = p0.x; WC(addw(pc.err, ERR_P + 1u)).v = p0.y;
+        WC(addw(pc.err, ERR_P + 2u)).v = p1.x; WC(addw(pc.err, ERR_P + 3u)).v = p1.y;
+        WC(addw(pc.err, ERR_P + 4u)).v = p2.x; WC(addw(pc.err, ERR_P + 5u)).v = p2.y;
+        WC(addw(pc.err, ERR_P + 6u)).v = p3.x; WC(addw(pc.err, ERR_P + 7u)).v = p3.y;
     }
 }
 
-/* ---- the slot table: per array slot 8 words: address lo/hi, length lo/hi, shape[4] ---- */
-uvec2 arr_base(uint x) { return uvec2(ldw(pc.slots, x * 8u), ldw(pc.slots, x * 8u + 1u)); }
+/* ---- the slot table (gpu_abi.h): per array slot its address, length and shape ---- */
+uint slot_w(uint x, uint k) { return ldw(pc.slots, x * SLOT_WORDS + k); }
+uvec2 arr_base(uint x) { return uvec2(slot_w(x, SLOT_ADDR), slot_w(x, SLOT_ADDR + 1u)); }
 /* Element count clamped to the i32 index range: registers hold i32 indices. */
 int arr_len(uint x) {
-    uint lo = ldw(pc.slots, x * 8u + 2u), hi = ldw(pc.slots, x * 8u + 3u);
+    uint lo = slot_w(x, SLOT_LEN), hi = slot_w(x, SLOT_LEN + 1u);
     return (hi != 0u || lo > 0x7FFFFFFFu) ? 0x7FFFFFFF : int(lo);
 }
-int arr_dim(uint x, uint ax) { return int(ldw(pc.slots, x * 8u + 4u + ax)); }
+int arr_dim(uint x, uint ax) { return int(slot_w(x, SLOT_SHAPE + ax)); }
 
 /* Checks flat index i of slot x; records OOB (axis -1) and returns false when outside. */
 bool chk(uint x, int i, uint node) {
     int n = arr_len(x);
     if (i >= 0 && i < n) return true;
-    uint lo = ldw(pc.slots, x * 8u + 2u), hi = ldw(pc.slots, x * 8u + 3u);
+    uint lo = slot_w(x, SLOT_LEN), hi = slot_w(x, SLOT_LEN + 1u);
     rec_err(RT_OOB, node, uvec2(x, 0u), P(-1), P(i), uvec2(lo, hi));
     return false;
 }
@@ -242,20 +218,22 @@ int c_f2i(float v) {
     return int(v);
 }
 
-/* ---- heap: slot s owns words [s*stride, (s+1)*stride); stack i at stack_off[i] ---- */
+/* ---- heap: slot s owns words [s*stride, (s+1)*stride); stack i at stack_off[i] (the stack
+   table, gpu_abi.h); HEAP_SLOT_WORD is bc.h's ---- */
+uint stack_w(uint i, uint k) { return ldw(pc.stacks, i * STACK_WORDS + k); }
 #if DVM_INT64
 uint64_t stride64() { return packUint2x32(uvec2(pc.stride_lo, pc.stride_hi)); }
 uvec2 stack_base(uint slot, uint i) {
-    uint64_t off = packUint2x32(uvec2(ldw(pc.stacks, i * 4u), ldw(pc.stacks, i * 4u + 1u)));
-    return addw64(pc.heap, uint64_t(slot) * stride64() + off);
+    uint64_t off = packUint2x32(uvec2(stack_w(i, STACK_OFF), stack_w(i, STACK_OFF + 1u)));
+    return addw64(pc.heap, HEAP_SLOT_WORD(uint64_t(slot), stride64(), off));
 }
 #else
 /* The host refuses heaps of 2^32 words or more on this path, so 32-bit offsets are exact. */
 uvec2 stack_base(uint slot, uint i) {
-    return addw(pc.heap, slot * pc.stride_lo + ldw(pc.stacks, i * 4u));
+    return addw(pc.heap, HEAP_SLOT_WORD(slot, pc.stride_lo, stack_w(i, STACK_OFF)));
 }
 #endif
-uvec2 stack_cap(uint i) { return uvec2(ldw(pc.stacks, i * 4u + 2u), ldw(pc.stacks, i * 4u + 3u)); }
+uvec2 stack_cap(uint i) { return uvec2(stack_w(i, STACK_CAP), stack_w(i, STACK_CAP + 1u)); }
 
 void zero_counts(uint slot) {
     for (uint i = 0u; i < pc.nstacks; i++) W(stack_base(slot, i)).v = 0u;
@@ -408,21 +386,24 @@ int run(uint cb, uint ip0, uint slot) {
             if (x == 0u && c + 1u == ip && iv(a) < int(hi)) {
                 uint bn = cb + c, v0 = ldw(pc.nodes, bn * 2u), v1 = ldw(pc.nodes, bn * 2u + 1u);
                 uint bop = v0 & 0xFFu, ba = v0 >> 16, bb = v1 & 0xFFFFu, bc = v1 >> 16;
-                bool self = bop == OP_FMAFK ? bb != ba
-                            : (bop == OP_MULF || bop == OP_ADDF) ? ((bb == ba) != (bc == ba))
-                            : (bop == OP_MULFK || bop == OP_ADDFK) ? bb == ba
-                            : bop == OP_SUBF ? (bb == ba && bc != ba) : false;
-                uint bo = bop == OP_FMAFK ? bb : (bop == OP_MULFK || bop == OP_ADDFK) ? ba : bb == ba ? bc : bb;
+                /* the forms (su_form, generated from ops.def) and their m and k: bc.h, enum
+                   dvm_su_form and DVM_SELF_UPDATE */
+                uint su = su_form(bop);
+                bool self = su == SU_FMA_K ? bb != ba
+                            : (su == SU_MUL_R || su == SU_ADD_R) ? ((bb == ba) != (bc == ba))
+                            : (su == SU_MUL_K || su == SU_ADD_K) ? bb == ba
+                            : su == SU_SUB_R ? (bb == ba && bc != ba) : false;
+                uint bo = su == SU_FMA_K ? bb : (su == SU_MUL_K || su == SU_ADD_K) ? ba : bb == ba ? bc : bb;
                 uint steps = hi - R[a] - 1u;
                 if (self && a != ba && b != ba && a != bo && steps < 65535u * 65535u) {
                     /* the node as v * m + k; fma, fused or not, gives the node's result: for
                        FMAFK it is the node's own fma, and for the others one of its two steps
                        is exact (x * 1, or + -0.0) */
-                    bool kc = bop == OP_FMAFK || bop == OP_MULFK || bop == OP_ADDFK;
+                    bool kc = su == SU_FMA_K || su == SU_MUL_K || su == SU_ADD_K;
                     float v = f(ba), o = f(bo), kk = kc ? K(bc) : 0.0;
-                    float m = (bop == OP_FMAFK || bop == OP_MULF) ? o : bop == OP_MULFK ? kk : 1.0;
-                    float k = (bop == OP_ADDF) ? o : bop == OP_SUBF ? -o
-                            : (bop == OP_MULF || bop == OP_MULFK) ? uintBitsToFloat(0x80000000u) : kk; /* -0.0 */
+                    float m = (su == SU_FMA_K || su == SU_MUL_R) ? o : su == SU_MUL_K ? kk : 1.0;
+                    float k = (su == SU_ADD_R) ? o : su == SU_SUB_R ? -o
+                            : (su == SU_MUL_R || su == SU_MUL_K) ? uintBitsToFloat(0x80000000u) : kk; /* -0.0 */
                     uint q = steps / 65535u, r = steps - q * 65535u;
                     for (uint oi = 0u; oi <= q; oi++) {
                         uint mm = oi < q ? 65535u : r;
@@ -487,7 +468,7 @@ int run(uint cb, uint ip0, uint slot) {
             uvec2 sb = stack_base(slot, a);
             uint cnt = W(sb).v;
             uvec2 cap = stack_cap(a);
-            if (cap.y == 0u && cnt >= cap.x) { rec_err(RT_OVERFLOW, n, uvec2(a, 0u), cap, P0, P0); return 1; }
+            if (cap.y == 0u && cnt >= cap.x) { rec_err(RT_ADSTACK_OVERFLOW, n, uvec2(a, 0u), cap, P0, P0); return 1; }
             W(addw(sb, 1u + cnt)).v = R[b];
             W(sb).v = cnt + 1u;
             break;
@@ -495,7 +476,7 @@ int run(uint cb, uint ip0, uint slot) {
         case OP_POP: {
             uvec2 sb = stack_base(slot, b);
             uint cnt = W(sb).v;
-            if (cnt == 0u) { rec_err(RT_UNDERFLOW, n, uvec2(b, 0u), P0, P0, P0); return 1; }
+            if (cnt == 0u) { rec_err(RT_ADSTACK_UNDERFLOW, n, uvec2(b, 0u), P0, P0, P0); return 1; }
             R[a] = W(addw(sb, cnt)).v;
             W(sb).v = cnt - 1u;
             break;
@@ -711,7 +692,7 @@ SZ sz_eval(uint pb, uint begin, uint len, uint mode, uint njobs, uint r0, SZ bou
         case OP_SZ_VAR: v = a < depth ? var[a] : SZ(0); break;
         case OP_SZ_LOAD: {
             SZ i = sl(a);
-            uint lo = ldw(pc.slots, x * 8u + 2u), hi = ldw(pc.slots, x * 8u + 3u);
+            uint lo = slot_w(x, SLOT_LEN), hi = slot_w(x, SLOT_LEN + 1u);
 #if DVM_INT64
             bool inb = i >= 0l && uint64_t(i) < packUint2x32(uvec2(lo, hi));
 #else

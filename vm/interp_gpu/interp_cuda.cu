@@ -179,7 +179,7 @@ __device__ static __forceinline__ int dvm_gpu_run_lanes(const dvm_env *e, uint32
 }
 
 /* ---- the ops-table hash, computed at compile time from the same ops.def rows and in the
-   same way as bytecode/ops.c (FNV-1a 64: number, name, format, flags); the host refuses an
+   same way as bytecode/ops.c (FNV-1a 64: number, name, format, flags, props); the host refuses an
    interpreter binary whose hash differs from dvm_ops_hash(). ---- */
 struct dvm_gpu_fnv {
     uint64_t h;
@@ -195,8 +195,8 @@ struct dvm_gpu_fnv {
 };
 static constexpr uint64_t dvm_gpu_ops_hash(void) {
     dvm_gpu_fnv f{0xcbf29ce484222325ull};
-#define DVM_OP(name, num, fmt, flags, doc) f = f.u32((uint32_t)(num)).str(#name).str(fmt).u32((uint32_t)(flags));
-#define DVM_DOP(name, num, fmt, flags, doc) DVM_OP(name, num, fmt, (flags) | DVM_F_DIFF, doc)
+#define DVM_OP(name, num, fmt, flags, props, doc) f = f.u32((uint32_t)(num)).str(#name).str(fmt).u32((uint32_t)(flags)).u32((uint32_t)(props));
+#define DVM_DOP(name, num, fmt, flags, props, doc) DVM_OP(name, num, fmt, (flags) | DVM_F_DIFF, props, doc)
 #include "../../bytecode/ops.def"
 #undef DVM_OP
 #undef DVM_DOP

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "vm/backend.h"
+#include "vm/interp_gpu/gpu_abi.h"
 
 #include "dvm_spv_i0_f0.h"
 #include "dvm_spv_i0_f1.h"
@@ -33,17 +34,21 @@ _Static_assert(sizeof(dvm_node) == 8, "interp.comp reads nodes as 2 words");
 _Static_assert(sizeof(dvm_task_desc) == 40, "interp.comp reads task descriptors as 10 words (tw)");
 _Static_assert(sizeof(dvm_rt_error) == 48, "interp.comp writes the error record as 12 words");
 
-/* Mirrors the push-constant block of interp.comp. */
+/* The push constants: interp.comp's block is generated from the same fields (gpu_abi.h). */
 typedef struct vk_push {
-    uint64_t nodes, consts, uni, heap, err, slots, stacks, tasks, aux, cancel;
-    uint32_t mode, task, task_rel, nthreads, stride_lo, stride_hi, nstacks, flags, naux, walk_lo, walk_hi;
+#define VK_PUSH_A_(name) uint64_t name;
+#define VK_PUSH_W_(name) uint32_t name;
+    DVM_VK_PUSH_FIELDS(VK_PUSH_A_, VK_PUSH_W_)
+#undef VK_PUSH_A_
+#undef VK_PUSH_W_
 } vk_push;
 _Static_assert(sizeof(vk_push) <= 128, "push constants: 128 bytes is the guaranteed minimum");
-enum { MODE_SERIAL = 0, MODE_PARALLEL = 1, MODE_SZ_RANGES = 2, MODE_SZ_FINAL = 3, MODE_SZ_BODY = 4 };
-enum { FLAG_ZERO_SERIAL = 1 };
-enum { RT_VK_RANGE32 = 1000, RT_VK_STEPS = 1001 }; /* interp.comp's backend-private error codes */
-enum { ERR_WORDS = 16 };      /* the error record (12 words), padded */
-#define WG_SIZE 64u /* local_size_x of interp.comp */
+enum { MODE_SERIAL = DVM_VK_MODE_SERIAL, MODE_PARALLEL = DVM_VK_MODE_PARALLEL, MODE_SZ_RANGES = DVM_VK_MODE_SZ_RANGES,
+       MODE_SZ_FINAL = DVM_VK_MODE_SZ_FINAL, MODE_SZ_BODY = DVM_VK_MODE_SZ_BODY };
+enum { FLAG_ZERO_SERIAL = DVM_VK_FLAG_ZERO_SERIAL };
+enum { RT_VK_RANGE32 = DVM_VK_RT_RANGE32, RT_VK_STEPS = DVM_VK_RT_STEPS }; /* interp.comp's backend-private error codes */
+enum { ERR_WORDS = DVM_VK_ERR_WORDS };
+#define WG_SIZE DVM_VK_WG_SIZE /* local_size_x of interp.comp */
 
 /* ---- the loader ---- */
 #define VK_GLOBAL_FNS(X) X(vkCreateInstance) X(vkEnumerateInstanceVersion)
@@ -852,25 +857,25 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
             return -1;
         }
     }
-    /* params: error record | uniforms | slot table (8 words each) | stack table (4 words each) */
-    size_t o_uni = ERR_WORDS, o_slots = o_uni + x->nuniforms, o_stacks = o_slots + 8 * (size_t)x->nslots;
-    size_t words = o_stacks + 4 * (size_t)x->nstacks;
+    /* params: error record | uniforms | slot table | stack table (gpu_abi.h) */
+    size_t o_uni = ERR_WORDS, o_slots = o_uni + x->nuniforms, o_stacks = o_slots + DVM_VK_SLOT_WORDS * (size_t)x->nslots;
+    size_t words = o_stacks + DVM_VK_STACK_WORDS * (size_t)x->nstacks;
     uint32_t *h = calloc(words, 4);
     if (!h) { fmt(err, errlen, "vulkan: out of host memory"); return -1; }
     memcpy(h + o_uni, x->uniforms, (size_t)x->nuniforms * 4);
     for (uint32_t s = 0; s < x->nslots; s++) {
-        uint32_t *e = h + o_slots + 8 * s;
+        uint32_t *e = h + o_slots + DVM_VK_SLOT_WORDS * s;
         uint64_t a = x->arrays[s] ? x->arrays[s]->addr : be->dummy->addr;
-        e[0] = (uint32_t)a; e[1] = (uint32_t)(a >> 32);
+        e[DVM_VK_SLOT_ADDR] = (uint32_t)a; e[DVM_VK_SLOT_ADDR + 1] = (uint32_t)(a >> 32);
         uint64_t n = x->arrays[s] ? (uint64_t)x->arr_len[s] : 0;
         if (x->arrays[s] && n * 4 > x->arrays[s]->size) n = x->arrays[s]->size / 4; /* never past the buffer */
-        e[2] = (uint32_t)n; e[3] = (uint32_t)(n >> 32);
-        for (int d = 0; d < DVM_MAX_RANK; d++) e[4 + d] = (uint32_t)x->arr_shape[s * DVM_MAX_RANK + d];
+        e[DVM_VK_SLOT_LEN] = (uint32_t)n; e[DVM_VK_SLOT_LEN + 1] = (uint32_t)(n >> 32);
+        for (int d = 0; d < DVM_MAX_RANK; d++) e[DVM_VK_SLOT_SHAPE + d] = (uint32_t)x->arr_shape[s * DVM_MAX_RANK + d];
     }
     for (uint32_t i = 0; i < x->nstacks; i++) {
-        uint32_t *e = h + o_stacks + 4 * i;
-        e[0] = (uint32_t)x->stack_off[i]; e[1] = (uint32_t)((uint64_t)x->stack_off[i] >> 32);
-        e[2] = (uint32_t)x->stack_cap[i]; e[3] = (uint32_t)((uint64_t)x->stack_cap[i] >> 32);
+        uint32_t *e = h + o_stacks + DVM_VK_STACK_WORDS * i;
+        e[DVM_VK_STACK_OFF] = (uint32_t)x->stack_off[i]; e[DVM_VK_STACK_OFF + 1] = (uint32_t)((uint64_t)x->stack_off[i] >> 32);
+        e[DVM_VK_STACK_CAP] = (uint32_t)x->stack_cap[i]; e[DVM_VK_STACK_CAP + 1] = (uint32_t)((uint64_t)x->stack_cap[i] >> 32);
     }
     int rc = stage_params(be, h, words, err, errlen);
     if (rc) { free(h); return -1; }
@@ -927,7 +932,7 @@ static int vk_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_
     }
     if (!njobs) return 0;
     /* params: error | uniforms | slot table | jobs (8 words) | ranges (10 words) | results (3 words) */
-    size_t o_uni = ERR_WORDS, o_slots = o_uni + job->nuniforms, o_aux = o_slots + 8 * (size_t)job->nslots;
+    size_t o_uni = ERR_WORDS, o_slots = o_uni + job->nuniforms, o_aux = o_slots + DVM_VK_SLOT_WORDS * (size_t)job->nslots;
     o_aux = (o_aux + 1) & ~(size_t)1; /* 8-byte alignment for the 64-bit atomics */
     size_t o_res = o_aux + 8 * (size_t)njobs + 10 * (size_t)nranges;
     size_t words = o_res + 3 * (size_t)njobs;
@@ -939,13 +944,13 @@ static int vk_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_
     if (!h) { fmt(err, errlen, "vulkan: out of host memory"); return -1; }
     memcpy(h + o_uni, job->uniforms, (size_t)job->nuniforms * 4);
     for (uint32_t s = 0; s < job->nslots; s++) {
-        uint32_t *e = h + o_slots + 8 * s;
+        uint32_t *e = h + o_slots + DVM_VK_SLOT_WORDS * s;
         uint64_t a = job->arrays[s] ? job->arrays[s]->addr : be->dummy->addr;
-        e[0] = (uint32_t)a; e[1] = (uint32_t)(a >> 32);
+        e[DVM_VK_SLOT_ADDR] = (uint32_t)a; e[DVM_VK_SLOT_ADDR + 1] = (uint32_t)(a >> 32);
         uint64_t n = job->arrays[s] ? (uint64_t)job->arr_len[s] : 0;
         if (job->arrays[s] && n * 4 > job->arrays[s]->size) n = job->arrays[s]->size / 4;
-        e[2] = (uint32_t)n; e[3] = (uint32_t)(n >> 32);
-        for (int d = 0; d < DVM_MAX_RANK; d++) e[4 + d] = (uint32_t)job->arr_shape[s * DVM_MAX_RANK + d];
+        e[DVM_VK_SLOT_LEN] = (uint32_t)n; e[DVM_VK_SLOT_LEN + 1] = (uint32_t)(n >> 32);
+        for (int d = 0; d < DVM_MAX_RANK; d++) e[DVM_VK_SLOT_SHAPE + d] = (uint32_t)job->arr_shape[s * DVM_MAX_RANK + d];
     }
     uint32_t j = 0, r = 0;
     for (uint32_t i = 0; i < v->nstacks; i++) {
