@@ -98,11 +98,6 @@ typedef struct dvm_size_job {
     const volatile uint32_t *cancel; /* as in dvm_exec */
 } dvm_size_job;
 
-/* The cpu max-reducer's budget: walk_cap times this many steps summed over one range's
-   evaluations (a range over 2^40 values must not run for hours); GPU backends run the
-   evaluations in parallel on thousands of threads and keep only walk_cap per evaluation. */
-#define DVM_SIZER_REDUCE_FACTOR 64
-
 /* The sizer's work for one job, as the host (vm/sizer.c) lays it out before any backend call:
    the size programs (one per DVM_SZ_PROGRAM stack, in stack order) and their top-level
    SZ_RANGE nodes, which go to the max-reducer. */
@@ -125,9 +120,9 @@ typedef struct dvm_size_plan {
     uint32_t maxlen;                /* the longest program */
     uint32_t maxbody;               /* the longest top-level range body */
     int64_t walk_cap;               /* steps one evaluation may take (job->walk_cap, or INT64_MAX) */
-    int64_t reduce_budget;          /* steps all evaluations of one range may take together:
-                                       walk_cap * DVM_SIZER_REDUCE_FACTOR (saturated); the cpu
-                                       backend keeps it, the GPUs keep walk_cap per evaluation */
+    int64_t reduce_budget;          /* steps all evaluations of one range may take together
+                                       (DVM_SIZER_REDUCE_FACTOR, vm/sizer.h): the cpu backend
+                                       keeps it, the GPUs keep walk_cap per evaluation */
 } dvm_size_plan;
 typedef struct dvm_sizing dvm_sizing; /* a backend's state for one plan, on its device */
 

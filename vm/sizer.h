@@ -8,6 +8,12 @@
 #include <stdint.h>
 #include "backend.h"
 
+/* The cpu max-reducer's budget (dvm_size_plan.reduce_budget): walk_cap times this many steps
+ * summed over one range's evaluations (a range over 2^40 values must not run for hours); GPU
+ * backends run the evaluations in parallel on thousands of threads and keep only walk_cap per
+ * evaluation. */
+#define DVM_SIZER_REDUCE_FACTOR 64
+
 /* Runs the size program of every DVM_SZ_PROGRAM stack of job->var on the backend and stores
  * each stack's capacity in caps[i] (other entries untouched, and all of them on failure).
  * Returns 0, 1 (a runtime error in *rt: DVM_RT_SIZER_CAP, DVM_RT_CANCELLED), or -1 with a
