@@ -41,30 +41,29 @@ int dvm_heap_layout_compute(const int64_t *caps, uint32_t nstacks, int64_t nthre
     return 0;
 }
 
-int dvm_heap_reserve(dvm_heap *h, const dvm_backend_vtbl *vt, dvm_backend *be, size_t bytes, char *err,
-                     size_t errlen)
+int dvm_heap_reserve(dvm_heap *h, const dvm_heap_mem *mem, size_t bytes, char *err, size_t errlen)
 {
     if (bytes > h->peak_need) h->peak_need = bytes;
     if (bytes == 0 || (h->buf && h->bytes >= bytes)) return 0;
     size_t want = h->bytes > SIZE_MAX / 2 ? SIZE_MAX : h->bytes * 2;
     if (want < bytes) want = bytes;
     /* Free first: the old contents are dead, and peak memory stays at one buffer. */
-    if (h->buf) vt->free(be, h->buf);
+    if (h->buf) mem->free(mem->user, h->buf);
     h->buf = NULL;
     h->bytes = 0;
-    dvm_buffer *b = NULL;
-    if (vt->alloc(be, want, &b, err, errlen) != 0) {
+    void *b = NULL;
+    if (mem->alloc(mem->user, want, &b, err, errlen) != 0) {
         want = bytes;
-        if (vt->alloc(be, want, &b, err, errlen) != 0) return -1;
+        if (mem->alloc(mem->user, want, &b, err, errlen) != 0) return -1;
     }
     h->buf = b;
     h->bytes = want;
     return 0;
 }
 
-void dvm_heap_release(dvm_heap *h, const dvm_backend_vtbl *vt, dvm_backend *be)
+void dvm_heap_release(dvm_heap *h, const dvm_heap_mem *mem)
 {
-    if (h->buf) vt->free(be, h->buf);
+    if (h->buf) mem->free(mem->user, h->buf);
     h->buf = NULL;
     h->bytes = 0;
     h->peak_need = 0;

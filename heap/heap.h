@@ -22,7 +22,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../vm/backend.h"
 
 #define DVM_HEAP_ALIGN_WORDS 16
 
@@ -38,18 +37,25 @@ typedef struct dvm_heap_layout {
 int dvm_heap_layout_compute(const int64_t *caps, uint32_t nstacks, int64_t nthread_slots, int64_t *off,
                             dvm_heap_layout *out, char *err, size_t errlen);
 
+/* Where the heap's buffer comes from: the runtime passes its backend's allocator (vm/launch.c),
+ * so heap/ knows nothing of backends. alloc: 0, or -1 with a message; the buffer is opaque. */
+typedef struct dvm_heap_mem {
+    int (*alloc)(void *user, size_t bytes, void **out, char *err, size_t errlen);
+    void (*free)(void *user, void *buf);
+    void *user;
+} dvm_heap_mem;
+
 typedef struct dvm_heap {
-    dvm_buffer *buf; /* NULL until the first launch that needs stacks */
+    void *buf;       /* from mem->alloc; NULL until the first launch that needs stacks */
     size_t bytes;    /* size of buf */
     size_t peak_need; /* the largest layout requested so far, in bytes */
 } dvm_heap;
 
 /* Makes h->buf at least `bytes` long (see Growth above). Returns 0, or -1 with a message.
  * bytes == 0 needs no buffer and leaves h unchanged. */
-int dvm_heap_reserve(dvm_heap *h, const dvm_backend_vtbl *vt, dvm_backend *be, size_t bytes, char *err,
-                     size_t errlen);
+int dvm_heap_reserve(dvm_heap *h, const dvm_heap_mem *mem, size_t bytes, char *err, size_t errlen);
 
 /* Frees the buffer; h is empty afterwards (reusable). */
-void dvm_heap_release(dvm_heap *h, const dvm_backend_vtbl *vt, dvm_backend *be);
+void dvm_heap_release(dvm_heap *h, const dvm_heap_mem *mem);
 
 #endif

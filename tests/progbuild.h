@@ -4,6 +4,27 @@
 #define DVM_TESTS_PROGBUILD_H
 #include <string.h>
 #include "bytecode/bc.h"
+#include "heap/heap.h"
+#include "vm/backend.h"
+
+/* ---- the adstack heap's allocator over one backend (vm/launch.c passes its context's) ---- */
+typedef struct heap_be {
+    const dvm_backend_vtbl *vt;
+    dvm_backend *be;
+} heap_be;
+static inline int heap_be_alloc(void *user, size_t bytes, void **out, char *err, size_t errlen)
+{
+    heap_be *h = (heap_be *)user;
+    dvm_buffer *b = NULL;
+    int rc = h->vt->alloc(h->be, bytes, &b, err, errlen);
+    *out = b;
+    return rc;
+}
+static inline void heap_be_free(void *user, void *buf)
+{
+    heap_be *h = (heap_be *)user;
+    h->vt->free(h->be, (dvm_buffer *)buf);
+}
 
 /* ---- a program under construction: one kernel, forward variant ---- */
 #define MAXN 4096

@@ -2,7 +2,7 @@
  * hand-assembled bytecode (no compiler needed): a grid-stride parallel task (saxpy over
  * more elements than threads), a serial task writing a uniform that the next parallel
  * task reads as its extent, i32 atomics (histogram), an out-of-bounds runtime error, and
- * the device sizer + max-reducer (max over a range of array values). Results are checked
+ * the sizer (vm/sizer.c) over the device primitives + max-reducer (max over a range of array values). Results are checked
  * against plain C. Exits 77 (skipped) when the backend finds no device.
  *   test_gpu_backend cuda|hip */
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "vm/backend.h"
+#include "vm/sizer.h"
 
 static int fails = 0;
 #define EXPECT(cond, ...)                                                                 \
@@ -122,7 +123,7 @@ int main(int argc, char **argv) {
     int64_t cap = -1;
     dvm_rt_error rt;
     memset(&rt, 0, sizeof rt);
-    rc = vt->size(be, &job, &cap, &rt, err, sizeof err);
+    rc = dvm_sizer_run(vt, be, &job, &cap, &rt, err, sizeof err);
     EXPECT(rc == 0, "size returned %d (%s, rt code %d)", rc, err, rt.code);
     EXPECT(cap == (int64_t)smax + 7, "sizer: expected capacity %lld, got %lld", (long long)smax + 7, (long long)cap);
 

@@ -4,8 +4,19 @@
 #include <string.h>
 
 #include "heap/heap.h"
+#include "vm/backend.h"
 
 #include "tests/check.h"
+
+/* the heap's allocator over the CPU backend, as vm/launch.c passes its context's backend */
+static int cpu_alloc(void *user, size_t bytes, void **out, char *err, size_t errlen)
+{
+    dvm_buffer *b = NULL;
+    int rc = dvm_backend_cpu.alloc((dvm_backend *)user, bytes, &b, err, errlen);
+    *out = b;
+    return rc;
+}
+static void cpu_free(void *user, void *buf) { dvm_backend_cpu.free((dvm_backend *)user, (dvm_buffer *)buf); }
 
 int main(void)
 {
@@ -42,24 +53,25 @@ int main(void)
     dvm_backend_opts o = {0, 2};
     dvm_backend *be = dvm_backend_cpu.open(&o, err, sizeof err);
     CHECK(be != NULL, "open: %s", err);
+    const dvm_heap_mem mem = {cpu_alloc, cpu_free, be};
     dvm_heap h;
     memset(&h, 0, sizeof h);
-    CHECK(dvm_heap_reserve(&h, &dvm_backend_cpu, be, 0, err, sizeof err) == 0 && h.buf == NULL, "0 bytes needs no buffer");
-    CHECK(dvm_heap_reserve(&h, &dvm_backend_cpu, be, 1000, err, sizeof err) == 0 && h.bytes == 1000, "first: %zu", h.bytes);
-    dvm_buffer *first = h.buf;
-    CHECK(dvm_heap_reserve(&h, &dvm_backend_cpu, be, 600, err, sizeof err) == 0 && h.buf == first && h.bytes == 1000,
+    CHECK(dvm_heap_reserve(&h, &mem, 0, err, sizeof err) == 0 && h.buf == NULL, "0 bytes needs no buffer");
+    CHECK(dvm_heap_reserve(&h, &mem, 1000, err, sizeof err) == 0 && h.bytes == 1000, "first: %zu", h.bytes);
+    void *first = h.buf;
+    CHECK(dvm_heap_reserve(&h, &mem, 600, err, sizeof err) == 0 && h.buf == first && h.bytes == 1000,
           "a smaller need reuses the buffer (got %zu bytes)", h.bytes);
-    CHECK(dvm_heap_reserve(&h, &dvm_backend_cpu, be, 1200, err, sizeof err) == 0 && h.bytes == 2000,
+    CHECK(dvm_heap_reserve(&h, &mem, 1200, err, sizeof err) == 0 && h.bytes == 2000,
           "growth doubles: expected 2000, got %zu", h.bytes);
-    CHECK(dvm_heap_reserve(&h, &dvm_backend_cpu, be, 9000, err, sizeof err) == 0 && h.bytes == 9000,
+    CHECK(dvm_heap_reserve(&h, &mem, 9000, err, sizeof err) == 0 && h.bytes == 9000,
           "a big jump takes what is needed: expected 9000, got %zu", h.bytes);
     CHECK(h.peak_need == 9000, "peak need: %zu", h.peak_need);
     /* the buffer is usable over its whole size */
     unsigned char z[9000];
     memset(z, 0xAB, sizeof z);
-    CHECK(dvm_backend_cpu.write(be, h.buf, 0, z, sizeof z, err, sizeof err) == 0, "write whole heap: %s", err);
-    CHECK(dvm_backend_cpu.write(be, h.buf, 1, z, sizeof z, err, sizeof err) == -1, "write past the end must fail");
-    dvm_heap_release(&h, &dvm_backend_cpu, be);
+    CHECK(dvm_backend_cpu.write(be, (dvm_buffer *)h.buf, 0, z, sizeof z, err, sizeof err) == 0, "write whole heap: %s", err);
+    CHECK(dvm_backend_cpu.write(be, (dvm_buffer *)h.buf, 1, z, sizeof z, err, sizeof err) == -1, "write past the end must fail");
+    dvm_heap_release(&h, &mem);
     CHECK(h.buf == NULL && h.bytes == 0, "release empties the heap");
     dvm_backend_cpu.close(be);
     if (fails) {

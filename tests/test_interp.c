@@ -8,6 +8,7 @@
 
 #include "heap/heap.h"
 #include "vm/backend.h"
+#include "vm/sizer.h"
 
 #include "tests/check.h"
 
@@ -30,6 +31,8 @@ static dvm_program prog;
 static dvm_variant_desc var;
 static const volatile uint32_t *cancel_word; /* launch()'s exec cancel word (NULL: none) */
 static dvm_heap heap;
+static heap_be hb; /* the heap's allocator: the backend vt, be of the call (set before each) */
+static const dvm_heap_mem hmem = {heap_be_alloc, heap_be_free, &hb};
 
 static void make_prog(void)
 {
@@ -83,12 +86,14 @@ static int launch(arrays *A, uint32_t *uni, uint32_t nuni, const int64_t *caps, 
     int64_t off[8];
     dvm_heap_layout L = {0, 0, 0, 0};
     if (ns) {
+        hb.vt = vt;
+        hb.be = be;
         if (dvm_heap_layout_compute(caps, ns, x.nthread_slots, off, &L, err, sizeof err) ||
-            dvm_heap_reserve(&heap, vt, be, (size_t)L.total_words * 4, err, sizeof err)) {
+            dvm_heap_reserve(&heap, &hmem, (size_t)L.total_words * 4, err, sizeof err)) {
             printf("FAIL heap: %s\n", err);
             exit(1);
         }
-        x.heap = heap.buf;
+        x.heap = (dvm_buffer *)heap.buf;
         x.stride = L.stride;
         x.stack_off = off;
         x.stack_cap = caps;
@@ -1017,7 +1022,7 @@ static int run_size(arrays *A, uint32_t *uni, uint32_t nuni, int64_t walk_cap, i
     j.uniforms = uni;
     j.nuniforms = nuni;
     j.walk_cap = walk_cap;
-    int rc = vt->size(be, &j, caps, rt, err, sizeof err);
+    int rc = dvm_sizer_run(vt, be, &j, caps, rt, err, sizeof err);
     if (rc < 0) printf("size: %s\n", err);
     for (uint32_t i = 0; i < A->n; i++) vt->free(be, bufs[i]);
     return rc;
@@ -1262,7 +1267,9 @@ int main(void)
     test_max_reducer();
     test_max_reducer_cap();
     test_cancel_points();
-    dvm_heap_release(&heap, vt, be);
+    hb.vt = vt;
+    hb.be = be;
+    dvm_heap_release(&heap, &hmem);
     vt->close(be);
     if (fails) {
         printf("%d check(s) failed\n", fails);

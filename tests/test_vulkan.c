@@ -14,6 +14,7 @@
 
 #include "heap/heap.h"
 #include "vm/backend.h"
+#include "vm/sizer.h"
 
 #include "tests/check.h"
 
@@ -86,14 +87,16 @@ static void launch(const dvm_backend_vtbl *vt, dvm_backend *be, const run_in *A,
     x.nthread_slots = vt->slots(be, &x);
     int64_t off[4];
     dvm_heap heap = {0, 0, 0};
+    heap_be hb = {vt, be};
+    const dvm_heap_mem hmem = {heap_be_alloc, heap_be_free, &hb};
     if (ns) {
         dvm_heap_layout L;
         if (dvm_heap_layout_compute(A->caps, ns, x.nthread_slots, off, &L, o->err, sizeof o->err) ||
-            dvm_heap_reserve(&heap, vt, be, (size_t)L.total_words * 4, o->err, sizeof o->err)) {
+            dvm_heap_reserve(&heap, &hmem, (size_t)L.total_words * 4, o->err, sizeof o->err)) {
             printf("FAIL %s heap: %s\n", vt->name, o->err);
             exit(1);
         }
-        x.heap = heap.buf; x.stride = L.stride; x.stack_off = off; x.stack_cap = A->caps; x.nstacks = ns;
+        x.heap = (dvm_buffer *)heap.buf; x.stride = L.stride; x.stack_off = off; x.stack_cap = A->caps; x.nstacks = ns;
     }
     o->rc = vt->exec(be, &x, &o->rt, o->err, sizeof o->err);
     for (uint32_t i = 0; i < A->n; i++) {
@@ -101,7 +104,7 @@ static void launch(const dvm_backend_vtbl *vt, dvm_backend *be, const run_in *A,
         vt->read(be, bufs[i], 0, o->data[i], (size_t)A->len[i] * 4, o->err + strlen(o->err), 1);
         vt->free(be, bufs[i]);
     }
-    dvm_heap_release(&heap, vt, be);
+    dvm_heap_release(&heap, &hmem);
     vt->unload(be, ld);
 }
 
@@ -396,7 +399,7 @@ static int run_size(const dvm_backend_vtbl *vt, dvm_backend *be, run_in *A, int6
     j.prog = &prog; j.loaded = ld; j.var = &var; j.nslots = A->n; j.arrays = bufs; j.arr_len = A->len;
     j.arr_shape = A->shape; j.uniforms = A->uni; j.nuniforms = A->nuni; j.walk_cap = walk;
     memset(rt, 0, sizeof *rt);
-    int rc = vt->size(be, &j, caps, rt, err, 256);
+    int rc = dvm_sizer_run(vt, be, &j, caps, rt, err, 256);
     for (uint32_t i = 0; i < A->n; i++) vt->free(be, bufs[i]);
     vt->unload(be, ld);
     return rc;

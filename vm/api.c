@@ -58,6 +58,30 @@ static int thread_limit(int *cpus) {
     return *cpus * DVM_THREADS_PER_CPU < DVM_MAX_THREADS ? *cpus * DVM_THREADS_PER_CPU : DVM_MAX_THREADS;
 }
 
+/* The adstack heap's allocator (heap/heap.h): the context's backend. */
+static int heap_alloc(void *user, size_t bytes, void **out, char *err, size_t errlen) {
+    dvm_context *ctx = (dvm_context *)user;
+    dvm_buffer *b = NULL;
+    int rc = ctx->vt->alloc(ctx->be, bytes, &b, err, errlen);
+    *out = b;
+    return rc;
+}
+static void heap_free(void *user, void *buf) {
+    dvm_context *ctx = (dvm_context *)user;
+    ctx->vt->free(ctx->be, (dvm_buffer *)buf);
+}
+
+/* What the context's launches kept for the next one: the heap, the snapshot buffers. */
+static void scratch_free(dvm_context *ctx) {
+    dvm_launch_scratch *s = &ctx->scratch;
+    dvm_heap_release(&s->heap, &s->heap_mem);
+    for (uint32_t i = 0; i < s->nsnap; i++)
+        if (s->snap[i]) ctx->vt->free(ctx->be, s->snap[i]);
+    free(s->snap);
+    free(s->snap_bytes);
+    memset(s, 0, sizeof *s);
+}
+
 dvm_status dvm_context_create(const dvm_context_opts *opts, dvm_context **out) {
     if (out) *out = NULL;
     if (!out) return DVM_ERR_USAGE;
@@ -67,6 +91,7 @@ dvm_status dvm_context_create(const dvm_context_opts *opts, dvm_context **out) {
     *out = ctx;
     ctx->next_array_id = 1;
     ctx->cancel = &ctx->cancel_own;
+    ctx->scratch.heap_mem = (dvm_heap_mem){heap_alloc, heap_free, ctx};
     const char *want = opts && opts->backend ? opts->backend : "auto";
     dvm_backend_opts bo = {opts ? opts->device : 0, opts ? opts->threads : 0};
     if (bo.device < 0) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "device index %d is negative", bo.device);
@@ -124,7 +149,7 @@ void dvm_context_destroy(dvm_context *ctx) {
         }
     }
     if (ctx->be) {
-        dvm_launch_scratch_free(ctx->vt, ctx->be, &ctx->scratch);
+        scratch_free(ctx);
         ctx->vt->close(ctx->be);
         ctx->be = NULL;
     }

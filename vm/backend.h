@@ -6,8 +6,9 @@
  * Launch protocol, in order (vm/launch.c):
  *  1. uniforms: host fills the scalar parameters and shape symbols (dvm_param_desc.uslot,
  *     dvm_sym_desc.uslot); the rest of the variant's nuniforms words start at zero.
- *  2. sizes: for stacks with sizing DVM_SZ_PROGRAM, unless cached, be->size() runs the
- *     sizer and max-reducer on the device and returns every capacity (one readback).
+ *  2. sizes: for stacks with sizing DVM_SZ_PROGRAM, unless cached, the host's sizer
+ *     (vm/sizer.c) runs their size programs and the max-reducer on the device through the
+ *     backend's size_* primitives and reads back every capacity (one readback).
  *  3. heap: host computes the layout (heap/heap.h) for be->slots() parallel slots plus one
  *     serial slot, and grows the heap buffer (amortised doubling).
  *  4. snapshot: every array slot with `writes` set is copied (be->copy) so that a failed
@@ -21,8 +22,8 @@
  * the arrays each stage's reverse must see (vm/launch.c run_stages).
  *
  * Return convention of every function that takes `err`: 0 success; -1 failure with a
- * message in err (NUL-terminated, at most errlen bytes). exec and size also return 1 for a
- * runtime error, with the record in *rt. */
+ * message in err (NUL-terminated, at most errlen bytes). exec and size_read also return 1 for
+ * a runtime error, with the record in *rt. */
 #ifndef DVM_BACKEND_H
 #define DVM_BACKEND_H
 
@@ -62,9 +63,13 @@ typedef struct dvm_exec {
        them: each runs exactly once, and one that stores to a uniform it read (a parameter's,
        say) would not give the same values twice. known:
        per uniform slot, whether the host knows its value before the launch (host-filled, or
-       written by those tasks): a backend may size its grids from such extents. */
+       written by those tasks; no later task writes it). total: per task of var, a parallel
+       task's iteration count where known covers its extents and starts (saturated at 2^40,
+       beyond any grid), else -1: a backend may size its grids from it. Either may be NULL
+       (nothing known); read them with dvm_exec_known_i32 and dvm_exec_total. */
     uint32_t host_tasks;
     const uint8_t *known;
+    const int64_t *total;
     /* An adjoint runs its stages as several windows of its tasks (var: a copy with a task
        range inside the variant's; vm/launch.c run_stages). resume: an earlier window ran, so
        the serial slot's stacks hold what it pushed (not zeroed) and uniforms hold what it
@@ -77,7 +82,7 @@ typedef struct dvm_exec {
     const volatile uint32_t *cancel;
 } dvm_exec;
 
-/* What the sizer needs: the variant's stacks, arrays and uniforms (as in dvm_exec). */
+/* What the sizer (vm/sizer.c) needs: the variant's stacks, arrays and uniforms (as in dvm_exec). */
 typedef struct dvm_size_job {
     const dvm_program *prog;
     const dvm_loaded *loaded;
@@ -88,16 +93,38 @@ typedef struct dvm_size_job {
     const int32_t *arr_shape;
     const uint32_t *uniforms;
     uint32_t nuniforms;
-    int64_t walk_cap; /* serial steps one evaluation may take before DVM_RT_SIZER_CAP; also the
-                         steps one max-reduction (every evaluation of a top-level range's body)
-                         may take in all, times DVM_SIZER_REDUCE_FACTOR (the cpu backend) */
+    int64_t walk_cap; /* serial steps one evaluation may take before DVM_RT_SIZER_CAP (<= 0: no
+                         limit); the cpu max-reducer's budget derives from it (dvm_size_plan) */
     const volatile uint32_t *cancel; /* as in dvm_exec */
 } dvm_size_job;
 
-/* The cpu max-reducer's budget: walk_cap times this many steps summed over one range's
-   evaluations (a range over 2^40 values must not run for hours); GPU backends run the
-   evaluations in parallel on thousands of threads and keep only walk_cap per evaluation. */
-#define DVM_SIZER_REDUCE_FACTOR 64
+/* The sizer's work for one job, as the host (vm/sizer.c) lays it out before any backend call:
+   the size programs (one per DVM_SZ_PROGRAM stack, in stack order) and their top-level
+   SZ_RANGE nodes, which go to the max-reducer. */
+typedef struct dvm_size_prog {
+    uint32_t stack;                 /* stack id in the variant */
+    uint32_t begin, len;            /* the program: absolute first node, node count */
+    uint32_t range_first, nranges;  /* its top-level ranges in dvm_size_plan.ranges */
+} dvm_size_prog;
+typedef struct dvm_size_range {
+    uint32_t prog;                  /* index in dvm_size_plan.progs */
+    uint32_t node, end;             /* the SZ_RANGE node and its body's end, program-relative:
+                                       the body is nodes node+1 .. end-1 */
+} dvm_size_range;
+typedef struct dvm_size_plan {
+    const dvm_size_job *job;
+    const dvm_size_prog *progs;
+    uint32_t nprogs;
+    const dvm_size_range *ranges;
+    uint32_t nranges;
+    uint32_t maxlen;                /* the longest program */
+    uint32_t maxbody;               /* the longest top-level range body */
+    int64_t walk_cap;               /* steps one evaluation may take (job->walk_cap, or INT64_MAX) */
+    int64_t reduce_budget;          /* steps all evaluations of one range may take together
+                                       (DVM_SIZER_REDUCE_FACTOR, vm/sizer.h): the cpu backend
+                                       keeps it, the GPUs keep walk_cap per evaluation */
+} dvm_size_plan;
+typedef struct dvm_sizing dvm_sizing; /* a backend's state for one plan, on its device */
 
 typedef struct dvm_backend_opts {
     int device;
@@ -141,11 +168,23 @@ typedef struct dvm_backend_vtbl {
     int (*load)(dvm_backend *be, const dvm_program *prog, dvm_loaded **out, char *err, size_t errlen);
     void (*unload)(dvm_backend *be, dvm_loaded *l);
 
-    /* Runs the size programs of every DVM_SZ_PROGRAM stack of the variant and stores each
-       stack's capacity in caps[i] (other entries untouched). Top-level SZ_RANGE nodes go
-       to the parallel max-reducer; nested ones are walked serially, at most walk_cap steps
-       per evaluation. Returns 0, 1 (runtime error: DVM_RT_SIZER_CAP in *rt), or -1. */
-    int (*size)(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_rt_error *rt, char *err, size_t errlen);
+    /* The sizer's primitives (vm/sizer.c runs them; the protocol's step 2). size_begin uploads
+       what the plan's programs read (uniforms, array table) and makes room for their state.
+       Then, per program p in order: size_pass(p, final 0), the range pass (one thread: each
+       top-level SZ_RANGE stores its bounds and skips its body); size_reduce(p), the max-reducer
+       over p's top-level ranges (each body evaluated in parallel over its bound variable, a
+       max per range; nested ranges walked serially); size_pass(p, final 1), the final pass (one
+       thread: each top-level range takes the reducer's max, or 0 when empty; the value, clamped
+       at 0, is p's capacity). Every evaluation stops at walk_cap steps (DVM_RT_SIZER_CAP) and
+       polls job->cancel (DVM_RT_CANCELLED); the first runtime error wins and the later work
+       does nothing. A backend may queue these calls: size_read waits for them and reads back
+       the capacities (caps[p] per program) and the error record: 0, 1 (runtime error in *rt,
+       caps untouched) or -1. size_end frees the state (after any of the calls). */
+    int (*size_begin)(dvm_backend *be, const dvm_size_plan *plan, dvm_sizing **out, char *err, size_t errlen);
+    int (*size_pass)(dvm_backend *be, dvm_sizing *s, uint32_t prog, int final, char *err, size_t errlen);
+    int (*size_reduce)(dvm_backend *be, dvm_sizing *s, uint32_t prog, char *err, size_t errlen);
+    int (*size_read)(dvm_backend *be, dvm_sizing *s, int64_t *caps, dvm_rt_error *rt, char *err, size_t errlen);
+    void (*size_end)(dvm_backend *be, dvm_sizing *s);
 
     /* How many parallel thread slots (heap slices) exec will use for this variant. */
     int64_t (*slots)(dvm_backend *be, const dvm_exec *x);
@@ -164,11 +203,14 @@ typedef struct dvm_backend_vtbl {
     int (*may_stop)(dvm_backend *be, const dvm_node *nodes, const dvm_task_desc *t, int64_t total);
 } dvm_backend_vtbl;
 
-/* vm/launch.c: a uniform slot's value when the host knows it before the launch (x->known: 1,
-   *v set), else 0; and a parallel task's iteration count when x->known covers its extents and
-   starts, else -1 (saturates at 2^40, beyond any grid). */
-int dvm_exec_known_i32(const dvm_exec *x, uint32_t slot, int32_t *v);
-int64_t dvm_exec_known_total(const dvm_exec *x, const dvm_task_desc *td);
+/* A uniform slot's value where the host knows it before the launch (x->known: 1, *v set),
+   else 0; and task t's (index in x->var) iteration count where the host knows it, else -1. */
+static inline int dvm_exec_known_i32(const dvm_exec *x, uint32_t slot, int32_t *v) {
+    if (!x->known || !x->uniforms || slot >= x->nuniforms || !x->known[slot]) return 0;
+    *v = (int32_t)x->uniforms[slot];
+    return 1;
+}
+static inline int64_t dvm_exec_total(const dvm_exec *x, uint32_t t) { return x->total ? x->total[t] : -1; }
 
 /* vm/interp_cpu/interp_cpu.c: runs a dvm_task_uniform_only serial task over uniforms on the
    host; 0, or 1 if it failed. */

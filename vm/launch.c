@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include "runtime.h"
+#include "launch.h"
 
 #define DVM_DEFAULT_AD_STACK 256
 /* An adstack with no formula that overflows grows by this factor and the launch reruns
@@ -28,23 +29,6 @@ static double now_ms(void) {
 }
 
 static const char *pstr(const dvm_program *p, uint32_t off) { return off < p->nstrings_bytes ? p->strings + off : "?"; }
-
-void dvm_size_cache_free(dvm_size_cache *c) {
-    free(c->key);
-    free(c->caps);
-    free(c->learned);
-    free(c->load_slot);
-    memset(c, 0, sizeof *c);
-}
-
-void dvm_launch_scratch_free(const dvm_backend_vtbl *vt, dvm_backend *be, dvm_launch_scratch *s) {
-    dvm_heap_release(&s->heap, vt, be);
-    for (uint32_t i = 0; i < s->nsnap; i++)
-        if (s->snap[i]) vt->free(be, s->snap[i]);
-    free(s->snap);
-    free(s->snap_bytes);
-    memset(s, 0, sizeof *s);
-}
 
 /* A scratch buffer of at least `bytes` from the context's pool, position i. */
 static int scratch_buf(dvm_context *ctx, uint32_t i, size_t bytes, dvm_buffer **out, char *err, size_t errlen) {
@@ -395,33 +379,14 @@ static dvm_status rt_fail(launch *L, uint32_t vk, const dvm_exec *x, const dvm_r
     return dvm_fail(L->ctx, code, line != 0, "%s%s", loc, msg);
 }
 
-/* Which array slots the variant's size programs read elements of (their key in the cache). */
-static int scan_load_slots(const dvm_program *p, const dvm_variant_desc *var, dvm_size_cache *c) {
-    c->load_slot = (uint8_t *)calloc(var->nslots ? var->nslots : 1, 1);
-    if (!c->load_slot) return -1;
-    for (uint32_t i = 0; i < var->nstacks; i++) {
-        const dvm_stack_desc *sd = &p->stacks[var->stack_begin + i];
-        if (sd->sizing != DVM_SZ_PROGRAM) continue;
-        for (uint32_t n = sd->size_begin; n < sd->size_begin + sd->size_len && n < p->nnodes; n++)
-            if (p->nodes[n].op == DVM_OP_SZ_LOAD && p->nodes[n].x < var->nslots) c->load_slot[p->nodes[n].x] = 1;
-    }
-    c->scanned = 1;
-    return 0;
-}
-
-int dvm_exec_known_i32(const dvm_exec *x, uint32_t slot, int32_t *v) {
-    if (!x->known || !x->uniforms || slot >= x->nuniforms || !x->known[slot]) return 0;
-    *v = (int32_t)x->uniforms[slot];
-    return 1;
-}
-
-int64_t dvm_exec_known_total(const dvm_exec *x, const dvm_task_desc *td) {
+/* A parallel task's iteration count where the host knows its extents and starts (known),
+   else -1; saturated at 2^40, beyond any grid (dvm_exec.total). */
+static int64_t known_total(const uint32_t *uni, const uint8_t *known, uint32_t nu, const dvm_task_desc *td) {
     int64_t total = 1;
     for (uint32_t d = 0; d < td->ndim && d < DVM_MAX_PAR_DIMS; d++) {
-        int32_t stop, start = 0;
-        if (!dvm_exec_known_i32(x, td->ext_u[d], &stop)) return -1;
-        if (td->start_u[d] != DVM_NO_SLOT && !dvm_exec_known_i32(x, td->start_u[d], &start)) return -1;
-        const int64_t e = (int64_t)stop - start;
+        const uint32_t ss = td->start_u[d], es = td->ext_u[d];
+        if (es >= nu || !known[es] || (ss != DVM_NO_SLOT && (ss >= nu || !known[ss]))) return -1;
+        const int64_t e = (int64_t)(int32_t)uni[es] - (ss != DVM_NO_SLOT ? (int32_t)uni[ss] : 0);
         if (e <= 0) return 0;
         total = total > ((int64_t)1 << 40) / e ? ((int64_t)1 << 40) : total * e;
     }
@@ -490,9 +455,11 @@ static dvm_status prepare_uniforms(launch *L, uint32_t vk) {
         }
         ht++;
     }
-    /* known means known for the whole launch: not a slot a later task writes */
+    /* known means known for the whole launch: not a slot a later task writes, nor a serial
+       loop's variable (run_stages sets it per trip) */
     for (uint32_t t = ht; t < var->ntasks; t++) {
         const dvm_task_desc *td = &p->tasks[var->task_begin + t];
+        if (td->kind == DVM_TASK_REPEAT && td->ext_u[1] < nu) known[td->ext_u[1]] = 0;
         for (uint32_t j = 0; j < td->code_len; j++) {
             const dvm_node *n = &p->nodes[td->code_begin + j];
             if ((n->op == DVM_OP_STU || n->op == DVM_OP_ATOMADDU) && n->a < nu) known[n->a] = 0;
@@ -555,7 +522,7 @@ static int variant_may_fail(const launch *L, uint32_t vk) {
                 hi[d] = stop;
             }
             if (!may) may = dvm_task_may_fail(p->nodes, td, lo, hi, len, shape, ns);
-            const int64_t total = td->kind == DVM_TASK_PARALLEL ? dvm_exec_known_total(&x, td) : 1;
+            const int64_t total = td->kind == DVM_TASK_PARALLEL ? known_total(x.uniforms, x.known, x.nuniforms, td) : 1;
             if (!may && L->ctx->vt->may_stop) may = L->ctx->vt->may_stop(L->ctx->be, p->nodes, td, total);
         }
     }
@@ -579,6 +546,7 @@ static dvm_status exec_window(launch *L, uint32_t vk, dvm_exec *x, uint32_t firs
     w.var = &win;
     w.arrays = arrays;
     w.host_tasks = ht > first ? (ht - first < count ? ht - first : count) : 0;
+    w.total = x->total ? x->total + first : NULL;
     w.resume = first > 0;
     w.more = more;
     dvm_rt_error rt;
@@ -870,9 +838,10 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
     int32_t *shape = (int32_t *)calloc((size_t)(ns ? ns : 1) * DVM_MAX_RANK, sizeof *shape);
     int64_t *caps = (int64_t *)calloc(nst ? nst : 1, sizeof *caps);
     int64_t *off = (int64_t *)calloc(nst ? nst : 1, sizeof *off);
+    int64_t *total = (int64_t *)calloc(var->ntasks ? var->ntasks : 1, sizeof *total);
     dvm_status st = DVM_OK;
     char err[1024] = "";
-    if (!bufs || !len || !shape || !caps || !off) {
+    if (!bufs || !len || !shape || !caps || !off || !total) {
         st = dvm_fail(ctx, DVM_ERR_NOMEM, 0, "kernel '%s'%s: out of memory", kname, vl);
         goto done;
     }
@@ -895,6 +864,11 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
     x.uniforms = uni;
     x.nuniforms = nu;
     x.known = L->known[vk];
+    for (uint32_t t = 0; t < var->ntasks; t++) {
+        const dvm_task_desc *td = &p->tasks[var->task_begin + t];
+        total[t] = td->kind == DVM_TASK_PARALLEL ? known_total(uni, x.known, nu, td) : -1;
+    }
+    x.total = total;
     x.host_tasks = L->host_tasks[vk];
     x.stack_off = off;
     x.stack_cap = caps;
@@ -918,7 +892,7 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
     dvm_size_cache *c = &L->k->cache[vk];
     int keyed = 0; /* c holds this launch's key */
     if (need_sizer || (grow && has_default)) {
-        if (!c->scanned && scan_load_slots(p, var, c) != 0) {
+        if (!c->scanned && dvm_size_cache_scan(c, p, var) != 0) {
             st = dvm_fail(ctx, DVM_ERR_NOMEM, 0, "kernel '%s'%s: out of memory", kname, vl);
             goto done;
         }
@@ -961,7 +935,7 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
                 dvm_rt_error rt;
                 memset(&rt, 0, sizeof rt);
                 double t0 = now_ms();
-                int rc = ctx->vt->size(ctx->be, &job, caps, &rt, err, sizeof err);
+                int rc = dvm_sizer_run(ctx->vt, ctx->be, &job, caps, &rt, err, sizeof err);
                 L->st.size_ms += now_ms() - t0;
                 L->sized = 1;
                 if (rc != 0) {
@@ -1023,14 +997,14 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
         x.stride = hl.stride;
         size_t hbytes = (size_t)hl.total_words * 4;
         /* every exec gets a real buffer, even one with no stacks */
-        if (dvm_heap_reserve(&ctx->scratch.heap, ctx->vt, ctx->be, hbytes > 64 ? hbytes : 64, err, sizeof err) != 0) {
+        if (dvm_heap_reserve(&ctx->scratch.heap, &ctx->scratch.heap_mem, hbytes > 64 ? hbytes : 64, err, sizeof err) != 0) {
             st = dvm_fail(ctx, DVM_ERR_BACKEND, 0,
                           "kernel '%s'%s: cannot allocate the adstack heap of %zu bytes (%lld thread slots of %lld words): %s; "
                           "lower the adstack sizes or the thread count",
                           kname, vl, hbytes, (long long)x.nthread_slots, (long long)hl.stride, err);
             goto run_done;
         }
-        x.heap = ctx->scratch.heap.buf;
+        x.heap = (dvm_buffer *)ctx->scratch.heap.buf;
         if ((int64_t)ctx->scratch.heap.bytes > L->st.heap_bytes) L->st.heap_bytes = (int64_t)ctx->scratch.heap.bytes;
         if (hl.min_words * 4 > L->st.heap_min_bytes) L->st.heap_min_bytes = hl.min_words * 4;
         /* 5. run */
@@ -1060,7 +1034,7 @@ static dvm_status run_variant(launch *L, uint32_t vk) {
             break;
         }
         /* allocated before anything is undone, so that a device without the memory keeps this message */
-        if (dvm_heap_reserve(&ctx->scratch.heap, ctx->vt, ctx->be, (size_t)gl.total_words * 4, err, sizeof err) != 0) {
+        if (dvm_heap_reserve(&ctx->scratch.heap, &ctx->scratch.heap_mem, (size_t)gl.total_words * 4, err, sizeof err) != 0) {
             size_t n = strlen(ctx->err);
             snprintf(ctx->err + n, sizeof ctx->err - n,
                      " (grown automatically over %d reruns; the adstack heap of %lld bytes for %lld entries cannot be "
@@ -1101,6 +1075,7 @@ done:
     free(shape);
     free(caps);
     free(off);
+    free(total);
     return st;
 }
 

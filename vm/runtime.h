@@ -1,6 +1,7 @@
 /* runtime.h: the host runtime's private structures, shared by api.c, launch.c, registry.c
  * and the `dvm` command (which links the library statically). Not part of the public API:
- * include/dvm.h is. */
+ * include/dvm.h is. Calls go one way: launch.c and tape.c use api.c (handles, messages), api.c
+ * uses neither. */
 #ifndef DVM_RUNTIME_H
 #define DVM_RUNTIME_H
 
@@ -8,7 +9,8 @@
 #include <stdint.h>
 #include "dvm.h"
 #include "backend.h"
-#include "launch.h"
+#include "sizer.h"
+#include "../heap/heap.h"
 
 #define DVM_ERRMSG_MAX 8192
 
@@ -27,6 +29,15 @@ void *dvm_handle_alloc(dvm_handle_kind kind, size_t size, void (*scrub)(void *))
 void dvm_handle_release(void *h);          /* marks it dead and parks it */
 int dvm_handle_live(const void *h, dvm_handle_kind kind);
 int dvm_handle_dead(const void *h);        /* a destroyed handle (of any kind) */
+
+/* Buffers a context reuses across launches (vm/launch.c), freed with the context (api.c). */
+typedef struct dvm_launch_scratch {
+    dvm_heap heap;
+    dvm_heap_mem heap_mem; /* the heap's allocator: the context's backend (api.c) */
+    dvm_buffer **snap; /* snapshot buffers, by position in the launch's list of written slots */
+    size_t *snap_bytes;
+    uint32_t nsnap;
+} dvm_launch_scratch;
 
 struct dvm_context {
     dvm_handle h;
@@ -114,11 +125,6 @@ int dvm_ctx_enter(dvm_context *ctx);
 void dvm_ctx_leave(dvm_context *ctx);
 extern _Thread_local const dvm_context *dvm_ctx_conflict;
 int dvm_kernel_live(const dvm_kernel *k); /* its module is alive (api.c) */
-
-/* launch.c: brackets every public call that launches (dvm_launch, dvm_tape_launch,
-   dvm_tape_backward); the outermost clears the cancel word. */
-void dvm_run_begin(dvm_context *ctx);
-void dvm_run_end(dvm_context *ctx);
 
 /* For the command: 1 if the last message carries its own FILE:LINE:COL: error: prefix. */
 int dvm_errmsg_located(const dvm_context *ctx);

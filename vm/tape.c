@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "runtime.h"
+#include "launch.h"
 
 typedef struct tape_rec {
     const dvm_kernel *k;

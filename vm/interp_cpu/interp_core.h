@@ -43,8 +43,9 @@
  *                         int mode, const int64_t *bound, int nbound, int64_t *scratch)
  *       evaluates size program nodes [begin, begin+len) (scratch holds len slots; the
  *       range stack is internal and fixed-size). mode DVM_SZ_PASS_RANGES: for each
- *       top-level SZ_RANGE node, stores its begin/end in s->range_lo/hi[node - begin] and
- *       skips its body; mode DVM_SZ_PASS_FINAL: top-level SZ_RANGE nodes take their value
+ *       top-level SZ_RANGE node, stores its begin/end in s->range_lo/hi[node - begin], in
+ *       s->range_val INT64_MIN (the max-reducer's identity; 0 for an empty range or body),
+ *       and skips its body; mode DVM_SZ_PASS_FINAL: top-level SZ_RANGE nodes take their value
  *       from s->range_val[node - begin]; mode DVM_SZ_PASS_BODY: evaluates a range body
  *       (begin/len the body nodes) with bound[0..nbound) the enclosing bound variables.
  *       Returns the last node's value; on walk-cap overflow records DVM_RT_SIZER_CAP and
@@ -364,6 +365,8 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
             if (nf == 0 && depth == 0 && mode == DVM_SZ_PASS_RANGES) {
                 s->range_lo[k] = lo;
                 s->range_hi[k] = hi;
+                /* the max-reducer's identity, or the value of a range with nothing to run */
+                s->range_val[k] = lo < hi && bend > k + 1 ? INT64_MIN : 0;
                 scratch[k] = 0;
                 k = bend;
                 goto close_frames;

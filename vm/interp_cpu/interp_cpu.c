@@ -1,7 +1,7 @@
 /* interp_cpu.c: the CPU backend. Buffers are host memory, the program is used in place,
  * and parallel tasks run the shared interpreter core (interp_core.h) on OpenMP threads.
- * The sizer runs on the calling thread; top-level max-over-range nodes go to an OpenMP
- * max reduction (the CPU's max-reducer). */
+ * The sizer's passes (vm/sizer.c) run on the calling thread; top-level max-over-range nodes
+ * go to an OpenMP max reduction (the CPU's max-reducer). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -542,122 +542,176 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
     return 0;
 }
 
-/* ---- sizer and max-reducer ---- */
-
-static int cpu_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_rt_error *rt, char *err,
-                    size_t errlen)
-{
-    const dvm_program *p = job->prog;
-    const dvm_variant_desc *var = job->var;
+/* ---- sizer primitives (vm/sizer.c runs them): every program's state is host memory, the
+   range and final passes run on the calling thread, and the max-reducer is an OpenMP max
+   reduction ---- */
+struct dvm_sizing {
+    const dvm_size_plan *plan;
     uint32_t *arrp[DVM_MAX_ARRAY_SLOTS + 1];
-    memset(rt, 0, sizeof *rt);
+    dvm_rt_error rec;   /* the first runtime error of any pass */
+    int64_t *state;     /* per program, 4 * len words from off[p]: scratch, range lo, hi, value */
+    size_t *off;
+    int64_t *caps;      /* per program */
+};
+
+static void cpu_size_end(dvm_backend *be, dvm_sizing *s)
+{
+    (void)be;
+    if (!s) return;
+    free(s->state);
+    free(s->off);
+    free(s->caps);
+    free(s);
+}
+
+static int cpu_size_begin(dvm_backend *be, const dvm_size_plan *plan, dvm_sizing **out, char *err, size_t errlen)
+{
+    (void)be;
+    const dvm_size_job *job = plan->job;
+    *out = NULL;
     if (job->nslots > DVM_MAX_ARRAY_SLOTS) {
         cpu_msg(err, errlen, "cpu backend: too many array slots%s", "");
         return -1;
     }
-    if (cpu_arrays(job->nslots, job->arrays, job->arr_len, arrp, err, errlen)) return -1;
-    dvm_rt_error rec;
-    memset(&rec, 0, sizeof rec);
-    int64_t walk_cap = job->walk_cap > 0 ? job->walk_cap : INT64_MAX;
-    for (uint32_t si = 0; si < var->nstacks; si++) {
-        const dvm_stack_desc *sd = &p->stacks[var->stack_begin + si];
-        if (sd->sizing != DVM_SZ_PROGRAM) continue;
-        uint32_t len = sd->size_len;
-        if (len == 0) {
-            caps[si] = 0;
+    dvm_sizing *s = calloc(1, sizeof *s);
+    if (!s) {
+        cpu_msg(err, errlen, "cpu backend: out of memory in the sizer%s", "");
+        return -1;
+    }
+    s->plan = plan;
+    size_t words = 0;
+    s->off = calloc(plan->nprogs ? plan->nprogs : 1, sizeof *s->off);
+    s->caps = calloc(plan->nprogs ? plan->nprogs : 1, sizeof *s->caps);
+    for (uint32_t g = 0; s->off && g < plan->nprogs; g++) {
+        s->off[g] = words;
+        words += 4 * (size_t)plan->progs[g].len;
+    }
+    /* zeroed: slots not yet written read as 0 */
+    if (s->off && s->caps) s->state = calloc(words ? words : 1, sizeof *s->state);
+    if (!s->state) {
+        cpu_size_end(be, s);
+        cpu_msg(err, errlen, "cpu backend: out of memory in the sizer%s", "");
+        return -1;
+    }
+    if (cpu_arrays(job->nslots, job->arrays, job->arr_len, s->arrp, err, errlen)) {
+        cpu_size_end(be, s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+/* The evaluation environment of program g over its state; *scratch: its slots. */
+static void cpu_size_env(dvm_sizing *s, uint32_t g, dvm_size_env *e, int64_t **scratch)
+{
+    const dvm_size_job *job = s->plan->job;
+    const dvm_size_prog *pg = &s->plan->progs[g];
+    int64_t *st = s->state + s->off[g];
+    const size_t len = pg->len;
+    e->nodes = job->prog->nodes;
+    e->consts = job->prog->consts;
+    e->arr = s->arrp;
+    e->arr_len = job->arr_len;
+    e->arr_shape = job->arr_shape;
+    e->uni = job->uniforms;
+    e->range_lo = st + len;
+    e->range_hi = st + 2 * len;
+    e->range_val = st + 3 * len;
+    e->walk_cap = s->plan->walk_cap;
+    e->stack = pg->stack;
+    e->prog_begin = pg->begin;
+    e->err = &s->rec;
+    e->cancel = job->cancel;
+    e->tally = NULL;
+    *scratch = st;
+}
+
+static int cpu_size_pass(dvm_backend *be, dvm_sizing *s, uint32_t g, int final, char *err, size_t errlen)
+{
+    (void)be, (void)err, (void)errlen;
+    const dvm_size_prog *pg = &s->plan->progs[g];
+    dvm_size_env e;
+    int64_t *scratch;
+    cpu_size_env(s, g, &e, &scratch);
+    if (!final) {
+        dvm_size_eval(&e, pg->begin, pg->len, DVM_SZ_PASS_RANGES, NULL, 0, scratch);
+        return 0;
+    }
+    int64_t cap = 0;
+    if (!s->rec.code) cap = dvm_size_eval(&e, pg->begin, pg->len, DVM_SZ_PASS_FINAL, NULL, 0, scratch);
+    s->caps[g] = cap > 0 ? cap : 0;
+    return 0;
+}
+
+static int cpu_size_reduce(dvm_backend *be, dvm_sizing *s, uint32_t g, char *err, size_t errlen)
+{
+    const dvm_size_plan *plan = s->plan;
+    const dvm_size_prog *pg = &plan->progs[g];
+    dvm_size_env e;
+    int64_t *scratch;
+    cpu_size_env(s, g, &e, &scratch);
+    dvm_rt_error *rec = &s->rec;
+    for (uint32_t ri = pg->range_first; ri < pg->range_first + pg->nranges && !rec->code; ri++) {
+        const uint32_t k = plan->ranges[ri].node, bend = plan->ranges[ri].end;
+        int64_t lo = e.range_lo[k], hi = e.range_hi[k], best = -DVM_SIZE_SAT - 1;
+        if (lo >= hi || bend <= k + 1) {
+            e.range_val[k] = 0;
             continue;
         }
-        int64_t *buf = calloc((size_t)len * 4u, sizeof(int64_t));
-        if (!buf) {
-            cpu_msg(err, errlen, "cpu backend: out of memory in the sizer%s", "");
+        int nthreads = be->threads;
+        if (hi - lo < 4096) nthreads = 1; /* not worth waking the team */
+        /* Per-thread scratch starts as the range pass left it: the body may read slots
+           computed before its range. */
+        int64_t *tsall = malloc(sizeof(int64_t) * bend * (size_t)nthreads);
+        if (!tsall) {
+            cpu_msg(err, errlen, "cpu backend: out of memory in the max-reducer%s", "");
             return -1;
         }
-        int64_t *scratch = buf, *rlo = buf + len, *rhi = buf + 2 * (size_t)len, *rval = buf + 3 * (size_t)len;
-        dvm_size_env s;
-        s.nodes = p->nodes;
-        s.consts = p->consts;
-        s.arr = arrp;
-        s.arr_len = job->arr_len;
-        s.arr_shape = job->arr_shape;
-        s.uni = job->uniforms;
-        s.range_lo = rlo;
-        s.range_hi = rhi;
-        s.range_val = rval;
-        s.walk_cap = walk_cap;
-        s.stack = si;
-        s.prog_begin = sd->size_begin;
-        s.err = &rec;
-        s.cancel = job->cancel;
-        s.tally = NULL;
-        dvm_size_eval(&s, sd->size_begin, len, DVM_SZ_PASS_RANGES, NULL, 0, scratch);
-        /* Each top-level range: a parallel max over its bound variable. */
-        for (uint32_t k = 0; k < len && !rec.code;) {
-            const dvm_node *n = &p->nodes[sd->size_begin + k];
-            if (n->op != DVM_OP_SZ_RANGE) {
-                k++;
-                continue;
-            }
-            int64_t lo = rlo[k], hi = rhi[k], best = -DVM_SIZE_SAT - 1;
-            uint32_t bend = n->c;
-            if (lo >= hi || bend <= k + 1 || bend > len) {
-                rval[k] = 0;
-                k = bend > k ? bend : k + 1;
-                continue;
-            }
-            int nthreads = be->threads;
-            if (hi - lo < 4096) nthreads = 1; /* not worth waking the team */
-            /* Per-thread scratch starts as the RANGES pass left it: the body may read
-               slots computed before its range. */
-            int64_t *tsall = malloc(sizeof(int64_t) * bend * (size_t)nthreads);
-            if (!tsall) {
-                free(buf);
-                cpu_msg(err, errlen, "cpu backend: out of memory in the max-reducer%s", "");
-                return -1;
-            }
-            /* The steps of every evaluation count against one budget (DVM_SIZER_REDUCE_FACTOR):
-               each thread adds its own to `spent` every 256 evaluations and at its end, so the
-               error comes exactly when the sum passes the budget, whatever the schedule. */
-            int64_t spent = 0;
-            const int64_t budget =
-                walk_cap > INT64_MAX / DVM_SIZER_REDUCE_FACTOR ? INT64_MAX : walk_cap * DVM_SIZER_REDUCE_FACTOR;
+        /* The steps of every evaluation count against one budget (plan->reduce_budget): each
+           thread adds its own to `spent` every 256 evaluations and at its end, so the error
+           comes exactly when the sum passes the budget, whatever the schedule. */
+        int64_t spent = 0;
+        const int64_t budget = plan->reduce_budget;
+        const uint32_t at = pg->begin + k;
 #pragma omp parallel num_threads(nthreads) reduction(max : best)
-            {
-                int64_t *ts = tsall + (size_t)omp_get_thread_num() * bend;
-                memcpy(ts, scratch, sizeof(int64_t) * bend);
-                dvm_size_env ms = s;
-                int64_t mine = 0, nev = 0;
-                ms.tally = &mine;
-                /* each thread its own block of the range, left at the first error (an omp for
-                   cannot break: it would step through the rest of a 2^40 range) */
-                const int64_t nth = omp_get_num_threads(), me = omp_get_thread_num();
-                const int64_t per = (hi - lo) / nth, extra = (hi - lo) % nth;
-                const int64_t vb = lo + me * per + (me < extra ? me : extra), ve = vb + per + (me < extra);
-                for (int64_t v = vb; v < ve; v++) {
-                    if (DVM_LOAD_ERR(&rec.code)) break;
-                    int64_t r = dvm_size_eval(&ms, sd->size_begin + k + 1, bend - k - 1, DVM_SZ_PASS_BODY, &v, 1, ts);
-                    if (r > best) best = r;
-                    if ((++nev & 255) == 0) {
-                        if (__atomic_add_fetch(&spent, mine, __ATOMIC_RELAXED) > budget)
-                            dvm_record_error(&rec, DVM_RT_SIZER_CAP, 0, sd->size_begin + k, si, budget, 0, 0);
-                        mine = 0;
-                    }
+        {
+            int64_t *ts = tsall + (size_t)omp_get_thread_num() * bend;
+            memcpy(ts, scratch, sizeof(int64_t) * bend);
+            dvm_size_env ms = e;
+            int64_t mine = 0, nev = 0;
+            ms.tally = &mine;
+            /* each thread its own block of the range, left at the first error (an omp for
+               cannot break: it would step through the rest of a 2^40 range) */
+            const int64_t nth = omp_get_num_threads(), me = omp_get_thread_num();
+            const int64_t per = (hi - lo) / nth, extra = (hi - lo) % nth;
+            const int64_t vb = lo + me * per + (me < extra ? me : extra), ve = vb + per + (me < extra);
+            for (int64_t v = vb; v < ve; v++) {
+                if (DVM_LOAD_ERR(&rec->code)) break;
+                int64_t r = dvm_size_eval(&ms, at + 1, bend - k - 1, DVM_SZ_PASS_BODY, &v, 1, ts);
+                if (r > best) best = r;
+                if ((++nev & 255) == 0) {
+                    if (__atomic_add_fetch(&spent, mine, __ATOMIC_RELAXED) > budget)
+                        dvm_record_error(rec, DVM_RT_SIZER_CAP, 0, at, pg->stack, budget, 0, 0);
+                    mine = 0;
                 }
-                if (__atomic_add_fetch(&spent, mine, __ATOMIC_RELAXED) > budget)
-                    dvm_record_error(&rec, DVM_RT_SIZER_CAP, 0, sd->size_begin + k, si, budget, 0, 0);
             }
-            free(tsall);
-            rval[k] = best;
-            k = bend;
+            if (__atomic_add_fetch(&spent, mine, __ATOMIC_RELAXED) > budget)
+                dvm_record_error(rec, DVM_RT_SIZER_CAP, 0, at, pg->stack, budget, 0, 0);
         }
-        int64_t cap = 0;
-        if (!rec.code) cap = dvm_size_eval(&s, sd->size_begin, len, DVM_SZ_PASS_FINAL, NULL, 0, scratch);
-        free(buf);
-        if (rec.code) {
-            *rt = rec;
-            return 1;
-        }
-        caps[si] = cap > 0 ? cap : 0;
+        free(tsall);
+        e.range_val[k] = best;
     }
+    return 0;
+}
+
+static int cpu_size_read(dvm_backend *be, dvm_sizing *s, int64_t *caps, dvm_rt_error *rt, char *err, size_t errlen)
+{
+    (void)be, (void)err, (void)errlen;
+    if (s->rec.code) {
+        *rt = s->rec;
+        return 1;
+    }
+    memcpy(caps, s->caps, sizeof *caps * s->plan->nprogs);
     return 0;
 }
 
@@ -676,7 +730,11 @@ const dvm_backend_vtbl dvm_backend_cpu = {
     .data = cpu_data,
     .load = cpu_load,
     .unload = cpu_unload,
-    .size = cpu_size,
+    .size_begin = cpu_size_begin,
+    .size_pass = cpu_size_pass,
+    .size_reduce = cpu_size_reduce,
+    .size_read = cpu_size_read,
+    .size_end = cpu_size_end,
     .slots = cpu_slots,
     .exec = cpu_exec,
 };

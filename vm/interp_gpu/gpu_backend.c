@@ -565,7 +565,7 @@ int64_t dvm_gpu_slots(dvm_backend *be, const dvm_exec *x) {
         gpu_cfg c = task_cfg(be, p->nodes, t, x->nstacks > 0, x->nslots);
         /* the grid exec launches: no more blocks than the iterations the host knows fill (the
            adstack heap then grows with the work, not with the device) */
-        const int64_t total = dvm_exec_known_total(x, t), per = (int64_t)DVM_GPU_BLOCK * c.lanes;
+        const int64_t total = dvm_exec_total(x, i), per = (int64_t)DVM_GPU_BLOCK * c.lanes;
         if (total >= 0 && (total + per - 1) / per < (int64_t)c.blocks) c.blocks = (uint32_t)((total + per - 1) / per);
         int64_t n = (int64_t)c.blocks * DVM_GPU_BLOCK * c.lanes; /* a heap slot per lane */
         if (n > best) best = n;
@@ -669,7 +669,7 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
                blocks than the iterations fill, and no launch for none. Every other grid is
                the full one (its blocks beyond the iterations stage the task and leave): a
                partitioned loop's thin boxes took 8-11 us each that way on an H200. */
-            const int64_t total = dvm_exec_known_total(x, td);
+            const int64_t total = dvm_exec_total(x, i);
             if (total == 0) c->blocks = 0;
             if (total > 0) {
                 const int64_t per = (int64_t)DVM_GPU_BLOCK * c->lanes, need = (total + per - 1) / per;
@@ -710,90 +710,105 @@ int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err
     return 0;
 }
 
-/* ---- sizer: RANGES (1 thread), the max-reducer (grid), FINAL (1 thread) per stack;
-   one readback of every capacity and the error record at the end ---- */
-int dvm_gpu_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_rt_error *rt, char *err, size_t errlen) {
-    const dvm_program *p = job->prog;
-    const dvm_variant_desc *v = job->var;
+/* ---- sizer primitives (vm/sizer.c runs them): the range and final passes on one thread, the
+   max-reducer on the grid, all queued on the stream; size_read is the one readback of every
+   capacity and the error record ---- */
+struct dvm_sizing {
+    const dvm_size_plan *plan;
+    dvm_gpu_size_args a; /* the tables' and the state's addresses; per call: the program */
+    tab_layout t;
+    uint32_t blocks;     /* the max-reducer's grid */
+};
+
+int dvm_gpu_size_begin(dvm_backend *be, const dvm_size_plan *plan, dvm_sizing **out, char *err, size_t errlen) {
+    const dvm_size_job *job = plan->job;
+    *out = NULL;
     CHECK(be->drv, be->drv->bind(be->ordinal, be->ctx), "binding the context");
-    uint32_t maxlen = 0, nprog = 0;
-    for (uint32_t i = 0; i < v->nstacks; i++) {
-        const dvm_stack_desc *sd = &p->stacks[v->stack_begin + i];
-        if (sd->sizing != DVM_SZ_PROGRAM) continue;
-        nprog++;
-        if (sd->size_len > maxlen) maxlen = sd->size_len;
-    }
-    if (nprog == 0) return 0;
     int nb = 0;
     if (be->drv->occupancy(&nb, be->k_reduce, DVM_GPU_BLOCK, 0) != 0 || nb <= 0) nb = 1;
-    uint32_t blocks = (uint32_t)nb * (uint32_t)be->sms;
-    size_t nthreads = (size_t)blocks * DVM_GPU_BLOCK;
+    const uint32_t blocks = (uint32_t)nb * (uint32_t)be->sms;
+    const size_t nthreads = (size_t)blocks * DVM_GPU_BLOCK;
     /* work: range_lo, range_hi, range_val, scratch (maxlen each), then per-thread scratch */
-    size_t per = (size_t)maxlen * 8u;
+    const size_t per = (size_t)plan->maxlen * 8u;
     if (grow(be, &be->work, &be->work_cap, per * 4u + per * nthreads, err, errlen)) return -1;
-    tab_layout t = layout(v->nstacks, job->nuniforms, job->nslots, 0);
+    /* the caps area: one word per program */
+    tab_layout t = layout(plan->nprogs, job->nuniforms, job->nslots, 0);
     if (stage_tables(be, &t, job->nuniforms, job->uniforms, job->nslots, job->arrays, job->arr_len, job->arr_shape, 0,
                      NULL, NULL, err, errlen))
         return -1;
-    dvm_gpu_size_args a;
-    memset(&a, 0, sizeof a);
-    a.nodes = job->loaded->nodes;
-    a.consts = job->loaded->consts;
-    a.arr = be->tab + t.arr;
-    a.arr_len = be->tab + t.len;
-    a.arr_shape = be->tab + t.shape;
-    a.uni = be->tab + t.uni;
-    a.range_lo = be->work;
-    a.range_hi = be->work + per;
-    a.range_val = be->work + 2 * per;
-    a.scratch = be->work + 3 * per;
-    a.scratch_par = be->work + 4 * per;
-    a.err = be->tab + t.err;
-    a.caps = be->tab + t.caps;
-    a.cancel = be->cancel_dev;
-    a.walk_cap = job->walk_cap;
-    for (uint32_t i = 0; i < v->nstacks; i++) {
-        const dvm_stack_desc *sd = &p->stacks[v->stack_begin + i];
-        if (sd->sizing != DVM_SZ_PROGRAM) continue;
-        a.begin = sd->size_begin;
-        a.len = sd->size_len;
-        a.stack = i;
-        a.cap_index = i;
-        /* top-level ranges: a range's body (k+1 .. end-1) is skipped by the walk */
-        uint32_t k = 0;
-        int launched = 0;
-        while (k < sd->size_len || !launched) {
-            a.nranges = 0;
-            while (k < sd->size_len && a.nranges < DVM_GPU_MAX_RANGES) {
-                const dvm_node *nd = &p->nodes[sd->size_begin + k];
-                if (nd->op == DVM_OP_SZ_RANGE && nd->c > k && nd->c <= sd->size_len) {
-                    a.range_node[a.nranges] = k;
-                    a.range_end[a.nranges] = nd->c;
-                    a.nranges++;
-                    k = nd->c;
-                } else {
-                    k++;
-                }
-            }
-            if (launch(be, be->k_ranges, 1, 1, 0, &a, "launching the sizer", err, errlen)) return -1;
-            if (a.nranges && launch(be, be->k_reduce, blocks, DVM_GPU_BLOCK, 0, &a, "launching the max-reducer", err, errlen))
-                return -1;
-            launched = 1;
+    dvm_sizing *s = calloc(1, sizeof *s);
+    if (!s) return fail(err, errlen, "%s backend: out of host memory", be->drv->name);
+    s->plan = plan;
+    s->t = t;
+    s->blocks = blocks;
+    dvm_gpu_size_args *a = &s->a;
+    a->nodes = job->loaded->nodes;
+    a->consts = job->loaded->consts;
+    a->arr = be->tab + t.arr;
+    a->arr_len = be->tab + t.len;
+    a->arr_shape = be->tab + t.shape;
+    a->uni = be->tab + t.uni;
+    a->range_lo = be->work;
+    a->range_hi = be->work + per;
+    a->range_val = be->work + 2 * per;
+    a->scratch = be->work + 3 * per;
+    a->scratch_par = be->work + 4 * per;
+    a->err = be->tab + t.err;
+    a->caps = be->tab + t.caps;
+    a->cancel = be->cancel_dev;
+    a->walk_cap = plan->walk_cap;
+    *out = s;
+    return 0;
+}
+
+/* The arguments' program part: program g of the plan. */
+static void size_prog(dvm_sizing *s, uint32_t g) {
+    const dvm_size_prog *pg = &s->plan->progs[g];
+    s->a.begin = pg->begin;
+    s->a.len = pg->len;
+    s->a.stack = pg->stack;
+    s->a.cap_index = g;
+    s->a.nranges = 0;
+}
+
+int dvm_gpu_size_pass(dvm_backend *be, dvm_sizing *s, uint32_t g, int final, char *err, size_t errlen) {
+    size_prog(s, g);
+    return launch(be, final ? be->k_final : be->k_ranges, 1, 1, 0, &s->a, "launching the sizer", err, errlen);
+}
+
+/* The program's ranges, DVM_GPU_MAX_RANGES a launch (the arguments' tables). */
+int dvm_gpu_size_reduce(dvm_backend *be, dvm_sizing *s, uint32_t g, char *err, size_t errlen) {
+    const dvm_size_prog *pg = &s->plan->progs[g];
+    size_prog(s, g);
+    for (uint32_t r = 0; r < pg->nranges;) {
+        s->a.nranges = 0;
+        for (; r < pg->nranges && s->a.nranges < DVM_GPU_MAX_RANGES; r++) {
+            const dvm_size_range *rg = &s->plan->ranges[pg->range_first + r];
+            s->a.range_node[s->a.nranges] = rg->node;
+            s->a.range_end[s->a.nranges] = rg->end;
+            s->a.nranges++;
         }
-        if (launch(be, be->k_final, 1, 1, 0, &a, "launching the sizer", err, errlen)) return -1;
+        if (launch(be, be->k_reduce, s->blocks, DVM_GPU_BLOCK, 0, &s->a, "launching the max-reducer", err, errlen))
+            return -1;
     }
-    size_t nread = t.caps + (size_t)v->nstacks * 8u;
+    return 0;
+}
+
+int dvm_gpu_size_read(dvm_backend *be, dvm_sizing *s, int64_t *caps, dvm_rt_error *rt, char *err, size_t errlen) {
+    const size_t nread = s->t.caps + (size_t)s->plan->nprogs * 8u;
     int rc = be->drv->d2h(be->stage, be->tab, nread);
     if (rc != 0) return fail(err, errlen, "%s backend: running the sizer failed: %s", be->drv->name, be->drv->errstr(rc));
     dvm_rt_error e;
-    memcpy(&e, be->stage + t.err, sizeof e);
+    memcpy(&e, be->stage + s->t.err, sizeof e);
     if (e.code != 0) {
         if (rt) *rt = e;
         return 1;
     }
-    for (uint32_t i = 0; i < v->nstacks; i++) {
-        const dvm_stack_desc *sd = &p->stacks[v->stack_begin + i];
-        if (sd->sizing == DVM_SZ_PROGRAM) memcpy(&caps[i], be->stage + t.caps + (size_t)i * 8u, 8);
-    }
+    memcpy(caps, be->stage + s->t.caps, (size_t)s->plan->nprogs * 8u);
     return 0;
+}
+
+void dvm_gpu_size_end(dvm_backend *be, dvm_sizing *s) {
+    (void)be;
+    free(s);
 }

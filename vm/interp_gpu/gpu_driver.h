@@ -67,7 +67,11 @@ int dvm_gpu_wrap_device(dvm_backend *be, void *p, size_t bytes, dvm_buffer **out
 void *dvm_gpu_data(dvm_backend *be, dvm_buffer *b);
 int dvm_gpu_load(dvm_backend *be, const dvm_program *prog, dvm_loaded **out, char *err, size_t errlen);
 void dvm_gpu_unload(dvm_backend *be, dvm_loaded *l);
-int dvm_gpu_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_rt_error *rt, char *err, size_t errlen);
+int dvm_gpu_size_begin(dvm_backend *be, const dvm_size_plan *plan, dvm_sizing **out, char *err, size_t errlen);
+int dvm_gpu_size_pass(dvm_backend *be, dvm_sizing *s, uint32_t prog, int final, char *err, size_t errlen);
+int dvm_gpu_size_reduce(dvm_backend *be, dvm_sizing *s, uint32_t prog, char *err, size_t errlen);
+int dvm_gpu_size_read(dvm_backend *be, dvm_sizing *s, int64_t *caps, dvm_rt_error *rt, char *err, size_t errlen);
+void dvm_gpu_size_end(dvm_backend *be, dvm_sizing *s);
 int64_t dvm_gpu_slots(dvm_backend *be, const dvm_exec *x);
 int dvm_gpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err, size_t errlen);
 volatile uint32_t *dvm_gpu_cancel_word(dvm_backend *be);
@@ -78,7 +82,9 @@ volatile uint32_t *dvm_gpu_cancel_word(dvm_backend *be);
      .device_name = dvm_gpu_device_name, .alloc = dvm_gpu_alloc, .free = dvm_gpu_free,         \
      .write = dvm_gpu_write, .read = dvm_gpu_read, .copy = dvm_gpu_copy,                       \
      .wrap_device = dvm_gpu_wrap_device, .data = dvm_gpu_data, .load = dvm_gpu_load,          \
-     .unload = dvm_gpu_unload, .size = dvm_gpu_size, .slots = dvm_gpu_slots,                  \
-     .exec = dvm_gpu_exec, .may_stop = NULL, .cancel_word = dvm_gpu_cancel_word}
+     .unload = dvm_gpu_unload, .size_begin = dvm_gpu_size_begin, .size_pass = dvm_gpu_size_pass, \
+     .size_reduce = dvm_gpu_size_reduce, .size_read = dvm_gpu_size_read,                      \
+     .size_end = dvm_gpu_size_end, .slots = dvm_gpu_slots, .exec = dvm_gpu_exec,               \
+     .may_stop = NULL, .cancel_word = dvm_gpu_cancel_word}
 
 #endif

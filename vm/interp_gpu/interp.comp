@@ -587,7 +587,7 @@ void parallel_task() {
 /* ---- sizer ----
  * pc.aux holds the job table, then the range table (njobs = pc.naux in the serial passes,
  * pc.flags in the reducer); pc.heap points at the sizer's scratch buffer. All written by the
- * host (vk_size in vulkan_backend.c):
+ * host (vk_size_begin in vulkan_backend.c, one job a dispatch):
  *   job j (8 words): stack id, program begin (absolute node), length, first range entry,
  *     scratch word offset of its slots, result word offset in aux, reducer scratch word
  *     offset, reducer scratch words per thread

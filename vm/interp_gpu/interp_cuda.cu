@@ -697,17 +697,13 @@ __device__ static inline void dvm_gpu_size_env(const dvm_gpu_size_args &a, dvm_s
 }
 
 /* Pass RANGES (one thread): the bounds of every top-level range; their maxima start at
-   INT64_MIN (the reducer's identity) or 0 for an empty range. */
+   INT64_MIN (the reducer's identity) or 0 for an empty range (dvm_size_eval). */
 extern "C" __global__ void dvm_k_size_ranges(dvm_gpu_size_args a) {
     if (threadIdx.x != 0 || blockIdx.x != 0) return;
     dvm_size_env s;
     dvm_gpu_size_env(a, &s);
     if (s.err->code != 0) return;
     dvm_size_eval(&s, a.begin, a.len, DVM_SZ_PASS_RANGES, 0, 0, (int64_t *)a.scratch);
-    for (uint32_t r = 0; r < a.nranges; r++) {
-        uint32_t k = a.range_node[r];
-        s.range_val[k] = s.range_lo[k] < s.range_hi[k] ? INT64_MIN : 0;
-    }
 }
 
 /* The max-reducer: grid-stride over each top-level range, the body evaluated per value,

@@ -771,14 +771,14 @@ static int vk_load(dvm_backend *be, const dvm_program *prog, dvm_loaded **out, c
 }
 
 /* The threads a launch needs: the largest iteration count of the variant's parallel tasks
-   where the host knows it (dvm_exec_known_total: parameters, shape symbols and what the serial
+   where the host knows it (dvm_exec.total: parameters, shape symbols and what the serial
    tasks run on the host computed), else the cap. */
 static int64_t vk_slots(dvm_backend *be, const dvm_exec *x) {
     int64_t want = 0;
     for (uint32_t t = 0; t < x->var->ntasks; t++) {
         const dvm_task_desc *td = &x->prog->tasks[x->var->task_begin + t];
         if (td->kind != DVM_TASK_PARALLEL) continue;
-        const int64_t total = dvm_exec_known_total(x, td);
+        const int64_t total = dvm_exec_total(x, t);
         if (total < 0) return be->thread_cap;
         if (total > want) want = total;
     }
@@ -912,126 +912,160 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
     return rc;
 }
 
-/* ---- sizer: serial passes and the max-reducer (layout in interp.comp) ---- */
-static int vk_size(dvm_backend *be, const dvm_size_job *job, int64_t *caps, dvm_rt_error *rt, char *err, size_t errlen) {
-    const dvm_program *p = job->prog;
-    const dvm_variant_desc *v = job->var;
-    uint32_t njobs = 0, nranges = 0, maxblen = 0;
-    for (uint32_t i = 0; i < v->nstacks; i++) {
-        const dvm_stack_desc *sd = &p->stacks[v->stack_begin + i];
-        if (sd->sizing != DVM_SZ_PROGRAM) continue;
-        njobs++;
-        for (uint32_t k = 0; k < sd->size_len;) {
-            const dvm_node *nd = &p->nodes[sd->size_begin + k];
-            if (nd->op == DVM_OP_SZ_RANGE && nd->c > k) {
-                nranges++;
-                if ((uint32_t)nd->c - k - 1 > maxblen) maxblen = nd->c - k - 1;
-                k = nd->c;
-            } else k++;
-        }
+/* ---- sizer primitives (vm/sizer.c runs them): the passes and the max-reducer are dispatches
+   recorded into one command buffer, which size_read submits; layout in interp.comp ----
+   params: error | uniforms | slot table | per program a block: its job (8 words), its ranges
+   (10 words each), its result (3 words, padded to 4); the dispatches for program p see its
+   block as the job table of one job (pc.aux), so job and range entries count from 0 there.
+   scratch (pc.heap): each program's slots (2 words each), the reducer's per-thread slots
+   (shared: the programs' dispatches run one after another), then per range and workgroup
+   its max (2 words). */
+struct dvm_sizing {
+    const dvm_size_plan *plan;
+    dvm_loaded *tmp;     /* a job without a loaded program gets one for this sizing */
+    size_t *block;       /* per program: its block's first word in params */
+    size_t words;        /* params words */
+    uint32_t rthreads, ngroups;
+    size_t o_grp;        /* scratch word of the group maxima */
+    vk_push pc;          /* what every dispatch shares */
+};
+
+static void vk_size_end(dvm_backend *be, dvm_sizing *s) {
+    if (!s) return;
+    vk_unload(be, s->tmp);
+    free(s->block);
+    free(s);
+}
+
+static int vk_size_begin(dvm_backend *be, const dvm_size_plan *plan, dvm_sizing **out, char *err, size_t errlen) {
+    const dvm_size_job *job = plan->job;
+    *out = NULL;
+    dvm_sizing *s = calloc(1, sizeof *s);
+    size_t *block = calloc(plan->nprogs ? plan->nprogs : 1, sizeof *block);
+    if (!s || !block) { free(s); free(block); fmt(err, errlen, "vulkan: out of host memory"); return -1; }
+    s->plan = plan;
+    s->block = block;
+    size_t o_uni = ERR_WORDS, o_slots = o_uni + job->nuniforms, o = o_slots + DVM_VK_SLOT_WORDS * (size_t)job->nslots;
+    o = (o + 1) & ~(size_t)1; /* 8-byte alignment for the 64-bit atomics */
+    for (uint32_t g = 0; g < plan->nprogs; g++) {
+        block[g] = o;
+        o += 8 + 10 * (size_t)plan->progs[g].nranges + 4;
     }
-    if (!njobs) return 0;
-    /* params: error | uniforms | slot table | jobs (8 words) | ranges (10 words) | results (3 words) */
-    size_t o_uni = ERR_WORDS, o_slots = o_uni + job->nuniforms, o_aux = o_slots + DVM_VK_SLOT_WORDS * (size_t)job->nslots;
-    o_aux = (o_aux + 1) & ~(size_t)1; /* 8-byte alignment for the 64-bit atomics */
-    size_t o_res = o_aux + 8 * (size_t)njobs + 10 * (size_t)nranges;
-    size_t words = o_res + 3 * (size_t)njobs;
+    s->words = o;
     uint32_t rthreads = be->thread_cap < 16384 ? be->thread_cap : 16384;
     rthreads = (rthreads + WG_SIZE - 1) / WG_SIZE * WG_SIZE;
-    uint32_t ngroups = rthreads / WG_SIZE;
-    size_t serial_words = 0;
-    uint32_t *h = calloc(words, 4);
-    if (!h) { fmt(err, errlen, "vulkan: out of host memory"); return -1; }
+    s->rthreads = rthreads;
+    s->ngroups = rthreads / WG_SIZE;
+    uint32_t *h = calloc(s->words, 4);
+    if (!h) { vk_size_end(be, s); fmt(err, errlen, "vulkan: out of host memory"); return -1; }
     memcpy(h + o_uni, job->uniforms, (size_t)job->nuniforms * 4);
-    for (uint32_t s = 0; s < job->nslots; s++) {
-        uint32_t *e = h + o_slots + DVM_VK_SLOT_WORDS * s;
-        uint64_t a = job->arrays[s] ? job->arrays[s]->addr : be->dummy->addr;
-        e[DVM_VK_SLOT_ADDR] = (uint32_t)a; e[DVM_VK_SLOT_ADDR + 1] = (uint32_t)(a >> 32);
-        uint64_t n = job->arrays[s] ? (uint64_t)job->arr_len[s] : 0;
-        if (job->arrays[s] && n * 4 > job->arrays[s]->size) n = job->arrays[s]->size / 4;
+    for (uint32_t q = 0; q < job->nslots; q++) {
+        uint32_t *e = h + o_slots + DVM_VK_SLOT_WORDS * q;
+        uint64_t ad = job->arrays[q] ? job->arrays[q]->addr : be->dummy->addr;
+        e[DVM_VK_SLOT_ADDR] = (uint32_t)ad; e[DVM_VK_SLOT_ADDR + 1] = (uint32_t)(ad >> 32);
+        uint64_t n = job->arrays[q] ? (uint64_t)job->arr_len[q] : 0;
+        if (job->arrays[q] && n * 4 > job->arrays[q]->size) n = job->arrays[q]->size / 4;
         e[DVM_VK_SLOT_LEN] = (uint32_t)n; e[DVM_VK_SLOT_LEN + 1] = (uint32_t)(n >> 32);
-        for (int d = 0; d < DVM_MAX_RANK; d++) e[DVM_VK_SLOT_SHAPE + d] = (uint32_t)job->arr_shape[s * DVM_MAX_RANK + d];
+        for (int d = 0; d < DVM_MAX_RANK; d++) e[DVM_VK_SLOT_SHAPE + d] = (uint32_t)job->arr_shape[q * DVM_MAX_RANK + d];
     }
-    uint32_t j = 0, r = 0;
-    for (uint32_t i = 0; i < v->nstacks; i++) {
-        const dvm_stack_desc *sd = &p->stacks[v->stack_begin + i];
-        if (sd->sizing != DVM_SZ_PROGRAM) continue;
-        uint32_t *e = h + o_aux + 8 * j;
-        e[0] = i; e[1] = sd->size_begin; e[2] = sd->size_len; e[3] = r;
-        e[4] = (uint32_t)serial_words; e[5] = (uint32_t)(o_res - o_aux + 3 * j);
-        serial_words += 2 * (size_t)sd->size_len;
-        for (uint32_t k = 0; k < sd->size_len;) {
-            const dvm_node *nd = &p->nodes[sd->size_begin + k];
-            if (nd->op == DVM_OP_SZ_RANGE && nd->c > k) {
-                uint32_t *re = h + o_aux + 8 * njobs + 10 * r;
-                re[0] = j; re[1] = k;
-                r++;
-                k = nd->c;
-            } else k++;
+    size_t serial_words = 0;
+    for (uint32_t g = 0; g < plan->nprogs; g++) {
+        const dvm_size_prog *pg = &plan->progs[g];
+        uint32_t *e = h + block[g];
+        e[0] = pg->stack; e[1] = pg->begin; e[2] = pg->len; e[3] = 0;
+        e[4] = (uint32_t)serial_words; e[5] = 8 + 10 * pg->nranges;
+        serial_words += 2 * (size_t)pg->len;
+        for (uint32_t r = 0; r < pg->nranges; r++) {
+            uint32_t *re = e + 8 + 10 * r;
+            re[0] = 0; re[1] = plan->ranges[pg->range_first + r].node;
         }
-        j++;
     }
-    size_t body_words = 2 * (size_t)maxblen;
-    for (j = 0; j < njobs; j++) {
-        h[o_aux + 8 * j + 6] = (uint32_t)serial_words;
-        h[o_aux + 8 * j + 7] = (uint32_t)body_words;
+    size_t body_words = 2 * (size_t)plan->maxbody;
+    for (uint32_t g = 0; g < plan->nprogs; g++) {
+        h[block[g] + 6] = (uint32_t)serial_words;
+        h[block[g] + 7] = (uint32_t)body_words;
     }
-    size_t o_grp = serial_words + body_words * rthreads; /* per range, per workgroup: its max */
-    size_t scratch_bytes = 4 * (o_grp + 2 * (size_t)nranges * ngroups);
-    if (scratch_bytes >= ((size_t)1 << 32) ||
-        buf_reserve(be, &be->scratch, scratch_bytes, 0, err, errlen)) {
+    s->o_grp = serial_words + body_words * rthreads;
+    size_t scratch_bytes = 4 * (s->o_grp + 2 * (size_t)plan->nranges * s->ngroups);
+    if (scratch_bytes >= ((size_t)1 << 32) || buf_reserve(be, &be->scratch, scratch_bytes, 0, err, errlen)) {
         if (scratch_bytes >= ((size_t)1 << 32)) fmt(err, errlen, "vulkan: the sizer needs %zu bytes of scratch", scratch_bytes);
         free(h);
+        vk_size_end(be, s);
         return -1;
     }
-    dvm_loaded *tmp = NULL; /* a job without a loaded program gets one for this call */
     const dvm_loaded *ld = job->loaded;
     if (!ld) {
-        if (vk_load(be, p, &tmp, err, errlen)) { free(h); return -1; }
-        ld = tmp;
+        if (vk_load(be, job->prog, &s->tmp, err, errlen)) { free(h); vk_size_end(be, s); return -1; }
+        ld = s->tmp;
     }
-    if (stage_params(be, h, words, err, errlen)) { vk_unload(be, tmp); free(h); return -1; }
-    /* slots not yet written read as 0, as the CPU backend's calloc'd scratch and its
-       per-thread copies of it do */
+    int rc = stage_params(be, h, s->words, err, errlen);
+    free(h);
+    if (rc) { vk_size_end(be, s); return -1; }
+    /* slots not yet written read as 0, as the CPU backend's calloc'd state and its per-thread
+       copies of it do */
     D.vkCmdFillBuffer(be->cmd, be->scratch->buf, 0, (scratch_bytes + 3) / 4 * 4, 0);
     barrier(be);
-    int64_t walk = job->walk_cap > 0 ? job->walk_cap : INT64_MAX;
+    const int64_t walk = plan->walk_cap;
     uint64_t pa = be->params->addr;
     vk_push pc = {.nodes = ld->nodes->addr, .consts = ld->consts->addr, .uni = pa + o_uni * 4,
                   .heap = be->scratch->addr, .err = pa, .slots = pa + o_slots * 4, .stacks = be->dummy->addr,
-                  .tasks = ld->tasks->addr, .cancel = be->cancel->addr, .aux = pa + o_aux * 4, .task_rel = 0,
+                  .tasks = ld->tasks->addr, .cancel = be->cancel->addr, .aux = pa, .task_rel = 0,
                   .walk_lo = (uint32_t)walk, .walk_hi = (uint32_t)((uint64_t)walk >> 32)};
-    pc.mode = MODE_SZ_RANGES; pc.naux = njobs;
+    s->pc = pc;
+    *out = s;
+    return 0;
+}
+
+/* The dispatch for program g: its block as the job table; its ranges' group maxima. */
+static vk_push size_push(const dvm_backend *be, const dvm_sizing *s, uint32_t g) {
+    const dvm_size_prog *pg = &s->plan->progs[g];
+    vk_push pc = s->pc;
+    pc.aux = be->params->addr + s->block[g] * 4;
+    pc.naux = 1;
+    pc.flags = 0;
+    pc.stride_lo = (uint32_t)(s->o_grp + 2 * (size_t)s->ngroups * pg->range_first);
+    pc.stride_hi = pg->nranges ? s->ngroups : 0;
+    return pc;
+}
+
+static int vk_size_pass(dvm_backend *be, dvm_sizing *s, uint32_t g, int final, char *err, size_t errlen) {
+    (void)err, (void)errlen;
+    vk_push pc = size_push(be, s, g);
+    pc.mode = final ? MODE_SZ_FINAL : MODE_SZ_RANGES;
     dispatch(be, &pc, 1);
-    if (nranges) {
-        pc.mode = MODE_SZ_BODY; pc.naux = nranges; pc.flags = njobs; pc.nthreads = rthreads;
-        pc.stride_lo = (uint32_t)o_grp; pc.stride_hi = ngroups;
-        dispatch(be, &pc, rthreads);
-    }
-    pc.mode = MODE_SZ_FINAL; pc.naux = njobs; pc.flags = 0;
-    pc.stride_lo = (uint32_t)o_grp; pc.stride_hi = nranges ? ngroups : 0;
-    dispatch(be, &pc, 1);
-    int rc = finish_params(be, words, err, errlen);
-    if (rc == 0) {
-        const uint32_t *back = be->staging->map;
-        rc = take_error(back, rt, err, errlen);
-        for (j = 0, r = 0; rc == 0 && r < v->nstacks; r++) {
-            const dvm_stack_desc *sd = &p->stacks[v->stack_begin + r];
-            if (sd->sizing != DVM_SZ_PROGRAM) continue;
-            const uint32_t *res = back + o_res + 3 * j;
-            if (res[2]) {
-                fmt(err, errlen, "vulkan: the size of adstack '%s' (line %u) overflows the 32-bit path of this device "
-                                 "(no shaderInt64, or DVM_VK_NO_INT64 set)",
-                    p->strings + sd->name, sd->line);
-                rc = -1;
-                break;
-            }
-            caps[r] = be->use_int64 ? w64(res) : (int64_t)(int32_t)res[0];
-            j++;
+    return 0;
+}
+
+static int vk_size_reduce(dvm_backend *be, dvm_sizing *s, uint32_t g, char *err, size_t errlen) {
+    (void)err, (void)errlen;
+    vk_push pc = size_push(be, s, g);
+    pc.mode = MODE_SZ_BODY;
+    pc.naux = s->plan->progs[g].nranges;
+    pc.flags = 1; /* jobs in the table */
+    pc.nthreads = s->rthreads;
+    dispatch(be, &pc, s->rthreads);
+    return 0;
+}
+
+static int vk_size_read(dvm_backend *be, dvm_sizing *s, int64_t *caps, dvm_rt_error *rt, char *err, size_t errlen) {
+    const dvm_size_plan *plan = s->plan;
+    int rc = finish_params(be, s->words, err, errlen);
+    if (rc) return rc;
+    const uint32_t *back = be->staging->map;
+    rc = take_error(back, rt, err, errlen);
+    for (uint32_t g = 0; rc == 0 && g < plan->nprogs; g++) {
+        const dvm_size_prog *pg = &plan->progs[g];
+        const uint32_t *res = back + s->block[g] + 8 + 10 * (size_t)pg->nranges;
+        if (res[2]) {
+            const dvm_program *p = plan->job->prog;
+            const dvm_stack_desc *sd = &p->stacks[plan->job->var->stack_begin + pg->stack];
+            fmt(err, errlen, "vulkan: the size of adstack '%s' (line %u) overflows the 32-bit path of this device "
+                             "(no shaderInt64, or DVM_VK_NO_INT64 set)",
+                p->strings + sd->name, sd->line);
+            return -1;
         }
+        caps[g] = be->use_int64 ? w64(res) : (int64_t)(int32_t)res[0];
     }
-    vk_unload(be, tmp);
-    free(h);
     return rc;
 }
 
@@ -1059,7 +1093,11 @@ const dvm_backend_vtbl dvm_backend_vulkan = {
     .copy = vk_copy,
     .load = vk_load,
     .unload = vk_unload,
-    .size = vk_size,
+    .size_begin = vk_size_begin,
+    .size_pass = vk_size_pass,
+    .size_reduce = vk_size_reduce,
+    .size_read = vk_size_read,
+    .size_end = vk_size_end,
     .slots = vk_slots,
     .exec = vk_exec,
     .may_stop = vk_may_stop,
