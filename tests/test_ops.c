@@ -27,6 +27,8 @@
 static dvm_backend *be;
 static const dvm_backend_vtbl *vt = &dvm_backend_cpu;
 static dvm_heap heap;
+static heap_be hb; /* the heap's allocator: the cpu backend (set in main) */
+static const dvm_heap_mem hmem = {heap_be_alloc, heap_be_free, &hb};
 
 enum { ELEMS = 16, DUMP = 4, GUARD = 8, REG0 = 10, IDXREG0 = 40, NUNI = 4 };
 #define NO_OP 0xFFFFu
@@ -121,7 +123,7 @@ static void run(trial *T)
     int64_t off[1], caps[1] = {T->cap};
     dvm_heap_layout L = {0, 0, 0, 0};
     if (dvm_heap_layout_compute(caps, 1, x.nthread_slots, off, &L, err, sizeof err) ||
-        dvm_heap_reserve(&heap, vt, be, (size_t)L.total_words * 4, err, sizeof err)) {
+        dvm_heap_reserve(&heap, &hmem, (size_t)L.total_words * 4, err, sizeof err)) {
         printf("FAIL heap: %s\n", err);
         exit(1);
     }
@@ -332,6 +334,8 @@ int main(void)
         printf("FAIL open: %s\n", err);
         return 1;
     }
+    hb.vt = vt;
+    hb.be = be;
     int n = 0;
     for (int op = 0; op < 256; op++) {
         const dvm_op_info *o = &dvm_op_table[op];
@@ -340,7 +344,7 @@ int main(void)
         n++;
     }
     CHECK(n > 60, "only %d task opcodes", n);
-    dvm_heap_release(&heap, vt, be);
+    dvm_heap_release(&heap, &hmem);
     vt->close(be);
     printf("%d task opcodes checked against their ops.def properties%s\n", n, fails ? "" : ": all agree");
     return fails != 0;
