@@ -1,4 +1,4 @@
-/* ir.h: the typed kernel IR, the contract between the front end (check.c builds it), the
+/* ir.h: the typed kernel IR, the contract between the front end (the checker builds it), the
  * autodiff pass (autodiff.c derives adjoint and tangent variants from the forward one) and
  * the emitter (emit.c lowers every variant to bytecode).
  *

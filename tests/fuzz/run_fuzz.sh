@@ -67,7 +67,7 @@ blob=$!
 npy=$!
 
 missing=""
-for f in lex.c parse.c check.c autodiff.c emit.c; do
+for f in lex.c parse.c check.c lower.c autodiff.c emit.c compile.c; do
     [ -f "$root/compiler/$f" ] || missing="$missing $f"
 done
 front=""
