@@ -3,6 +3,7 @@
 # vm/interp_gpu/cuda.cmake defines the same target when the CUDA backend is on.
 if(NOT TARGET dvm_ptx_brx)
   add_executable(dvm_ptx_brx vm/interp_gpu/ptx_brx.c)
+  target_include_directories(dvm_ptx_brx PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 endif()
 # Synthetic PTX inputs (written by the test into a temporary folder): every value's jump
 # target, trampolines, the switches it must leave alone, usage and file errors.

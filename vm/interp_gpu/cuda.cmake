@@ -57,6 +57,7 @@ if(NOT DVM_PTXAS OR NOT DVM_FATBINARY)
 endif()
 if(NOT TARGET dvm_ptx_brx)
   add_executable(dvm_ptx_brx ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_gpu/ptx_brx.c)
+  target_include_directories(dvm_ptx_brx PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 endif()
 
 set(_dvm_gpu ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_gpu)

@@ -4,6 +4,7 @@
  * task grid-stride over its iteration space, and the three sizer passes. The host side is
  * gpu_backend.c; the parameter structs are in gpu_abi.h. */
 #include <stdint.h>
+#include "../../bytecode/hash.h"
 
 #if defined(__HIP__) || defined(__HIPCC__)
 #include <hip/hip_runtime.h>
@@ -179,11 +180,11 @@ __device__ static __forceinline__ int dvm_gpu_run_lanes(const dvm_env *e, uint32
 }
 
 /* ---- the ops-table hash, computed at compile time from the same ops.def rows and in the
-   same way as bytecode/ops.c (FNV-1a 64: number, name, format, flags); the host refuses an
+   same way as bytecode/ops.c (FNV-1a 64 of bytecode/hash.h: number, name, format, flags); the host refuses an
    interpreter binary whose hash differs from dvm_ops_hash(). ---- */
 struct dvm_gpu_fnv {
     uint64_t h;
-    constexpr dvm_gpu_fnv byte(unsigned char b) const { return dvm_gpu_fnv{(h ^ b) * 0x100000001b3ull}; }
+    constexpr dvm_gpu_fnv byte(unsigned char b) const { return dvm_gpu_fnv{(h ^ b) * DVM_FNV_PRIME}; }
     constexpr dvm_gpu_fnv u32(uint32_t v) const {
         return byte((unsigned char)v).byte((unsigned char)(v >> 8)).byte((unsigned char)(v >> 16)).byte((unsigned char)(v >> 24));
     }
@@ -194,7 +195,7 @@ struct dvm_gpu_fnv {
     }
 };
 static constexpr uint64_t dvm_gpu_ops_hash(void) {
-    dvm_gpu_fnv f{0xcbf29ce484222325ull};
+    dvm_gpu_fnv f{DVM_FNV_BASIS};
 #define DVM_OP(name, num, fmt, flags, doc) f = f.u32((uint32_t)(num)).str(#name).str(fmt).u32((uint32_t)(flags));
 #define DVM_DOP(name, num, fmt, flags, doc) DVM_OP(name, num, fmt, (flags) | DVM_F_DIFF, doc)
 #include "../../bytecode/ops.def"
