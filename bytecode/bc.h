@@ -18,7 +18,7 @@
 enum dvm_op {
 #define DVM_OP(name, num, fmt, flags, doc) DVM_OP_##name = num,
 #define DVM_DOP DVM_OP
-#include "ops.def"
+#include "bytecode/ops.def"
 #undef DVM_OP
 #undef DVM_DOP
     DVM_OP_LIMIT = 256

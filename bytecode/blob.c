@@ -3,8 +3,8 @@
  * byte order. The reader checks the header, the lengths and the checksum before it
  * allocates, bounds every allocation by the blob's length, then runs the verifier.
  * The layout is documented in docs/bytecode.md; keep the two in step. */
-#include "blob.h"
-#include "hash.h"
+#include "bytecode/blob.h"
+#include "bytecode/hash.h"
 
 #include <stdarg.h>
 #include <stdio.h>

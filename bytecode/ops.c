@@ -1,12 +1,12 @@
 /* ops.c: the opcode info table and its hash, generated from ops.def. */
-#include "bc.h"
-#include "hash.h"
+#include "bytecode/bc.h"
+#include "bytecode/hash.h"
 #include <string.h>
 
 const dvm_op_info dvm_op_table[256] = {
 #define DVM_OP(name, num, fmt, flags, doc) [num] = {#name, fmt, (flags), doc},
 #define DVM_DOP(name, num, fmt, flags, doc) [num] = {#name, fmt, (flags) | DVM_F_DIFF, doc},
-#include "ops.def"
+#include "bytecode/ops.def"
 #undef DVM_OP
 #undef DVM_DOP
 };
@@ -27,7 +27,7 @@ uint64_t dvm_ops_hash(void) {
     h = dvm_fnv1a(h, fmt, sizeof fmt);                                                          \
     h = fnv_u32(h, (uint32_t)(flags));
 #define DVM_DOP(name, num, fmt, flags, doc) DVM_OP(name, num, fmt, (flags) | DVM_F_DIFF, doc)
-#include "ops.def"
+#include "bytecode/ops.def"
 #undef DVM_OP
 #undef DVM_DOP
     return h;

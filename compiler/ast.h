@@ -3,9 +3,9 @@
 #ifndef DVM_AST_H
 #define DVM_AST_H
 #include <stdint.h>
-#include "arena.h"
-#include "diag.h"
-#include "lex.h"
+#include "compiler/arena.h"
+#include "compiler/diag.h"
+#include "compiler/lex.h"
 
 enum ast_expr_kind {
     AE_INT, AE_FLOAT, AE_BOOL, AE_STRING, AE_NAME,

@@ -4,8 +4,8 @@
 #ifndef DVM_CHECK_INTERNAL_H
 #define DVM_CHECK_INTERNAL_H
 #include <stdint.h>
-#include "ast.h"
-#include "compile.h"
+#include "compiler/ast.h"
+#include "compiler/compile.h"
 
 #define MAX_INLINE 20000   /* helper bodies inlined per kernel */
 #define MAX_UNROLL 4096    /* iterations of one static loop */

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include "check_internal.h"
+#include "compiler/check_internal.h"
 
 /* ---- vectors, matrices and tuples ----
  * A vector or matrix value is an IRX_VEC node that holds its f32 components (row-major); a

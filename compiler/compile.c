@@ -1,5 +1,5 @@
 /* compile.c: runs the compiler's stages in one arena. */
-#include "compile.h"
+#include "compiler/compile.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -5,11 +5,11 @@
 #ifndef DVM_COMPILE_H
 #define DVM_COMPILE_H
 #include <stddef.h>
-#include "../bytecode/bc.h"
-#include "arena.h"
-#include "ast.h"
-#include "diag.h"
-#include "ir.h"
+#include "bytecode/bc.h"
+#include "compiler/arena.h"
+#include "compiler/ast.h"
+#include "compiler/diag.h"
+#include "compiler/ir.h"
 
 /* compile.c: lex.c, parse.c, then dvm_check: parse and type-check; NULL when d has errors. */
 ir_module *dvm_front(dvm_arena *a, const char *src, size_t len, const char *filename, dvm_diags *d);

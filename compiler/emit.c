@@ -1,7 +1,7 @@
 /* emit.c: dvm_emit, the last compiler stage. Lays out the program (kernels, parameters,
  * shape symbols, array slots, uniform slots, tasks, stacks, constant pool, strings) and
  * hands each task to emit_code.c and each stack's size to emit_size.c. */
-#include "emit_internal.h"
+#include "compiler/emit_internal.h"
 #include "bytecode/hash.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,8 +12,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../bytecode/bc.h"
-#include "arena.h"
+#include "bytecode/bc.h"
+#include "compiler/arena.h"
 
 typedef struct ir_expr ir_expr;
 typedef struct ir_stmt ir_stmt;

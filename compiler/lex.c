@@ -1,5 +1,5 @@
 /* lex.c: .dvk lexer (Python-style indentation, comments, brackets continue lines). */
-#include "lex.h"
+#include "compiler/lex.h"
 #include "bytecode/hash.h"
 #include <stdlib.h>
 #include <string.h>

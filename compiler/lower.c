@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include "check_internal.h"
+#include "compiler/check_internal.h"
 
 /* ---- statements ---- */
 

@@ -19,7 +19,7 @@
  * Registers are zeroed once per thread, not per iteration: the next iteration of the same
  * thread starts with what END left. So END's successor is node 0 (live-out(END) =
  * live-in(0)), which keeps the adjoint registers' resets before END. */
-#include "compile.h"
+#include "compiler/compile.h"
 #include "bytecode/hash.h"
 #include <stdlib.h>
 #include <string.h>

@@ -22,7 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../vm/backend.h"
+#include "vm/backend.h"
 
 #define DVM_HEAP_ALIGN_WORDS 16
 

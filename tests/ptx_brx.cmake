@@ -8,4 +8,5 @@ endif()
 # Synthetic PTX inputs (written by the test into a temporary folder): every value's jump
 # target, trampolines, the switches it must leave alone, usage and file errors.
 add_executable(test_ptx_brx tests/test_ptx_brx.c)
+target_include_directories(test_ptx_brx PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 add_test(NAME test_ptx_brx COMMAND test_ptx_brx $<TARGET_FILE:dvm_ptx_brx>)

@@ -49,7 +49,7 @@ void dvm_program_free(dvm_program *p) {
 }
 #endif
 
-#include "check.h"
+#include "tests/check.h"
 
 /* ---- hand-built programs ---- */
 #define N(op_, x_, a_, b_, c_) {DVM_OP_##op_, x_, a_, b_, c_}

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "tests/check.h"
 
 #define NV 256
 

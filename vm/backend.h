@@ -28,7 +28,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../bytecode/bc.h"
+#include "bytecode/bc.h"
 
 typedef struct dvm_backend dvm_backend;   /* a backend instance on one device */
 typedef struct dvm_buffer dvm_buffer;     /* device memory */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "runtime.h"
+#include "vm/runtime.h"
 
 #define DVM_DEFAULT_AD_STACK 256
 /* An adstack with no formula that overflows grows by this factor and the launch reruns

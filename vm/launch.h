@@ -5,8 +5,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "backend.h"
-#include "../heap/heap.h"
+#include "vm/backend.h"
+#include "heap/heap.h"
 
 /* Stack capacities computed by the sizer for one (kernel, variant), reused while the key is
  * the same: the uniforms, the default stack size (and whether the user gave it), and the

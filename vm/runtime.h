@@ -7,8 +7,8 @@
 #include <pthread.h>
 #include <stdint.h>
 #include "dvm.h"
-#include "backend.h"
-#include "launch.h"
+#include "vm/backend.h"
+#include "vm/launch.h"
 
 #define DVM_ERRMSG_MAX 8192
 

@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "runtime.h"
+#include "vm/runtime.h"
 
 typedef struct tape_rec {
     const dvm_kernel *k;

@@ -63,7 +63,7 @@
 
 /* The whole of bc.h (plain declarations, fine for nvcc/hipcc): dvm_run takes a
  * dvm_task_desc, which the DVM_BC_DEVICE_ONLY part does not have. */
-#include "../../bytecode/bc.h"
+#include "bytecode/bc.h"
 
 #ifndef DVM_GLOBAL
 #define DVM_GLOBAL /* address-space qualifier for device pointers; empty in C and CUDA */
@@ -997,7 +997,7 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
         [0 ... 255] = &&L__BAD,
 #define DVM_OP(name, num, fmt, flags, doc) [num] = &&L_##name,
 #define DVM_DOP DVM_OP
-#include "../../bytecode/ops.def"
+#include "bytecode/ops.def"
 #undef DVM_OP
 #undef DVM_DOP
     };
@@ -1100,7 +1100,7 @@ dvm_dispatch_:
     switch (op_) {
 #define DVM_OP(name, num, fmt, flags, doc) case num: DVM_CASE_MARK(num); goto L_##name;
 #define DVM_DOP DVM_OP
-#include "../../bytecode/ops.def"
+#include "bytecode/ops.def"
 #undef DVM_OP
 #undef DVM_DOP
     default: DVM_CASE_MARK(default); goto L__BAD;
