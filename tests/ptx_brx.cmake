@@ -1,8 +1,8 @@
-# ptx_brx (vm/interp_gpu/ptx_brx.c): the host tool that turns the CUDA interpreter's PTX
+# ptx_brx (tools/ptx_brx.c): the host tool that turns the CUDA interpreter's PTX
 # compare trees into jump tables. Plain C, so it and its test build with or without CUDA;
-# vm/interp_gpu/cuda.cmake defines the same target when the CUDA backend is on.
+# vm/cuda_hip/cuda.cmake defines the same target when the CUDA backend is on.
 if(NOT TARGET dvm_ptx_brx)
-  add_executable(dvm_ptx_brx vm/interp_gpu/ptx_brx.c)
+  add_executable(dvm_ptx_brx tools/ptx_brx.c)
   target_include_directories(dvm_ptx_brx PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 endif()
 # Synthetic PTX inputs (written by the test into a temporary folder): every value's jump

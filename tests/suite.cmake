@@ -34,7 +34,7 @@ endforeach()
 # The same corpus through the public C API alone (tests/api_runner.c takes the command's
 # arguments), so that both the API and the command are checked against the references.
 add_executable(api_runner tests/api_runner.c)
-target_link_libraries(api_runner PRIVATE dvm)
+target_link_libraries(api_runner PRIVATE dvm_npy dvm)
 target_include_directories(api_runner PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 foreach(mode forward grad)
   add_test(NAME suite_${mode}_api_cpu COMMAND ${Python3_EXECUTABLE} ${DVM_SUITE} --dvm $<TARGET_FILE:api_runner> --backend cpu --mode ${mode})

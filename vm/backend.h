@@ -164,7 +164,7 @@ typedef struct dvm_backend_vtbl {
 int dvm_exec_known_i32(const dvm_exec *x, uint32_t slot, int32_t *v);
 int64_t dvm_exec_known_total(const dvm_exec *x, const dvm_task_desc *td);
 
-/* vm/interp_cpu/interp_cpu.c: runs a dvm_task_uniform_only serial task over uniforms on the
+/* vm/cpu/interp_cpu.c: runs a dvm_task_uniform_only serial task over uniforms on the
    host; 0, or 1 if it failed. */
 int dvm_cpu_run_uniform_task(const dvm_program *p, uint32_t task_index, const dvm_task_desc *t, uint32_t *uniforms);
 

@@ -63,7 +63,7 @@ big_seeds() { # dir
 (run fuzz_blob 65536 "$root/tests/fuzz/fuzz_blob.c" $bytecode_src) &
 blob=$!
 # shellcheck disable=SC2086
-(run fuzz_npy 65536 "$root/tests/fuzz/fuzz_npy.c" "$root/vm/npy.c") &
+(run fuzz_npy 65536 "$root/tests/fuzz/fuzz_npy.c" "$root/cli/npy.c") &
 npy=$!
 
 missing=""

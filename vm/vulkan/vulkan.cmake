@@ -27,12 +27,12 @@ endif()
 
 if(_dvm_vk_on)
   message(STATUS "Vulkan backend: on (${DVM_GLSLANG})")
-  set(_vk_src ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_gpu)
+  set(_vk_src ${CMAKE_CURRENT_SOURCE_DIR}/vm/vulkan)
   set(_vk_gen ${CMAKE_CURRENT_BINARY_DIR}/vk_gen)
   file(MAKE_DIRECTORY ${_vk_gen})
 
   # Opcode constants from ops.def; fails when interp.comp lacks a `case OP_X:`.
-  add_executable(dvm_gen_glsl_ops ${_vk_src}/gen_glsl_ops.c)
+  add_executable(dvm_gen_glsl_ops ${CMAKE_CURRENT_SOURCE_DIR}/tools/gen_glsl_ops.c)
   target_include_directories(dvm_gen_glsl_ops PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   add_custom_command(
     OUTPUT ${_vk_gen}/dvm_ops.glsl

@@ -1,6 +1,6 @@
 /* interp_core.h: THE interpreter. One source, compiled three ways: as C by the CPU backend
- * (interp_cpu.c), by nvcc for CUDA and by hipcc for HIP (vm/interp_gpu/). The GLSL
- * interpreter (vm/interp_gpu/interp.comp) implements the same semantics.
+ * (interp_cpu.c), by nvcc for CUDA and by hipcc for HIP (vm/cuda_hip/). The GLSL
+ * interpreter (vm/vulkan/interp.comp) implements the same semantics.
  *
  * Rules for this file: no libc calls except math (through DVM_MATH_* macros), no recursion,
  * no allocation, fixed-size per-thread state, 64-bit index arithmetic. It trusts only what

@@ -1,5 +1,5 @@
 /* interp_cuda.cu: the device entry points of the CUDA and HIP backends. THE interpreter
- * (vm/interp_cpu/interp_core.h) is compiled here by nvcc (and, through interp_hip.cpp, by
+ * (vm/interp/interp_core.h) is compiled here by nvcc (and, through interp_hip.cpp, by
  * hipcc); this file only adds the launch shapes: a serial task on one thread, a parallel
  * task grid-stride over its iteration space, and the three sizer passes. The host side is
  * gpu_backend.c; the parameter structs are in gpu_abi.h. */
@@ -46,7 +46,7 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #define DVM_ATOMIC_MAX_F32(p, v) dvm_gpu_atomic_extf<true>((uint32_t *)(p), (v))
 #define DVM_ATOMIC_MIN_F32(p, v) dvm_gpu_atomic_extf<false>((uint32_t *)(p), (v))
 
-#include "vm/interp_gpu/gpu_abi.h"
+#include "vm/cuda_hip/gpu_abi.h"
 /* A loop polls the other threads' error word every 64 backward jumps, not every one. */
 #ifndef DVM_POLL_EVERY
 #define DVM_POLL_EVERY 64
@@ -104,7 +104,7 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #else
 #define DVM_WARP_ANY_ACTIVE(pred) __any_sync(__activemask(), (pred))
 #endif
-/* The dispatch switch's markers for ptx_brx (the build's -DDVM_GPU_BRX; vm/interp_gpu/ptx_brx.c):
+/* The dispatch switch's markers for ptx_brx (the build's -DDVM_GPU_BRX; tools/ptx_brx.c):
    PTX comments naming the opcode's register before the switch and each case's number at its
    head. The asm "changes" the opcode, so the compare tree nvcc makes compares exactly that
    register (and ptx_brx can run the tree on each value to find its case). */
@@ -114,7 +114,7 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #define DVM_SWITCH_MARK(op) asm volatile("// dvm-switch " DVM_XSTR_(DVM_RUN_NAME) " %0;" : "+r"(op))
 #define DVM_CASE_MARK(num) asm volatile("// dvm-case " DVM_XSTR_(DVM_RUN_NAME) " " #num ";")
 #endif
-#include "vm/interp_cpu/interp_core.h" /* dvm_run, dvm_run_at: one iteration per call */
+#include "vm/interp/interp_core.h" /* dvm_run, dvm_run_at: one iteration per call */
 /* dvm_run_conv: the same, with the threads of a warp that run an iteration together kept
    on the same node (interp_core.h, DVM_WARP_MIN; redux.sync: sm_80 and newer). A separate
    copy, so that tasks that do not converge pay nothing for it (the vote's bookkeeping in the
@@ -123,7 +123,7 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #define DVM_GPU_CONVERGE_RUN 1
 #define DVM_WARP_MIN(mask, v) __reduce_min_sync((mask), (v))
 #define DVM_RUN_NAME dvm_run_conv
-#include "vm/interp_cpu/interp_core.h"
+#include "vm/interp/interp_core.h"
 #undef DVM_WARP_MIN
 #endif
 /* L = DVM_GPU_LANES or DVM_GPU_LANES_WIDE iterations per call in lockstep: the plain lanes
@@ -142,27 +142,27 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #define DVM_START_AT(d) 0
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_RUN_NAME dvm_run_lanes
-#include "vm/interp_cpu/interp_core.h"
+#include "vm/interp/interp_core.h"
 /* the runs below: their caller (dvm_gpu_lanes: AHEAD) reads the error word
    between runs */
 #define DVM_CALLER_POLLS 1
 #define DVM_LANES DVM_GPU_LANES_WIDE
 #define DVM_RUN_NAME dvm_run_lanes_w
-#include "vm/interp_cpu/interp_core.h"
+#include "vm/interp/interp_core.h"
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_MASKED 1
 #define DVM_RUN_NAME dvm_run_mlanes
-#include "vm/interp_cpu/interp_core.h"
+#include "vm/interp/interp_core.h"
 #define DVM_LANES DVM_GPU_LANES_WIDE
 #define DVM_MASKED 1
 #define DVM_RUN_NAME dvm_run_mlanes_w
-#include "vm/interp_cpu/interp_core.h"
+#include "vm/interp/interp_core.h"
 #ifdef DVM_GPU_CONVERGE_RUN
 #define DVM_WARP_MIN(mask, v) __reduce_min_sync((mask), (v))
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_MASKED 1
 #define DVM_RUN_NAME dvm_run_mlanes_conv
-#include "vm/interp_cpu/interp_core.h"
+#include "vm/interp/interp_core.h"
 #undef DVM_WARP_MIN
 #endif
 #undef DVM_CALLER_POLLS
