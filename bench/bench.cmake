@@ -3,6 +3,7 @@
 #   build/bench_cpu --quick    (small sizes, a smoke run)
 add_executable(bench_cpu bench/bench_cpu.c)
 target_link_libraries(bench_cpu PRIVATE dvm OpenMP::OpenMP_C m)
+target_include_directories(bench_cpu PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(bench_cpu PRIVATE -O2)
 
 # The same particle step with vec3 / mat3 and with scalars (issue: vectors cost nothing):

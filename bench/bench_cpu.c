@@ -27,7 +27,7 @@ static double now_ms(void) {
     } while (0)
 
 /* ---- the kernels, in .dvk and in C ---- */
-#include "bench_kernels.h"
+#include "bench/bench_kernels.h"
 
 static void c_saxpy(int nt, float a, const float *x, float *y, long n) {
 #pragma omp parallel for num_threads(nt) schedule(static)

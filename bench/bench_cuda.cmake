@@ -5,6 +5,7 @@ if(DVM_NVCC)
   list(GET DVM_CUDA_ARCHS -1 _dvm_bench_arch)
   add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/bench_cuda
     COMMAND ${DVM_NVCC} -O3 -std=c++17 -arch=sm_${_dvm_bench_arch} -I${CMAKE_CURRENT_SOURCE_DIR}/include
+            -I${CMAKE_CURRENT_SOURCE_DIR}
             -o ${CMAKE_CURRENT_BINARY_DIR}/bench_cuda ${CMAKE_CURRENT_SOURCE_DIR}/bench/cuda_native.cu
             $<TARGET_FILE:dvm> -Xcompiler -fopenmp -lgomp -ldl -lm
     DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/bench/cuda_native.cu dvm

@@ -26,7 +26,7 @@ static double now_ms(void) {
         }                                                                                \
     } while (0)
 
-#include "bench_kernels.h"
+#include "bench/bench_kernels.h"
 
 
 static int reps = 5;

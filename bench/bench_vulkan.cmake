@@ -4,4 +4,5 @@
 if(TARGET dvm_vk_spirv)
   add_executable(bench_vulkan bench/bench_vulkan.c)
   target_link_libraries(bench_vulkan PRIVATE dvm m)
+  target_include_directories(bench_vulkan PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 endif()

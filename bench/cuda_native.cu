@@ -17,7 +17,7 @@
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
 #define DV(x) do { dvm_status s_ = (x); if (s_ != DVM_OK) { fprintf(stderr, "%s: %s\n", #x, dvm_errmsg(ctx)); exit(1); } } while (0)
 
-#include "bench_kernels.h"
+#include "bench/bench_kernels.h"
 
 // ---- native kernels ----
 __global__ void k_saxpy(float a, const float *x, float *y, long n) {

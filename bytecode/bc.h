@@ -45,7 +45,7 @@ enum dvm_su_form {
 enum dvm_op {
 #define DVM_OP(name, num, fmt, flags, props, doc) DVM_OP_##name = num,
 #define DVM_DOP DVM_OP
-#include "ops.def"
+#include "bytecode/ops.def"
 #undef DVM_OP
 #undef DVM_DOP
     DVM_OP_LIMIT = 256
@@ -69,7 +69,7 @@ DVM_BC_FN int dvm_op_su_is(uint32_t op, uint32_t form) {
     return 0
 #define DVM_OP(name, num, fmt, flags, props, doc) || ((((uint32_t)(props) >> DVM_SU_SHIFT) & 7u) == form && op == (uint32_t)(num))
 #define DVM_DOP DVM_OP
-#include "ops.def"
+#include "bytecode/ops.def"
 #undef DVM_OP
 #undef DVM_DOP
         ;
@@ -130,7 +130,7 @@ enum dvm_vtype { DVM_T_VOID = 0, DVM_T_F32 = 1, DVM_T_I32 = 2, DVM_T_BOOL = 3 };
 
 /* ---- runtime error record: written by an interpreter, first error wins ----
  * The codes as X(NAME, number): the enum below, and the GLSL interpreter's RT_NAME constants
- * (vm/interp_gpu/gen_glsl_ops.c). */
+ * (tools/gen_glsl_ops.c). */
 #define DVM_RT_CODES(X)                                                                        \
     X(OK, 0)                                                                                   \
     X(OOB, 1)               /* p0 array slot, p1 axis (-1: flat), p2 index, p3 extent */       \

@@ -3,7 +3,8 @@
  * byte order. The reader checks the header, the lengths and the checksum before it
  * allocates, bounds every allocation by the blob's length, then runs the verifier.
  * The layout is documented in docs/bytecode.md; keep the two in step. */
-#include "blob.h"
+#include "bytecode/blob.h"
+#include "bytecode/hash.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -49,15 +50,7 @@ static int bfail(char *err, size_t errlen, const char *fmt, ...) {
     return -1;
 }
 
-uint64_t dvm_blob_checksum(const void *data, size_t n) {
-    const uint8_t *b = data;
-    uint64_t h = 14695981039346656037ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
+uint64_t dvm_blob_checksum(const void *data, size_t n) { return dvm_fnv1a(DVM_FNV_BASIS, data, n); }
 
 int dvm_blob_is_blob(const void *data, size_t len) {
     return data && len >= 4 && !memcmp(data, DVM_BLOB_MAGIC, 4);

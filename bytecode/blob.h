@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "bc.h"
+#include "bytecode/bc.h"
 
 #define DVM_BLOB_MAGIC "DVMB"
 #define DVM_BLOB_VERSION 3u

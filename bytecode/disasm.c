@@ -3,7 +3,7 @@
  * stack 1 'v', ->17, "msg", s4). Node indices are relative to their task or size program,
  * like jump targets; the task header gives the absolute range. The program should be
  * verified; indices that are out of range anyway print as '?' rather than being followed. */
-#include "blob.h"
+#include "bytecode/blob.h"
 
 #include <stdarg.h>
 #include <stdio.h>

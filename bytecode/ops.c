@@ -1,11 +1,12 @@
 /* ops.c: the opcode info table and its hash, generated from ops.def. */
-#include "bc.h"
+#include "bytecode/bc.h"
+#include "bytecode/hash.h"
 #include <string.h>
 
 const dvm_op_info dvm_op_table[256] = {
 #define DVM_OP(name, num, fmt, flags, props, doc) [num] = {#name, fmt, (flags), (props), doc},
 #define DVM_DOP(name, num, fmt, flags, props, doc) [num] = {#name, fmt, (flags) | DVM_F_DIFF, (props), doc},
-#include "ops.def"
+#include "bytecode/ops.def"
 #undef DVM_OP
 #undef DVM_DOP
 };
@@ -20,38 +21,29 @@ const dvm_op_info dvm_op_table[256] = {
                        ((props) & DVM_E_MASK) >= DVM_E_LOAD,                                      \
                    "ops.def: opcode " #name " has array properties but is no array access");
 #define DVM_DOP DVM_OP
-#include "ops.def"
+#include "bytecode/ops.def"
 #undef DVM_OP
 #undef DVM_DOP
 
 /* FNV-1a 64 over each row in ops.def order: number (4 bytes LE), name, format, flags (4
  * bytes LE), props (4 bytes LE). The doc text is left out so that rewording a comment keeps
  * blobs valid. */
-static uint64_t fnv_bytes(uint64_t h, const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 static uint64_t fnv_u32(uint64_t h, uint32_t v) {
     unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
                           (unsigned char)(v >> 24)};
-    return fnv_bytes(h, b, 4);
+    return dvm_fnv1a(h, b, 4);
 }
 
 uint64_t dvm_ops_hash(void) {
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = DVM_FNV_BASIS;
 #define DVM_OP(name, num, fmt, flags, props, doc)                                                      \
     h = fnv_u32(h, (uint32_t)(num));                                                            \
-    h = fnv_bytes(h, #name, sizeof #name);                                                      \
-    h = fnv_bytes(h, fmt, sizeof fmt);                                                          \
+    h = dvm_fnv1a(h, #name, sizeof #name);                                                      \
+    h = dvm_fnv1a(h, fmt, sizeof fmt);                                                          \
     h = fnv_u32(h, (uint32_t)(flags));                                                          \
     h = fnv_u32(h, (uint32_t)(props));
 #define DVM_DOP(name, num, fmt, flags, props, doc) DVM_OP(name, num, fmt, (flags) | DVM_F_DIFF, props, doc)
-#include "ops.def"
+#include "bytecode/ops.def"
 #undef DVM_OP
 #undef DVM_DOP
     return h;

@@ -1,5 +1,5 @@
 /* program.c: ownership of a dvm_program (every array malloc'd, freed together). */
-#include "bc.h"
+#include "bytecode/bc.h"
 #include <stdlib.h>
 
 void dvm_program_free(dvm_program *p) {

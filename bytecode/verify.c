@@ -3,7 +3,7 @@
  * uniforms, stacks, jump targets, strings, size-program slots) lies inside its buffer.
  * Data-dependent accesses (array elements, stack depth) are checked at run time instead.
  * docs/bytecode.md lists the rules; each failure says where and what was expected. */
-#include "blob.h"
+#include "bytecode/blob.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * adstack size expressions; ad_tangent.c: forward mode). Not a contract with other stages. */
 #ifndef DVM_AD_INTERNAL_H
 #define DVM_AD_INTERNAL_H
-#include "compile.h"
+#include "compiler/compile.h"
 
 /* A loop of generated code and the source loop it stands for (for sizing): `isfor` loops
  * run their var over [start, stop); var is -1 when the var is not exactly the counter. */

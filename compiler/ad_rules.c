@@ -2,7 +2,7 @@
  * for the reverse sweep (ad_rev_NAME: push the adjoint g of a node into its operands) and
  * once for forward mode (ad_tan_NAME: the tangent of a node, NULL meaning zero). The tables
  * at the end are generated from ops.def, so a DOP row without both rules does not build. */
-#include "ad_internal.h"
+#include "compiler/ad_internal.h"
 
 #define A_ (e->a)
 #define B_ (e->b)
@@ -177,12 +177,12 @@ static ir_expr *ad_tan_SEL(ad_ctx *c, const ir_expr *e) {
 #define DVM_OP(name, num, fmt, flags, props, doc)
 #define DVM_DOP(name, num, fmt, flags, props, doc) [DVM_OP_##name] = ad_rev_##name,
 const ad_rev_fn ad_rev_table[256] = {
-#include "../bytecode/ops.def"
+#include "bytecode/ops.def"
 };
 #undef DVM_DOP
 #define DVM_DOP(name, num, fmt, flags, props, doc) [DVM_OP_##name] = ad_tan_##name,
 const ad_tan_fn ad_tan_table[256] = {
-#include "../bytecode/ops.def"
+#include "bytecode/ops.def"
 };
 #undef DVM_DOP
 #undef DVM_OP

@@ -7,7 +7,7 @@
  * f32 values, top-level variables or locals assigned in loops) gives IRS_DEFAULT. */
 #include <stdlib.h>
 #include <string.h>
-#include "ad_internal.h"
+#include "compiler/ad_internal.h"
 
 static ir_size *mk(ad_ctx *c, int kind) {
     ir_size *s = ad_alloc(c, sizeof *s);

@@ -1,7 +1,7 @@
 /* ad_tangent.c: forward mode. The tangent variant runs the primal and, beside every f32
  * value, its directional derivative: a tangent variable per f32 local/global, reads of x[i]
  * give x.dual[i], stores and atomic adds write both. Atomic max/min get no tangent. */
-#include "ad_internal.h"
+#include "compiler/ad_internal.h"
 #include <string.h>
 
 static int tan_var(ad_ctx *c, int var) {

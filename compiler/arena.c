@@ -1,5 +1,5 @@
 /* arena.c: a list of chunks; large requests get a chunk of their own. */
-#include "arena.h"
+#include "compiler/arena.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

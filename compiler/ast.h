@@ -1,11 +1,11 @@
-/* ast.h: the syntax tree that parse.c builds and check.c lowers to the IR. It mirrors the
+/* ast.h: the syntax tree that parse.c builds and the checker (check.c, lower.c) lowers to the IR. It mirrors the
  * source: no names are resolved and no types are known yet. Everything lives in the arena. */
 #ifndef DVM_AST_H
 #define DVM_AST_H
 #include <stdint.h>
-#include "arena.h"
-#include "diag.h"
-#include "lex.h"
+#include "compiler/arena.h"
+#include "compiler/diag.h"
+#include "compiler/lex.h"
 
 enum ast_expr_kind {
     AE_INT, AE_FLOAT, AE_BOOL, AE_STRING, AE_NAME,
@@ -20,7 +20,7 @@ enum ast_expr_kind {
     AE_TUPLE    /* args (only as a returned value: return a, b) */
 };
 
-/* Vector, matrix and tuple types, beside dvm_vtype's scalars (check.c lowers every vector and
+/* Vector, matrix and tuple types, beside dvm_vtype's scalars (check_vec.c lowers every vector and
  * matrix to its f32 components; none of them reaches the IR). */
 enum {
     DVM_T_VEC2 = 16, DVM_T_VEC3, DVM_T_VEC4,

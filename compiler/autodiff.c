@@ -3,7 +3,7 @@
  * method: break/continue become flags, then each parallel body (and the serial code) runs a
  * forward sweep that pushes every overwritten value the reverse sweep needs, then a reverse
  * sweep that pops them back ("restore on pop") while it accumulates adjoints. */
-#include "ad_internal.h"
+#include "compiler/ad_internal.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,7 +1,22 @@
 /* compile.c: runs the compiler's stages in one arena. */
-#include "compile.h"
+#include "compiler/compile.h"
 #include <stdlib.h>
 #include <string.h>
+
+/* The front end: source to the forward IR (lex.c, parse.c, then the checker, lower.c). */
+ir_module *dvm_front(dvm_arena *a, const char *src, size_t len, const char *filename, dvm_diags *d) {
+    if (!a || !d) return NULL;
+    if (!src) len = 0;
+    if (len > 0x7fffffff) {
+        dvm_diag(d, 0, 0, "source file is too large");
+        return NULL;
+    }
+    dvm_lexed lx;
+    if (dvm_lex(a, src ? src : "", len, d, &lx) || !lx.toks || lx.ntoks == 0) return NULL;
+    ast_module *am = dvm_parse(a, src ? src : "", &lx, d);
+    if (!am || d->nerrors) return NULL;
+    return dvm_check(a, src, &lx, am, filename, d);
+}
 
 int dvm_compile_source(const char *src, size_t len, const char *filename, dvm_program **out, char **msg) {
     return dvm_compile_source_limited(src, len, filename, 0, out, msg);

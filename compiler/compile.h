@@ -5,13 +5,18 @@
 #ifndef DVM_COMPILE_H
 #define DVM_COMPILE_H
 #include <stddef.h>
-#include "../bytecode/bc.h"
-#include "arena.h"
-#include "diag.h"
-#include "ir.h"
+#include "bytecode/bc.h"
+#include "compiler/arena.h"
+#include "compiler/ast.h"
+#include "compiler/diag.h"
+#include "compiler/ir.h"
 
-/* lex.c, parse.c, check.c: parse and type-check; NULL when d has errors. */
+/* compile.c: lex.c, parse.c, then dvm_check: parse and type-check; NULL when d has errors. */
 ir_module *dvm_front(dvm_arena *a, const char *src, size_t len, const char *filename, dvm_diags *d);
+/* check.c, check_vec.c, inline.c, lower.c: resolves names, types every expression and lowers the
+ * syntax tree to the forward IR (helpers inlined, static loops unrolled); NULL when d has errors. */
+ir_module *dvm_check(dvm_arena *a, const char *src, const dvm_lexed *lx, ast_module *am, const char *filename,
+                     dvm_diags *d);
 /* races.c: rejects the races between the iterations of a parallel loop that it can see. */
 int dvm_check_races(ir_module *m, dvm_diags *d);
 /* autodiff.c: adds the adjoint and tangent variants of every kernel. 0 on success. */

@@ -1,5 +1,5 @@
 /* diag.c: formatting of compiler diagnostics. */
-#include "diag.h"
+#include "compiler/diag.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,8 @@
 /* emit.c: dvm_emit, the last compiler stage. Lays out the program (kernels, parameters,
  * shape symbols, array slots, uniform slots, tasks, stacks, constant pool, strings) and
  * hands each task to emit_code.c and each stack's size to emit_size.c. */
-#include "emit_internal.h"
+#include "compiler/emit_internal.h"
+#include "bytecode/hash.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +28,7 @@ int emit_grow(emit_prog *ep, void **arr, uint32_t *cap, uint32_t need, size_t el
     return 1;
 }
 
-static uint32_t hash_bytes(const void *p, size_t n) {
-    const unsigned char *b = p;
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 16777619u;
-    return h;
-}
+static uint32_t hash_bytes(const void *p, size_t n) { return (uint32_t)dvm_fnv1a(DVM_FNV_BASIS, p, n); }
 
 /* Open-addressing tables hold index + 1 (0 = empty); rebuilt at half load. */
 static int rehash(emit_prog *ep, uint32_t **tab, uint32_t *cap, uint32_t n,

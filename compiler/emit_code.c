@@ -11,7 +11,7 @@
  * Invariant of emit_expr(c, e, dst): the code it emits writes only `dst` (when given) and
  * fresh temporaries, and writes `dst` only after every register that e reads has been
  * read, unless the case at hand checks that e does not read `dst`. */
-#include "emit_internal.h"
+#include "compiler/emit_internal.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>

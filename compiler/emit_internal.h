@@ -4,7 +4,7 @@
 #ifndef DVM_EMIT_INTERNAL_H
 #define DVM_EMIT_INTERNAL_H
 #include <stdint.h>
-#include "compile.h"
+#include "compiler/compile.h"
 
 /* The program under construction: growable arrays that become the dvm_program. */
 typedef struct emit_prog {

@@ -3,7 +3,7 @@
  * and the rest becomes a size program (ops.def SZ_*): node k's value lands in slot k,
  * operands before their users, an SZ_RANGE node before its body (whose root is its last
  * node), the capacity in the last node. Constant subtrees become one SZ_CONST. */
-#include "emit_internal.h"
+#include "compiler/emit_internal.h"
 #include <stdlib.h>
 #include <string.h>
 

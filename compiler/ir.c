@@ -1,5 +1,5 @@
 /* ir.c: constructors for the IR and ir_dump, its readable printed form. */
-#include "ir.h"
+#include "compiler/ir.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -121,7 +121,7 @@ static const char *tname(int t) {
 static const char *const op_names[256] = {
 #define DVM_OP(name, num, fmt, flags, props, doc) [num] = #name,
 #define DVM_DOP DVM_OP
-#include "../bytecode/ops.def"
+#include "bytecode/ops.def"
 #undef DVM_OP
 #undef DVM_DOP
 };

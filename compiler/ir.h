@@ -1,4 +1,4 @@
-/* ir.h: the typed kernel IR, the contract between the front end (check.c builds it), the
+/* ir.h: the typed kernel IR, the contract between the front end (the checker builds it), the
  * autodiff pass (autodiff.c derives adjoint and tangent variants from the forward one) and
  * the emitter (emit.c lowers every variant to bytecode).
  *
@@ -12,8 +12,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../bytecode/bc.h"
-#include "arena.h"
+#include "bytecode/bc.h"
+#include "compiler/arena.h"
 
 typedef struct ir_expr ir_expr;
 typedef struct ir_stmt ir_stmt;

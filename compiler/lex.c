@@ -1,5 +1,6 @@
 /* lex.c: .dvk lexer (Python-style indentation, comments, brackets continue lines). */
-#include "lex.h"
+#include "compiler/lex.h"
+#include "bytecode/hash.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,11 +40,7 @@ typedef struct intern_tab {
     int n, ncap;
 } intern_tab;
 
-static uint32_t hash_bytes(const char *s, size_t n) {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h;
-}
+static uint32_t hash_bytes(const char *s, size_t n) { return (uint32_t)dvm_fnv1a(DVM_FNV_BASIS, s, n); }
 
 static int intern(intern_tab *t, const char *s, size_t n, const char **spelling) {
     if ((unsigned)(t->n + 1) * 2 > t->cap) {

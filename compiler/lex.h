@@ -5,8 +5,8 @@
 #define DVM_LEX_H
 #include <stddef.h>
 #include <stdint.h>
-#include "arena.h"
-#include "diag.h"
+#include "compiler/arena.h"
+#include "compiler/diag.h"
 
 enum tok_kind {
     TK_EOF, TK_NEWLINE, TK_INDENT, TK_DEDENT, TK_NAME, TK_INT, TK_FLOAT, TK_STRING,

@@ -19,7 +19,8 @@
  * Registers are zeroed once per thread, not per iteration: the next iteration of the same
  * thread starts with what END left. So END's successor is node 0 (live-out(END) =
  * live-in(0)), which keeps the adjoint registers' resets before END. */
-#include "compile.h"
+#include "compiler/compile.h"
+#include "bytecode/hash.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,10 +90,8 @@ typedef struct topt {
 } topt;
 
 static uint32_t key_hash(const dvm_node *k) {
-    uint32_t h = 2166136261u;
-    uint32_t w[4] = {k->op, k->x, k->b, k->c};
-    for (int i = 0; i < 4; i++) h = (h ^ w[i]) * 16777619u;
-    return h;
+    const uint32_t w[4] = {k->op, k->x, k->b, k->c};
+    return (uint32_t)dvm_fnv1a(DVM_FNV_BASIS, w, sizeof w);
 }
 
 static int key_eq(const dvm_node *a, const dvm_node *b) {

@@ -3,8 +3,8 @@
  * opens), and parsing goes on, so one run reports several errors. */
 #include <setjmp.h>
 #include <string.h>
-#include "../bytecode/bc.h"
-#include "ast.h"
+#include "bytecode/bc.h"
+#include "compiler/ast.h"
 
 #define MAX_NEST 500 /* nesting of blocks and expressions (operator chains count too) */
 #define MAX_FUNCS 10000 /* kernels and helpers in one source */

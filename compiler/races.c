@@ -5,7 +5,7 @@
  * element) and a read of the same array in the same loop. What it cannot see (indices that
  * differ between iterations but meet, through locals or array values) is documented in
  * docs/language.md. */
-#include "compile.h"
+#include "compiler/compile.h"
 #include <stdlib.h>
 
 /* whether e has the same value in every iteration of a parallel loop */

@@ -31,7 +31,7 @@
  * `v = v * rate + k`, `g = g * rate`, `s = s + x`): the interpreters run all of such a loop's
  * trips in its INCLT (interp_core.h), which copies would only delay (on an H200 the FMA loop
  * took 0.099 ms rolled against 0.131 unrolled). */
-#include "compile.h"
+#include "compiler/compile.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* heap.c: adstack heap layout and amortised growth (heap.h describes both). */
-#include "heap.h"
+#include "heap/heap.h"
 
 #include <stdio.h>
 

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "dvm.h"
-#include "vm/npy.h"
+#include "cli/npy.h"
 
 #define MAXP 64
 

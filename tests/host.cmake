@@ -1,7 +1,7 @@
 # Host runtime tests: the .npy reader/writer, and the `dvm` command (usage errors, argument
 # errors naming the parameter, missing files, no output files after a failed launch).
 add_executable(test_npy tests/test_npy.c)
-target_link_libraries(test_npy PRIVATE dvm)
+target_link_libraries(test_npy PRIVATE dvm_npy dvm)
 target_include_directories(test_npy PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 add_test(NAME test_npy COMMAND test_npy WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 

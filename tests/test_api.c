@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "dvm.h"
-#include "check.h"
+#include "tests/check.h"
 
 
 static const char *SRC =

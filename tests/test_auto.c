@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "dvm.h"
-#include "check.h"
+#include "tests/check.h"
 
 /* The backend a context opens with these options ("" if it fails), and its device line. */
 static const char *open_backend(const char *backend, int device, char *devline, size_t len) {

@@ -12,7 +12,7 @@
 #include <string.h>
 #include "compiler/compile.h"
 
-#include "check.h"
+#include "tests/check.h"
 
 /* ------------------------------------------------------------------ building IR by hand */
 static dvm_arena *A;

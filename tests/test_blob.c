@@ -14,6 +14,7 @@
 
 #include "bytecode/bc.h"
 #include "bytecode/blob.h"
+#include "bytecode/hash.h"
 #ifdef DVM_TEST_HAVE_COMPILER
 #include "compiler/compile.h"
 #endif
@@ -48,7 +49,7 @@ void dvm_program_free(dvm_program *p) {
 }
 #endif
 
-#include "check.h"
+#include "tests/check.h"
 
 /* ---- hand-built programs ---- */
 #define N(op_, x_, a_, b_, c_) {DVM_OP_##op_, x_, a_, b_, c_}
@@ -555,6 +556,17 @@ static void expect_read_fail(const char *what, const uint8_t *b, size_t len, con
     if (rc == 0) dvm_program_free(q);
 }
 
+/* bytecode/hash.h is FNV-1a 64 (published test values), and the blob checksum is that hash. */
+static void test_hash(void) {
+    static const struct { const char *s; uint64_t h; } v[] = {
+        {"", 0xcbf29ce484222325ull}, {"a", 0xaf63dc4c8601ec8cull}, {"foobar", 0x85944171f73967e8ull}};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        uint64_t h = dvm_fnv1a(DVM_FNV_BASIS, v[i].s, strlen(v[i].s)), c = dvm_blob_checksum(v[i].s, strlen(v[i].s));
+        CHECK(h == v[i].h && c == v[i].h, "FNV-1a 64 of \"%s\": expected %016llx, got %016llx (checksum %016llx)", v[i].s,
+              (unsigned long long)v[i].h, (unsigned long long)h, (unsigned long long)c);
+    }
+}
+
 static void test_header(void) {
     dvm_program *p = sample_program();
     char err[512];
@@ -934,6 +946,7 @@ int main(int argc, char **argv) {
     prologue_reg_reused(p);
     roundtrip("a prologue's register written again before the body reads it", p);
     dvm_program_free(p);
+    test_hash();
     test_header();
     test_disasm();
     test_verify_cost();

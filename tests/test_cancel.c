@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "dvm.h"
-#include "check.h"
+#include "tests/check.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define DVM_TEST_ASAN 1

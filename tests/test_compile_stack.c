@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include "dvm.h"
-#include "check.h"
+#include "tests/check.h"
 #include "compiler/compile.h"
 
 /* The sanitizers' instrumented frames are several times larger than the real ones. */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "tests/check.h"
 
 /* ---- IR constructors ---- */
 static dvm_arena *A;

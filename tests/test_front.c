@@ -1,4 +1,4 @@
-/* test_front.c: the front end (lex.c, parse.c, check.c, ir.c) on small kernels: the IR it
+/* test_front.c: the front end (lex.c, parse.c, the checker, ir.c) on small kernels: the IR it
  * builds (through ir_dump), and one negative test per class of compile error with its exact
  * FILE:LINE:COL and message. */
 #include <stdio.h>

@@ -12,7 +12,7 @@
 #include "bytecode/bc.h"
 #include "bytecode/blob.h"
 #include "dvm.h"
-#include "check.h"
+#include "tests/check.h"
 
 #define N(op_, x_, a_, b_, c_) {DVM_OP_##op_, x_, a_, b_, c_}
 

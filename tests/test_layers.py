@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """test_layers.py: includes and calls point down the layers (docs/internals.md, "Layers").
 - heap/ includes nothing of vm/;
-- the backends (vm/interp_cpu, vm/interp_gpu) include no header of the host runtime
+- the backends (vm/cpu, vm/cuda_hip, vm/vulkan and their shared core vm/interp) include no header of the host runtime
   (runtime.h, launch.h, sizer.h) and call no function that vm/launch.c defines;
 - vm/api.c calls no function that vm/launch.c defines, and runtime.h does not include launch.h;
-- the project's own #include graph has no cycle.
+- the project's own #include graph has no cycle, and no include climbs a folder ("../"):
+  every project include is written from the repository root.
   test_layers.py SOURCE_DIR"""
 import os
 import re
@@ -56,7 +57,7 @@ if not launch_fns:
 def calls(text, fns):
     return sorted(fn for fn in fns if re.search(r"\b" + fn + r"\s*\(", text))
 
-for f in list(files("vm/interp_cpu")) + list(files("vm/interp_gpu")):
+for f in files("vm/cpu", "vm/cuda_hip", "vm/vulkan", "vm/interp"):
     for p in includes(f):
         if p in RUNTIME:
             fails.append(f"{f} includes {p}: a backend sees only vm/backend.h")
@@ -70,9 +71,13 @@ if os.path.join("vm", "launch.h") in includes("vm/runtime.h"):
 
 # cycles in the include graph (depth-first search)
 graph = {}
-for d in ("bytecode", "compiler", "heap", "vm", "vm/interp_cpu", "vm/interp_gpu", "include"):
+DIRS = ("bytecode", "compiler", "heap", "vm", "vm/cpu", "vm/cuda_hip", "vm/vulkan", "vm/interp", "cli", "tools", "include", "tests")
+for d in DIRS:
     for f in files(d):
         graph[f] = includes(f)
+        for inc in INC.findall(read(f)):
+            if inc.startswith("../"):
+                fails.append(f"{f} includes \"{inc}\": write project includes from the repository root")
 state = {}
 
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include "dvm.h"
-#include "check.h"
+#include "tests/check.h"
 
 
 static const char *SRC =

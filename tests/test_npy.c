@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "vm/npy.h"
+#include "cli/npy.h"
 
 static int failures = 0;
 

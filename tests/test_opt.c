@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "tests/check.h"
 
 static const char *SRC =
     "kernel trans(x: f32[n], y: f32[n]):\n"

@@ -1,4 +1,4 @@
-/* test_ptx_brx.c: ptx_brx (vm/interp_gpu/ptx_brx.c), the PTX compare-tree -> jump-table
+/* test_ptx_brx.c: ptx_brx (tools/ptx_brx.c), the PTX compare-tree -> jump-table
  * rewriter, on small synthetic PTX files written into a temporary folder.
  * usage: test_ptx_brx PATH_TO_PTX_BRX
  * For each input: the tool's exit status and report; every value's target in the
@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "tests/check.h"
 
 #define NV 256
 

@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bytecode/hash.h"
 #include "heap/heap.h"
 #include "vm/backend.h"
 #include "vm/sizer.h"
@@ -20,6 +22,40 @@
 
 
 #include "tests/progbuild.h"
+
+/* The backend's four SPIR-V images, under names of this test's own (the library defines the
+ * originals): the pipeline cache's file is named after the FNV-1a 64 of the image it holds. */
+#define dvm_spv_i0_f0 test_spv_i0_f0
+#define dvm_spv_i0_f1 test_spv_i0_f1
+#define dvm_spv_i1_f0 test_spv_i1_f0
+#define dvm_spv_i1_f1 test_spv_i1_f1
+#include "dvm_spv_i0_f0.h"
+#include "dvm_spv_i0_f1.h"
+#include "dvm_spv_i1_f0.h"
+#include "dvm_spv_i1_f1.h"
+
+/* 1 when the one cache file in dir is named vk-UUID-DRIVER-HASH.bin with HASH the FNV-1a 64 of
+ * one of the images. */
+static int cache_name_is_image_hash(const char *dir, char *name, size_t n)
+{
+    const uint64_t h[4] = {dvm_fnv1a(DVM_FNV_BASIS, test_spv_i0_f0, sizeof test_spv_i0_f0),
+                           dvm_fnv1a(DVM_FNV_BASIS, test_spv_i0_f1, sizeof test_spv_i0_f1),
+                           dvm_fnv1a(DVM_FNV_BASIS, test_spv_i1_f0, sizeof test_spv_i1_f0),
+                           dvm_fnv1a(DVM_FNV_BASIS, test_spv_i1_f1, sizeof test_spv_i1_f1)};
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int ok = 0;
+    snprintf(name, n, "(none)");
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 21 || strncmp(e->d_name, "vk-", 3) || strcmp(e->d_name + len - 4, ".bin")) continue;
+        snprintf(name, n, "%s", e->d_name);
+        unsigned long long v = strtoull(e->d_name + len - 20, NULL, 16);
+        for (int i = 0; i < 4; i++) ok |= v == h[i];
+    }
+    closedir(d);
+    return ok;
+}
 
 static dvm_program prog;
 static dvm_variant_desc var;
@@ -509,6 +545,8 @@ static void test_limits_and_cache(void)
     b = VV->open(&o, err, sizeof err);
     CHECK(b && !strstr(VV->device_name(b), "from cache"), "cold cache: '%s'", b ? VV->device_name(b) : err);
     if (b) { printf("cold: %s\n", VV->device_name(b)); VV->close(b); }
+    char cname[300];
+    CHECK(cache_name_is_image_hash(dir, cname, sizeof cname), "cache file '%s' is not named after the FNV-1a 64 of a SPIR-V image", cname);
     b = VV->open(&o, err, sizeof err);
     CHECK(b && strstr(VV->device_name(b), "from cache"), "warm cache: '%s'", b ? VV->device_name(b) : err);
     if (b) { printf("warm: %s\n", VV->device_name(b)); VV->close(b); }

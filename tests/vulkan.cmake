@@ -4,7 +4,7 @@
 if(TARGET dvm_vk_spirv)
   add_executable(test_vulkan tests/test_vulkan.c)
   target_link_libraries(test_vulkan PRIVATE dvm)
-  target_include_directories(test_vulkan PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_include_directories(test_vulkan PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/vk_gen)
   set(DVM_VK_TEST_ICD "" CACHE STRING "Vulkan ICD manifest for the tests (default: lavapipe when installed)")
   set(_icd "${DVM_VK_TEST_ICD}")
   if(NOT _icd AND EXISTS /usr/share/vulkan/icd.d/lvp_icd.x86_64.json)

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "runtime.h"
-#include "../bytecode/blob.h"
-#include "../compiler/compile.h"
+#include "vm/runtime.h"
+#include "bytecode/blob.h"
+#include "compiler/compile.h"
 
 /* ---- messages ---- */
 

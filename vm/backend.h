@@ -29,7 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../bytecode/bc.h"
+#include "bytecode/bc.h"
 
 typedef struct dvm_backend dvm_backend;   /* a backend instance on one device */
 typedef struct dvm_buffer dvm_buffer;     /* device memory */
@@ -212,7 +212,7 @@ static inline int dvm_exec_known_i32(const dvm_exec *x, uint32_t slot, int32_t *
 }
 static inline int64_t dvm_exec_total(const dvm_exec *x, uint32_t t) { return x->total ? x->total[t] : -1; }
 
-/* vm/interp_cpu/interp_cpu.c: runs a dvm_task_uniform_only serial task over uniforms on the
+/* vm/cpu/interp_cpu.c: runs a dvm_task_uniform_only serial task over uniforms on the
    host; 0, or 1 if it failed. */
 int dvm_cpu_run_uniform_task(const dvm_program *p, uint32_t task_index, const dvm_task_desc *t, uint32_t *uniforms);
 

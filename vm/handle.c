@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "runtime.h"
+#include "vm/runtime.h"
 
 #define DVM_HANDLE_QUARANTINE 1024
 

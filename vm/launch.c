@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "runtime.h"
-#include "launch.h"
+#include "vm/runtime.h"
+#include "vm/launch.h"
 
 #define DVM_DEFAULT_AD_STACK 256
 /* An adstack with no formula that overflows grows by this factor and the launch reruns

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "runtime.h"
+#include "vm/runtime.h"
 
 static const dvm_backend_vtbl *const backend_list[] = {
 #ifdef DVM_HAVE_CUDA

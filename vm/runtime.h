@@ -8,9 +8,9 @@
 #include <pthread.h>
 #include <stdint.h>
 #include "dvm.h"
-#include "backend.h"
-#include "sizer.h"
-#include "../heap/heap.h"
+#include "vm/backend.h"
+#include "vm/sizer.h"
+#include "heap/heap.h"
 
 #define DVM_ERRMSG_MAX 8192
 

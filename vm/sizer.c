@@ -3,7 +3,7 @@
  * arguments); this file finds each program's top-level max-over-range nodes and runs, per
  * program, the range pass, the max-reducer over those ranges and the final pass through the
  * backend's primitives (vm/backend.h, size_*), then reads every capacity back at once. */
-#include "sizer.h"
+#include "vm/sizer.h"
 
 #include <stdio.h>
 #include <stdlib.h>

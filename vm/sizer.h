@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "backend.h"
+#include "vm/backend.h"
 
 /* The cpu max-reducer's budget (dvm_size_plan.reduce_budget): walk_cap times this many steps
  * summed over one range's evaluations (a range over 2^40 values must not run for hours); GPU

@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "runtime.h"
-#include "launch.h"
+#include "vm/runtime.h"
+#include "vm/launch.h"
 
 typedef struct tape_rec {
     const dvm_kernel *k;

@@ -63,11 +63,11 @@ big_seeds() { # dir
 (run fuzz_blob 65536 "$root/tests/fuzz/fuzz_blob.c" $bytecode_src) &
 blob=$!
 # shellcheck disable=SC2086
-(run fuzz_npy 65536 "$root/tests/fuzz/fuzz_npy.c" "$root/vm/npy.c") &
+(run fuzz_npy 65536 "$root/tests/fuzz/fuzz_npy.c" "$root/cli/npy.c") &
 npy=$!
 
 missing=""
-for f in lex.c parse.c check.c autodiff.c emit.c; do
+for f in lex.c parse.c check.c lower.c autodiff.c emit.c compile.c; do
     [ -f "$root/compiler/$f" ] || missing="$missing $f"
 done
 front=""

@@ -1,6 +1,6 @@
 /* interp_core.h: THE interpreter. One source, compiled three ways: as C by the CPU backend
- * (interp_cpu.c), by nvcc for CUDA and by hipcc for HIP (vm/interp_gpu/). The GLSL
- * interpreter (vm/interp_gpu/interp.comp) implements the same semantics.
+ * (interp_cpu.c), by nvcc for CUDA and by hipcc for HIP (vm/cuda_hip/). The GLSL
+ * interpreter (vm/vulkan/interp.comp) implements the same semantics.
  *
  * Rules for this file: no libc calls except math (through DVM_MATH_* macros), no recursion,
  * no allocation, fixed-size per-thread state, 64-bit index arithmetic. It trusts only what
@@ -64,7 +64,7 @@
 
 /* The whole of bc.h (plain declarations, fine for nvcc/hipcc): dvm_run takes a
  * dvm_task_desc, which the DVM_BC_DEVICE_ONLY part does not have. */
-#include "../../bytecode/bc.h"
+#include "bytecode/bc.h"
 
 #ifndef DVM_GLOBAL
 #define DVM_GLOBAL /* address-space qualifier for device pointers; empty in C and CUDA */
@@ -1000,7 +1000,7 @@ DVM_FN int DVM_RUN_NAME(const dvm_env *e, uint32_t task_index, const dvm_task_de
         [0 ... 255] = &&L__BAD,
 #define DVM_OP(name, num, fmt, flags, props, doc) [num] = &&L_##name,
 #define DVM_DOP DVM_OP
-#include "../../bytecode/ops.def"
+#include "bytecode/ops.def"
 #undef DVM_OP
 #undef DVM_DOP
     };
@@ -1103,7 +1103,7 @@ dvm_dispatch_:
     switch (op_) {
 #define DVM_OP(name, num, fmt, flags, props, doc) case num: DVM_CASE_MARK(num); goto L_##name;
 #define DVM_DOP DVM_OP
-#include "../../bytecode/ops.def"
+#include "bytecode/ops.def"
 #undef DVM_OP
 #undef DVM_DOP
     default: DVM_CASE_MARK(default); goto L__BAD;

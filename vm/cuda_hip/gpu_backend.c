@@ -2,8 +2,8 @@
  * programs, packs each launch's tables into one upload, runs tasks and the sizer passes
  * with the entry points of interp_cuda.cu, and reads back once per launch (the error
  * record, with the uniforms when they are few; the capacities for the sizer). */
-#include "gpu_driver.h"
-#include "gpu_abi.h"
+#include "vm/cuda_hip/gpu_driver.h"
+#include "vm/interp/gpu_abi.h"
 
 #include <stdarg.h>
 #include <stdio.h>

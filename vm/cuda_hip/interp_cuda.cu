@@ -1,9 +1,10 @@
 /* interp_cuda.cu: the device entry points of the CUDA and HIP backends. THE interpreter
- * (vm/interp_cpu/interp_core.h) is compiled here by nvcc (and, through interp_hip.cpp, by
+ * (vm/interp/interp_core.h) is compiled here by nvcc (and, through interp_hip.cpp, by
  * hipcc); this file only adds the launch shapes: a serial task on one thread, a parallel
  * task grid-stride over its iteration space, and the three sizer passes. The host side is
  * gpu_backend.c; the parameter structs are in gpu_abi.h. */
 #include <stdint.h>
+#include "bytecode/hash.h"
 
 #if defined(__HIP__) || defined(__HIPCC__)
 #include <hip/hip_runtime.h>
@@ -45,7 +46,7 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #define DVM_ATOMIC_MAX_F32(p, v) dvm_gpu_atomic_extf<true>((uint32_t *)(p), (v))
 #define DVM_ATOMIC_MIN_F32(p, v) dvm_gpu_atomic_extf<false>((uint32_t *)(p), (v))
 
-#include "gpu_abi.h"
+#include "vm/interp/gpu_abi.h"
 /* A loop polls the other threads' error word every 64 backward jumps, not every one. */
 #ifndef DVM_POLL_EVERY
 #define DVM_POLL_EVERY 64
@@ -103,7 +104,7 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #else
 #define DVM_WARP_ANY_ACTIVE(pred) __any_sync(__activemask(), (pred))
 #endif
-/* The dispatch switch's markers for ptx_brx (the build's -DDVM_GPU_BRX; vm/interp_gpu/ptx_brx.c):
+/* The dispatch switch's markers for ptx_brx (the build's -DDVM_GPU_BRX; tools/ptx_brx.c):
    PTX comments naming the opcode's register before the switch and each case's number at its
    head. The asm "changes" the opcode, so the compare tree nvcc makes compares exactly that
    register (and ptx_brx can run the tree on each value to find its case). */
@@ -113,7 +114,7 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #define DVM_SWITCH_MARK(op) asm volatile("// dvm-switch " DVM_XSTR_(DVM_RUN_NAME) " %0;" : "+r"(op))
 #define DVM_CASE_MARK(num) asm volatile("// dvm-case " DVM_XSTR_(DVM_RUN_NAME) " " #num ";")
 #endif
-#include "../interp_cpu/interp_core.h" /* dvm_run, dvm_run_at: one iteration per call */
+#include "vm/interp/interp_core.h" /* dvm_run, dvm_run_at: one iteration per call */
 /* dvm_run_conv: the same, with the threads of a warp that run an iteration together kept
    on the same node (interp_core.h, DVM_WARP_MIN; redux.sync: sm_80 and newer). A separate
    copy, so that tasks that do not converge pay nothing for it (the vote's bookkeeping in the
@@ -122,7 +123,7 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #define DVM_GPU_CONVERGE_RUN 1
 #define DVM_WARP_MIN(mask, v) __reduce_min_sync((mask), (v))
 #define DVM_RUN_NAME dvm_run_conv
-#include "../interp_cpu/interp_core.h"
+#include "vm/interp/interp_core.h"
 #undef DVM_WARP_MIN
 #endif
 /* L = DVM_GPU_LANES or DVM_GPU_LANES_WIDE iterations per call in lockstep: the plain lanes
@@ -141,27 +142,27 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #define DVM_START_AT(d) 0
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_RUN_NAME dvm_run_lanes
-#include "../interp_cpu/interp_core.h"
+#include "vm/interp/interp_core.h"
 /* the runs below: their caller (dvm_gpu_lanes: AHEAD) reads the error word
    between runs */
 #define DVM_CALLER_POLLS 1
 #define DVM_LANES DVM_GPU_LANES_WIDE
 #define DVM_RUN_NAME dvm_run_lanes_w
-#include "../interp_cpu/interp_core.h"
+#include "vm/interp/interp_core.h"
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_MASKED 1
 #define DVM_RUN_NAME dvm_run_mlanes
-#include "../interp_cpu/interp_core.h"
+#include "vm/interp/interp_core.h"
 #define DVM_LANES DVM_GPU_LANES_WIDE
 #define DVM_MASKED 1
 #define DVM_RUN_NAME dvm_run_mlanes_w
-#include "../interp_cpu/interp_core.h"
+#include "vm/interp/interp_core.h"
 #ifdef DVM_GPU_CONVERGE_RUN
 #define DVM_WARP_MIN(mask, v) __reduce_min_sync((mask), (v))
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_MASKED 1
 #define DVM_RUN_NAME dvm_run_mlanes_conv
-#include "../interp_cpu/interp_core.h"
+#include "vm/interp/interp_core.h"
 #undef DVM_WARP_MIN
 #endif
 #undef DVM_CALLER_POLLS
@@ -179,11 +180,11 @@ __device__ static __forceinline__ int dvm_gpu_run_lanes(const dvm_env *e, uint32
 }
 
 /* ---- the ops-table hash, computed at compile time from the same ops.def rows and in the
-   same way as bytecode/ops.c (FNV-1a 64: number, name, format, flags, props); the host refuses an
+   same way as bytecode/ops.c (FNV-1a 64 of bytecode/hash.h: number, name, format, flags, props); the host refuses an
    interpreter binary whose hash differs from dvm_ops_hash(). ---- */
 struct dvm_gpu_fnv {
     uint64_t h;
-    constexpr dvm_gpu_fnv byte(unsigned char b) const { return dvm_gpu_fnv{(h ^ b) * 0x100000001b3ull}; }
+    constexpr dvm_gpu_fnv byte(unsigned char b) const { return dvm_gpu_fnv{(h ^ b) * DVM_FNV_PRIME}; }
     constexpr dvm_gpu_fnv u32(uint32_t v) const {
         return byte((unsigned char)v).byte((unsigned char)(v >> 8)).byte((unsigned char)(v >> 16)).byte((unsigned char)(v >> 24));
     }
@@ -194,10 +195,10 @@ struct dvm_gpu_fnv {
     }
 };
 static constexpr uint64_t dvm_gpu_ops_hash(void) {
-    dvm_gpu_fnv f{0xcbf29ce484222325ull};
+    dvm_gpu_fnv f{DVM_FNV_BASIS};
 #define DVM_OP(name, num, fmt, flags, props, doc) f = f.u32((uint32_t)(num)).str(#name).str(fmt).u32((uint32_t)(flags)).u32((uint32_t)(props));
 #define DVM_DOP(name, num, fmt, flags, props, doc) DVM_OP(name, num, fmt, (flags) | DVM_F_DIFF, props, doc)
-#include "../../bytecode/ops.def"
+#include "bytecode/ops.def"
 #undef DVM_OP
 #undef DVM_DOP
     return f.h;

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "dvm.h"
-#include "vm/npy.h"
+#include "cli/npy.h"
 #include "vm/runtime.h"
 #include "compiler/compile.h"
 

@@ -1,6 +1,6 @@
 /* npy.c: the .npy format (NumPy's NEP 1), validated field by field so that a malformed
  * file gives a message saying what is wrong and where, never a crash. */
-#include "npy.h"
+#include "cli/npy.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -56,11 +56,12 @@ if(NOT DVM_PTXAS OR NOT DVM_FATBINARY)
   message(FATAL_ERROR "dvm: ptxas or fatbinary not found beside ${DVM_NVCC}")
 endif()
 if(NOT TARGET dvm_ptx_brx)
-  add_executable(dvm_ptx_brx ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_gpu/ptx_brx.c)
+  add_executable(dvm_ptx_brx ${CMAKE_CURRENT_SOURCE_DIR}/tools/ptx_brx.c)
+  target_include_directories(dvm_ptx_brx PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 endif()
 
-set(_dvm_gpu ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_gpu)
-set(_dvm_deps ${_dvm_gpu}/interp_cuda.cu ${_dvm_gpu}/gpu_abi.h ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_cpu/interp_core.h
+set(_dvm_gpu ${CMAKE_CURRENT_SOURCE_DIR}/vm/cuda_hip)
+set(_dvm_deps ${_dvm_gpu}/interp_cuda.cu ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp/gpu_abi.h ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp/interp_core.h
               ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/bc.h ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/ops.def)
 set(_dvm_images)
 set(_dvm_image_args)
@@ -108,7 +109,7 @@ add_custom_command(OUTPUT ${_dvm_fatbin}
   COMMENT "fatbinary: the CUDA interpreter for ${_dvm_targets}"
   VERBATIM)
 set(DVM_CUDA_BRX_REPORTS "${_dvm_brx_reports}" CACHE INTERNAL "")
-include(${CMAKE_CURRENT_LIST_DIR}/gpu_image.cmake)
+include(${CMAKE_CURRENT_SOURCE_DIR}/cmake/gpu_image.cmake)
 dvm_gpu_image(CUDA dvm_cuda ${_dvm_fatbin} "${_dvm_targets}" cuda_backend.c)
 set(DVM_CUDA_FATBIN ${_dvm_fatbin} CACHE INTERNAL "")
 message(STATUS "dvm: CUDA backend on (${DVM_NVCC}; ${_dvm_targets})")

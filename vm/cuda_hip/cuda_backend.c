@@ -1,7 +1,7 @@
 /* cuda_backend.c: the CUDA driver API behind gpu_driver.h. libcuda.so.1 is opened at run
  * time (nothing links against it), so one build runs on machines with or without NVIDIA
  * GPUs; the interpreter is the fatbin embedded at build time (cuda.cmake). */
-#include "gpu_driver.h"
+#include "vm/cuda_hip/gpu_driver.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

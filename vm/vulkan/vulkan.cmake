@@ -27,20 +27,20 @@ endif()
 
 if(_dvm_vk_on)
   message(STATUS "Vulkan backend: on (${DVM_GLSLANG})")
-  set(_vk_src ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_gpu)
+  set(_vk_src ${CMAKE_CURRENT_SOURCE_DIR}/vm/vulkan)
   set(_vk_gen ${CMAKE_CURRENT_BINARY_DIR}/vk_gen)
   file(MAKE_DIRECTORY ${_vk_gen})
 
   # Opcode constants and properties from ops.def, and what else interp.comp shares with the C
   # side (limits, error codes, heap addressing, push constants: bc.h, gpu_abi.h); fails when
   # interp.comp lacks a `case OP_X:`.
-  add_executable(dvm_gen_glsl_ops ${_vk_src}/gen_glsl_ops.c)
+  add_executable(dvm_gen_glsl_ops ${CMAKE_CURRENT_SOURCE_DIR}/tools/gen_glsl_ops.c)
   target_include_directories(dvm_gen_glsl_ops PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   add_custom_command(
     OUTPUT ${_vk_gen}/dvm_ops.glsl
     COMMAND dvm_gen_glsl_ops ${_vk_src}/interp.comp ${_vk_gen}/dvm_ops.glsl
     DEPENDS dvm_gen_glsl_ops ${_vk_src}/interp.comp ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/ops.def
-            ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/bc.h ${_vk_src}/gpu_abi.h
+            ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/bc.h ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp/gpu_abi.h
     COMMENT "GLSL opcode constants and ABI")
 
   # Four builds: 64-bit or checked 32-bit index/size arithmetic x f32 atomics or CAS loops.

@@ -21,7 +21,7 @@ endif()
 set(DVM_HIP_ARCHS "gfx803;gfx900;gfx906;gfx908;gfx90a;gfx940;gfx1010;gfx1030" CACHE STRING
     "AMD targets of the embedded HIP interpreter")
 string(REPLACE ";" " " _dvm_hip_targets "${DVM_HIP_ARCHS}")
-set(_dvm_gpu ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_gpu)
+set(_dvm_gpu ${CMAKE_CURRENT_SOURCE_DIR}/vm/cuda_hip)
 set(_dvm_hsaco ${CMAKE_CURRENT_BINARY_DIR}/dvm_interp_hip.co)
 # One hipcc per target, so that make runs them side by side (clang 15 compiles the targets of
 # one command one after another), then one offload bundle of them all, as hipcc would write it.
@@ -33,8 +33,8 @@ foreach(a ${DVM_HIP_ARCHS})
   add_custom_command(OUTPUT ${o}
     COMMAND ${DVM_HIPCC} --genco --no-gpu-bundle-output -O3 -std=c++17 --offload-arch=${a}
             -I${CMAKE_CURRENT_SOURCE_DIR} -o ${o} ${_dvm_gpu}/interp_hip.cpp
-    DEPENDS ${_dvm_gpu}/interp_hip.cpp ${_dvm_gpu}/interp_cuda.cu ${_dvm_gpu}/gpu_abi.h
-            ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp_cpu/interp_core.h
+    DEPENDS ${_dvm_gpu}/interp_hip.cpp ${_dvm_gpu}/interp_cuda.cu ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp/gpu_abi.h
+            ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp/interp_core.h
             ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/bc.h ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/ops.def
     COMMENT "hipcc: the HIP interpreter for ${a}"
     VERBATIM)
@@ -48,7 +48,7 @@ add_custom_command(OUTPUT ${_dvm_hsaco}
   DEPENDS ${_dvm_hip_objs}
   COMMENT "clang-offload-bundler: the HIP interpreter bundle (${_dvm_hip_targets})"
   VERBATIM)
-include(${CMAKE_CURRENT_LIST_DIR}/gpu_image.cmake)
+include(${CMAKE_CURRENT_SOURCE_DIR}/cmake/gpu_image.cmake)
 dvm_gpu_image(HIP dvm_hip ${_dvm_hsaco} "${_dvm_hip_targets}" hip_backend.c)
 set(DVM_HIP_BUNDLE ${_dvm_hsaco} CACHE INTERNAL "")
 message(STATUS "dvm: HIP backend on (${DVM_HIPCC}; ${_dvm_hip_targets})")

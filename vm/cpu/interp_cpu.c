@@ -9,7 +9,7 @@
 #include <string.h>
 #include <omp.h>
 
-#include "../backend.h"
+#include "vm/backend.h"
 
 /* ---- the core's atomics, on GCC/Clang __atomic builtins ---- */
 static inline float dvm_cpu_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
@@ -74,7 +74,7 @@ static inline void dvm_cpu_atomic_max_i64(int64_t *p, int64_t v)
 #define DVM_ATOMIC_CAS_I32(p, e, d) dvm_cpu_cas_u32((p), (e), (d))
 #define DVM_ATOMIC_MAX_I64(p, v) dvm_cpu_atomic_max_i64((p), (v))
 #define DVM_LOAD_ERR(p) __atomic_load_n((p), __ATOMIC_RELAXED)
-#include "interp_core.h"
+#include "vm/interp/interp_core.h"
 /* DVM_CPU_LANES=1: parallel tasks run CPU_LANES iterations per call through the lane
  * interpreters that the CUDA and HIP backends use (interp_core.h, DVM_LANES): plain lanes for
  * a task with no conditional branch, masked lanes (DVM_MASKED) for the rest, chosen by the
@@ -83,11 +83,11 @@ static inline void dvm_cpu_atomic_max_i64(int64_t *p, int64_t v)
 #define CPU_LANES 4
 #define DVM_LANES CPU_LANES
 #define DVM_RUN_NAME dvm_run_lanes
-#include "interp_core.h"
+#include "vm/interp/interp_core.h"
 #define DVM_LANES CPU_LANES
 #define DVM_MASKED 1
 #define DVM_RUN_NAME dvm_run_mlanes
-#include "interp_core.h"
+#include "vm/interp/interp_core.h"
 
 struct dvm_backend {
     int threads;

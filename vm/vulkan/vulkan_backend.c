@@ -22,8 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bytecode/hash.h"
 #include "vm/backend.h"
-#include "vm/interp_gpu/gpu_abi.h"
+#include "vm/interp/gpu_abi.h"
 
 #include "dvm_spv_i0_f0.h"
 #include "dvm_spv_i0_f1.h"
@@ -454,13 +455,6 @@ static int vk_alloc(dvm_backend *be, size_t bytes, dvm_buffer **out, char *err, 
 static void vk_free(dvm_backend *be, dvm_buffer *b) { buf_free(be, b); }
 
 /* ---- pipeline cache on disk ---- */
-static uint64_t fnv1a(const void *p, size_t n) {
-    const unsigned char *s = p;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) { h ^= s[i]; h *= 1099511628211ull; }
-    return h;
-}
-
 static int cache_path(dvm_backend *be, const uint32_t *spv, size_t spv_bytes, char *out, size_t n) {
     char dir[400];
     const char *d = getenv("DVM_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
@@ -471,7 +465,7 @@ static int cache_path(dvm_backend *be, const uint32_t *spv, size_t spv_bytes, ch
     char uuid[33];
     for (int i = 0; i < 16; i++) snprintf(uuid + 2 * i, 3, "%02x", be->caps.props.pipelineCacheUUID[i]);
     int k = snprintf(out, n, "%s/vk-%s-%08x-%016llx.bin", dir, uuid, be->caps.props.driverVersion,
-                     (unsigned long long)fnv1a(spv, spv_bytes));
+                     (unsigned long long)dvm_fnv1a(DVM_FNV_BASIS, spv, spv_bytes));
     return k > 0 && (size_t)k < n ? 0 : -1;
 }
 

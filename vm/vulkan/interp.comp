@@ -1,11 +1,11 @@
 #version 450
 /* interp.comp: the GLSL interpreter of the Vulkan backend. It implements the semantics of
- * bytecode/ops.def (as vm/interp_cpu/interp_core.h does for C) for kernel tasks, the sizer's
+ * bytecode/ops.def (as vm/interp/interp_core.h does for C) for kernel tasks, the sizer's
  * serial passes and the parallel max-reducer. Every buffer is reached through a buffer device
  * address in the push constants, so the number and size of user arrays is not bounded by
  * descriptor limits (maxStorageBufferRange, maxPerStageDescriptorStorageBuffers).
  *
- * Built four ways (vm/interp_gpu/vulkan.cmake):
+ * Built four ways (vm/vulkan/vulkan.cmake):
  *   DVM_INT64   1: 64-bit heap offsets, iteration counts and size values (shaderInt64);
  *               0: 32-bit, with every overflow detected and reported through a backend
  *                  error (never a wrong result).

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../backend.h"
+#include "vm/backend.h"
 
 enum { DVM_GPU_A_SMS = 0, DVM_GPU_A_CC_MAJOR, DVM_GPU_A_CC_MINOR, DVM_GPU_A_SMEM_OPTIN };
 

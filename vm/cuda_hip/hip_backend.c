@@ -1,7 +1,7 @@
 /* hip_backend.c: the HIP runtime behind gpu_driver.h. libamdhip64.so is opened at run time
  * (nothing links against it); the interpreter is the offload bundle of code objects
  * embedded at build time (hip.cmake), loaded with hipModuleLoadData. */
-#include "gpu_driver.h"
+#include "vm/cuda_hip/gpu_driver.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "bytecode/hash.h"
 
 #define NVAL 256        /* opcode values: the table's length */
 #define MAX_STEPS 5000  /* lines one value's run may take before the switch is given up */
@@ -137,11 +138,7 @@ typedef struct {
 } smap;
 
 static uint64_t hash_bytes(const char *s, size_t n) {
-    uint64_t h = 14695981039346656037ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
+    const uint64_t h = dvm_fnv1a(DVM_FNV_BASIS, s, n);
     return h ^ (h >> 29);
 }
 
