@@ -1,6 +1,7 @@
 # Cancel and time limits (dvm_context_cancel, dvm_launch_opts.timeout_ms) on every backend
 # compiled in; a backend without a device exits 77 and is reported as skipped, never passed.
 add_executable(test_cancel tests/test_cancel.c)
+target_include_directories(test_cancel PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}) # tests/check.h
 target_link_libraries(test_cancel PRIVATE dvm) # pthreads: through OpenMP's -fopenmp
 add_test(NAME cancel_cpu COMMAND test_cancel cpu)
 set_tests_properties(cancel_cpu PROPERTIES TIMEOUT 120)
@@ -25,6 +26,7 @@ endforeach()
 # API misuse (use after destroy, double destroy, a context destroyed first, two threads on
 # one context): DVM_ERR_USAGE or a no-op, never a crash; clean in the sanitizer build.
 add_executable(test_misuse tests/test_misuse.c)
+target_include_directories(test_misuse PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}) # tests/check.h
 target_link_libraries(test_misuse PRIVATE dvm)
 add_test(NAME test_misuse COMMAND test_misuse)
 set_tests_properties(test_misuse PROPERTIES TIMEOUT 120)

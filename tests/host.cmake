@@ -12,6 +12,7 @@ add_test(NAME test_cli COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}
 # `auto` passes over a software Vulkan device: run with lavapipe as the only Vulkan driver
 # (skipped, 77, where it is not installed).
 add_executable(test_auto tests/test_auto.c)
+target_include_directories(test_auto PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}) # tests/check.h
 target_link_libraries(test_auto PRIVATE dvm)
 add_test(NAME test_auto COMMAND test_auto)
 set_tests_properties(test_auto PROPERTIES SKIP_RETURN_CODE 77)
@@ -21,6 +22,7 @@ if(EXISTS /usr/share/vulkan/icd.d/lvp_icd.x86_64.json)
 endif()
 
 add_executable(test_api tests/test_api.c)
+target_include_directories(test_api PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}) # tests/check.h
 target_link_libraries(test_api PRIVATE dvm)
 add_test(NAME test_api COMMAND test_api)
 

@@ -3,6 +3,7 @@
 # (tests/test_limits.py).
 find_package(Threads REQUIRED)
 add_executable(test_compile_stack tests/test_compile_stack.c)
+target_include_directories(test_compile_stack PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}) # tests/check.h
 target_link_libraries(test_compile_stack PRIVATE dvm Threads::Threads)
 target_include_directories(test_compile_stack PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 add_test(NAME compile_stack COMMAND test_compile_stack)
