@@ -99,9 +99,14 @@ typedef struct dvm_size_job {
    evaluations in parallel on thousands of threads and keep only walk_cap per evaluation. */
 #define DVM_SIZER_REDUCE_FACTOR 64
 
+/* From dvm_context_opts (include/dvm.h documents each; dvm_context_create checks them). */
 typedef struct dvm_backend_opts {
     int device;
-    int threads; /* cpu only; 0 = all cores */
+    int threads;     /* cpu only; 0 = all cores */
+    int cpu_lanes;   /* cpu: parallel tasks through the lane interpreters */
+    int gpu_threads; /* cuda, hip, vulkan: > 0, at most this many threads run a parallel task */
+    int vk_no_int64, vk_no_float_atomics; /* vulkan: as on a device without the feature */
+    int64_t vk_max_alloc; /* vulkan: > 0, the largest allocation lowered to this many bytes */
 } dvm_backend_opts;
 
 typedef struct dvm_backend_vtbl {
