@@ -118,7 +118,7 @@ int main(int argc, char **argv) {
 
     dvm_context *ctxs[2];
     for (int t = 0; t < 2; t++) {
-        dvm_context_opts co = {"cpu", 0, t == 0 ? 1 : all};
+        dvm_context_opts co = {.backend = "cpu", .threads = t == 0 ? 1 : all};
         dvm_context *ctx = NULL;
         if (dvm_context_create(&co, &ctx) != DVM_OK) {
             fprintf(stderr, "bench: %s\n", ctx ? dvm_errmsg(ctx) : "no context");

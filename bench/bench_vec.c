@@ -93,7 +93,7 @@ int main(int argc, char **argv) {
     const float mrot[9] = {0.9f, -0.2f, 0.1f, 0.2f, 0.9f, -0.1f, -0.1f, 0.1f, 0.95f};
     printf("| threads | mode | vec3 (ms) | scalars (ms) | vec3 / scalars |\n| --- | --- | --- | --- | --- |\n");
     for (int threads = 1; threads <= 2; threads++) {
-        dvm_context_opts co = {"cpu", 0, threads == 1 ? 1 : 0};
+        dvm_context_opts co = {.backend = "cpu", .threads = threads == 1 ? 1 : 0};
         if (dvm_context_create(&co, &ctx) != DVM_OK) {
             fprintf(stderr, "bench_vec: %s\n", ctx ? dvm_errmsg(ctx) : "out of memory");
             return 1;

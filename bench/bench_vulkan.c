@@ -134,7 +134,7 @@ int main(int argc, char **argv) {
 
     /* opening: instance, device, the interpreter's pipeline (cold or from the cache) */
     double t0 = now_ms();
-    dvm_context_opts vo = {"vulkan", 0, 0};
+    dvm_context_opts vo = {.backend = "vulkan"};
     dvm_context *ctx = NULL;
     if (dvm_context_create(&vo, &ctx) != DVM_OK) {
         fprintf(stderr, "bench_vulkan: %s\n", ctx ? dvm_errmsg(ctx) : "no context");
@@ -143,7 +143,7 @@ int main(int argc, char **argv) {
     double open_ms = now_ms() - t0;
     side V = {ctx, NULL, 0, 0, NULL};
     printf("vulkan device: %s\nopen (context create, pipeline included): %.1f ms\n", dvm_context_device(ctx), open_ms);
-    dvm_context_opts co = {"cpu", 0, 0};
+    dvm_context_opts co = {.backend = "cpu"};
     dvm_context *cctx = NULL;
     if (dvm_context_create(&co, &cctx) != DVM_OK) { fprintf(stderr, "bench_vulkan: no cpu context\n"); return 1; }
     side C = {cctx, NULL, 0, 0, NULL};

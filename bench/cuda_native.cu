@@ -2,7 +2,7 @@
 // with CUDA events in the same process (dvm launches on the legacy default stream of the
 // same primary context, so events bracket them exactly; the dvm figure is the whole
 // dvm_launch: table upload, tasks, the one error readback). Prints a markdown table.
-//   bench_cuda [--quick]     env DVM_GPU_SMEM_CODE=0 / DVM_GPU_SMEM_REGS=0 select variants
+//   bench_cuda [--quick]
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
@@ -204,8 +204,7 @@ int main(int argc, char **argv) {
     /* DVM_BENCH_BACKEND=vulkan times dvm's Vulkan backend against the same native kernels */
     co.backend = getenv("DVM_BENCH_BACKEND") ? getenv("DVM_BENCH_BACKEND") : "cuda";
     if (dvm_context_create(&co, &ctx) != DVM_OK) { fprintf(stderr, "bench_cuda: %s\n", ctx ? dvm_errmsg(ctx) : "no context"); return 1; }
-    printf("device: %s; dvm backend %s: %s; variant: SMEM_CODE=%s SMEM_REGS=%s\n", prop.name, co.backend, dvm_context_device(ctx),
-           getenv("DVM_GPU_SMEM_CODE") ? getenv("DVM_GPU_SMEM_CODE") : "1", getenv("DVM_GPU_SMEM_REGS") ? getenv("DVM_GPU_SMEM_REGS") : "1");
+    printf("device: %s; dvm backend %s: %s\n", prop.name, co.backend, dvm_context_device(ctx));
 
     // device copy bandwidth: bytes read + written
     float *d0, *d1, *d2, *d3;

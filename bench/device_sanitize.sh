@@ -38,9 +38,7 @@ step() { # tool, label, command...
 SUITE="python3 tests/suite/run_suite.py --backend cuda -j 12"
 for m in forward grad errors big; do step memcheck "suite $m" $SUITE --dvm $W/dvm --mode $m; done
 for m in forward grad; do step memcheck "suite $m (C API)" $SUITE --dvm $W/api_runner --mode $m; done
-for env in DVM_GPU_MAX_THREADS=3 DVM_GPU_LANES=0 DVM_GPU_WIDE=0 DVM_GPU_MASKED=2 DVM_GPU_CONVERGE=2 DVM_GPU_ROWS=0; do
-  for m in forward grad; do step memcheck "suite $m $env" env $env $SUITE --dvm $W/dvm --mode $m; done
-done
+for m in forward grad; do step memcheck "suite $m --gpu-threads 3" $SUITE --dvm $W/dvm --mode $m --dvm-flag=--gpu-threads=3; done
 for tool in racecheck synccheck initcheck; do
   for m in forward grad; do step $tool "suite $m" $SUITE --dvm $W/dvm --mode $m; done
 done

@@ -16,8 +16,9 @@ step() { # label, command...
 }
 step "gpu_backend_cuda" $D/test_gpu_backend cuda
 step "vulkan (unit, NVIDIA)" $D/test_vulkan
-step "vulkan_no_int64" env DVM_VK_NO_INT64=1 $D/test_vulkan
-step "vulkan_no_float_atomics" env DVM_VK_NO_FLOAT_ATOMICS=1 $D/test_vulkan
+step "vulkan_no_int64" $D/test_vulkan --no-int64
+step "vulkan_no_float_atomics" $D/test_vulkan --no-float-atomics
+step "vulkan_gpu_threads" $D/test_vulkan --gpu-threads 100
 for be in cuda vulkan; do
   for m in forward grad errors big; do
     step "suite $m $be" python3 tests/suite/run_suite.py --dvm $D/dvm --backend $be --mode $m -j 4
@@ -30,18 +31,9 @@ for be in cuda vulkan; do
   step "partition_fuzz $be" python3 tests/suite/partition_fuzz.py --dvm $D/dvm --backend $be --count 200
   step "nofail_fuzz $be" python3 tests/suite/nofail_fuzz.py --dvm $D/dvm --backend $be --count 200
 done
-# 3 threads in all: small inputs then take the CUDA lanes' tail and divergence paths
+# 3 threads in all (the gpu_threads option): small inputs then take the CUDA lanes' tail and
+# divergence paths
 for m in forward grad errors; do
-  step "suite $m cuda (DVM_GPU_MAX_THREADS=3)" env DVM_GPU_MAX_THREADS=3 python3 tests/suite/run_suite.py --dvm $D/dvm --backend cuda --mode $m -j 4
-done
-# the other launch shapes: every task one iteration per call (the scalar kernel and its
-# warp vote, still used when lanes do not fit), lanes 4 wide only, masked lanes for the
-# branch-free tasks too, the warp kept together (the vote) for every task, and no row path
-for m in forward grad; do
-  step "suite $m cuda (DVM_GPU_ROWS=0)" env DVM_GPU_ROWS=0 python3 tests/suite/run_suite.py --dvm $D/dvm --backend cuda --mode $m -j 4
-  step "suite $m cuda (DVM_GPU_LANES=0)" env DVM_GPU_LANES=0 python3 tests/suite/run_suite.py --dvm $D/dvm --backend cuda --mode $m -j 4
-  step "suite $m cuda (DVM_GPU_WIDE=0)" env DVM_GPU_WIDE=0 python3 tests/suite/run_suite.py --dvm $D/dvm --backend cuda --mode $m -j 4
-  step "suite $m cuda (DVM_GPU_MASKED=2)" env DVM_GPU_MASKED=2 python3 tests/suite/run_suite.py --dvm $D/dvm --backend cuda --mode $m -j 4
-  step "suite $m cuda (DVM_GPU_CONVERGE=2)" env DVM_GPU_CONVERGE=2 python3 tests/suite/run_suite.py --dvm $D/dvm --backend cuda --mode $m -j 4
+  step "suite $m cuda (--gpu-threads 3)" python3 tests/suite/run_suite.py --dvm $D/dvm --backend cuda --mode $m -j 4 --dvm-flag=--gpu-threads=3
 done
 grep -E "^FAIL" $L | head -40 >> $S

@@ -297,7 +297,19 @@ typedef struct dvm_program {
     uint16_t *cols;   /* per node: source column (0: none) */
     uint32_t *consts; /* constant pool: 32-bit words */
     char *strings;    /* string table, nstrings_bytes long, starts with "\0" */
+    uint32_t options; /* the compiler switches that changed the code (DVM_OPTS_*; 0: the defaults) */
 } dvm_program;
+
+/* dvm_program.options, the blob header's word at offset 36 (docs/bytecode.md): which of the
+ * compiler's documented switches (dvm_context_opts) the code was compiled with, where they
+ * changed it. With NO_OPT set the other fields are 0 (they have no effect without the
+ * optimizer). UNROLL: the copies of a small loop body per trip when not the default 4
+ * (1: none, else 2..256); 0 when the default. */
+#define DVM_OPTS_NO_OPT 1u
+#define DVM_OPTS_NO_PARTITION 2u
+#define DVM_OPTS_UNROLL_SHIFT 8u
+#define DVM_OPTS_UNROLL_MASK (0x1FFu << DVM_OPTS_UNROLL_SHIFT)
+#define DVM_OPTS_ALL (DVM_OPTS_NO_OPT | DVM_OPTS_NO_PARTITION | DVM_OPTS_UNROLL_MASK)
 
 /* Frees every array of the program and the program itself. NULL is fine. */
 void dvm_program_free(dvm_program *p);

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Sections in file order, with the size of one record in bytes (format version 3). */
+/* Sections in file order, with the size of one record in bytes (format version 4). */
 enum { SEC_KERNELS, SEC_PARAMS, SEC_SYMS, SEC_SLOTS, SEC_TASKS, SEC_STACKS, SEC_NODES,
        SEC_LINES, SEC_COLS, SEC_CONSTS, SEC_STRINGS, SEC_COUNT };
 static const char *const sec_name[SEC_COUNT] = {"kernels", "params", "syms", "slots", "tasks", "stacks",
@@ -50,6 +50,18 @@ static int bfail(char *err, size_t errlen, const char *fmt, ...) {
     return -1;
 }
 
+/* The options word (bc.h, DVM_OPTS_*): known bits only, an unrolling factor from 1 to 256 but
+ * not the default 4 (which is 0), and nothing beside NO_OPT. */
+static int options_check(uint32_t o, char *err, size_t errlen) {
+    const uint32_t unroll = (o & DVM_OPTS_UNROLL_MASK) >> DVM_OPTS_UNROLL_SHIFT;
+    if (o & ~DVM_OPTS_ALL) return bfail(err, errlen, "header: compiler options 0x%x: unknown bits 0x%x", o, o & ~DVM_OPTS_ALL);
+    if (unroll > 256 || unroll == 4)
+        return bfail(err, errlen, "header: compiler options 0x%x: unroll %u is not 1 to 256 (the default 4 is 0)", o, unroll);
+    if ((o & DVM_OPTS_NO_OPT) && o != DVM_OPTS_NO_OPT)
+        return bfail(err, errlen, "header: compiler options 0x%x: no-opt with other options", o);
+    return 0;
+}
+
 uint64_t dvm_blob_checksum(const void *data, size_t n) { return dvm_fnv1a(DVM_FNV_BASIS, data, n); }
 
 int dvm_blob_is_blob(const void *data, size_t len) {
@@ -75,6 +87,7 @@ int dvm_blob_write(const dvm_program *p, void **out, size_t *len, char *err, siz
     *len = 0;
     char verr[512];
     if (dvm_verify(p, verr, sizeof verr)) return bfail(err, errlen, "refusing to write an invalid program: %s", verr);
+    if (options_check(p->options, err, errlen)) return -1;
     uint32_t cnt[SEC_COUNT];
     prog_counts(p, cnt);
     uint64_t total = DVM_BLOB_HEADER_SIZE + TRAILER_SIZE;
@@ -91,7 +104,7 @@ int dvm_blob_write(const dvm_program *p, void **out, size_t *len, char *err, siz
     w64(&w, dvm_ops_hash());
     w64(&w, total);
     w32(&w, p->source_name);
-    w32(&w, 0);
+    w32(&w, p->options);
     for (int s = 0; s < SEC_COUNT; s++) {
         w32(&w, cnt[s]);
         w32(&w, sec_rsize[s]);
@@ -202,7 +215,8 @@ int dvm_blob_read(const void *data, size_t len, dvm_program **out, char *err, si
     if (nsec != SEC_COUNT)
         return bfail(err, errlen, "header: %u sections, format version %u has %u", nsec, DVM_BLOB_VERSION, SEC_COUNT);
     uint32_t source_name = r32(&r);
-    if (r32(&r) != 0) return bfail(err, errlen, "header: the reserved word at offset 36 is not 0");
+    uint32_t options = r32(&r);
+    if (options_check(options, err, errlen)) return -1;
     uint32_t cnt[SEC_COUNT];
     uint64_t body = 0;
     for (int s = 0; s < SEC_COUNT; s++) {
@@ -224,6 +238,7 @@ int dvm_blob_read(const void *data, size_t len, dvm_program **out, char *err, si
     dvm_program *p = calloc(1, sizeof *p);
     if (!p) return bfail(err, errlen, "out of memory");
     p->source_name = source_name;
+    p->options = options;
     p->nkernels = cnt[SEC_KERNELS]; p->nparams = cnt[SEC_PARAMS]; p->nsyms = cnt[SEC_SYMS];
     p->nslots = cnt[SEC_SLOTS]; p->ntasks = cnt[SEC_TASKS]; p->nstacks = cnt[SEC_STACKS];
     p->nnodes = cnt[SEC_NODES]; p->nconsts = cnt[SEC_CONSTS]; p->nstrings_bytes = cnt[SEC_STRINGS];

@@ -13,7 +13,7 @@
 #include "bytecode/bc.h"
 
 #define DVM_BLOB_MAGIC "DVMB"
-#define DVM_BLOB_VERSION 3u
+#define DVM_BLOB_VERSION 4u
 #define DVM_BLOB_NODE_SIZE 8u
 #define DVM_BLOB_NSECTIONS 11u
 #define DVM_BLOB_HEADER_SIZE 128u /* magic .. section table; the sections follow */

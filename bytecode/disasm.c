@@ -245,6 +245,12 @@ int dvm_disasm(const dvm_program *p, void (*out)(void *, const char *), void *ct
     add(&l, "program '%s': %u kernels, %u nodes, %u constants, %u string bytes", dstr(p, p->source_name),
         p->nkernels, p->nnodes, p->nconsts, p->nstrings_bytes);
     emit_line(&d, &l);
+    /* the compiler's switches, as the `dvm` options that give them (docs/cli.md) */
+    const uint32_t unroll = (p->options & DVM_OPTS_UNROLL_MASK) >> DVM_OPTS_UNROLL_SHIFT;
+    add(&l, "compiler options:%s%s", p->options ? "" : " default", p->options & DVM_OPTS_NO_OPT ? " --no-opt" : "");
+    if (p->options & DVM_OPTS_NO_PARTITION) add(&l, " --no-partition");
+    if (unroll) add(&l, " --unroll %u", unroll);
+    emit_line(&d, &l);
     for (uint32_t ki = 0; ki < p->nkernels && p->kernels; ki++) {
         const dvm_kernel_desc *k = &p->kernels[ki];
         add(&l, "kernel '%s' (line %u): %u parameters, %u shape symbols", dstr(p, k->name), k->line, k->nparams,

@@ -16,6 +16,7 @@
 #include "cli/npy.h"
 #include "vm/runtime.h"
 #include "compiler/compile.h"
+#include "bytecode/blob.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 /* 128 + SIGINT, as shells report it */ };
 
@@ -68,24 +69,44 @@ static const char *help_launch =
     "  --timeout SECONDS         cancel the launch if it runs longer (a decimal number > 0):\n"
     "                            it fails with 'timed out', exit status 1, and writes nothing\n"
     "\n"
+    "Switches for tests and for bisecting a suspected bug (the results are the same):\n"
+    "%s"
+    "  --cpu-lanes               cpu backend: parallel tasks through the lane interpreters of\n"
+    "                            the CUDA and HIP backends (checks them without a GPU)\n"
+    "  --gpu-threads N           cuda, hip, vulkan: at most N device threads run a parallel\n"
+    "                            task, each taking every N-th iteration\n"
+    "\n"
     "Ctrl-C (SIGINT) cancels a running launch at its next loop iteration: dvm prints\n"
     "'dvm: interrupted', writes no output files and exits with status 130; a second\n"
     "Ctrl-C ends dvm at once. A launch without loops is not interrupted: it ends first.\n"
     "A launch that fails writes no output files. Outputs are written to temporary files\n"
     "in DIR and renamed over the old files only once all were written.\n";
 
+/* The compiler's switches, in the help of every command that compiles. */
+static const char *help_compiler_switches =
+    "  --no-opt                  compile without the bytecode optimizer and loop partitioning\n"
+    "  --no-partition            compile without loop partitioning\n"
+    "  --unroll N                copies of a small loop body per trip: 1 (no unrolling) to\n"
+    "                            256 (default 4)\n";
+
 static const char *help_compile =
-    "usage: dvm compile SRC.dvk [-o OUT.dvb] [--time]\n"
+    "usage: dvm compile SRC.dvk [-o OUT.dvb] [--time] [--no-opt] [--no-partition] [--unroll N]\n"
     "\n"
     "Compiles every kernel in SRC (with its adjoint and tangent) to one portable blob.\n"
-    "  -o OUT.dvb   the blob to write (default: SRC with its extension replaced by .dvb)\n"
-    "  --time       print the compile time to stderr\n";
+    "  -o OUT.dvb                the blob to write (default: SRC with its extension replaced\n"
+    "                            by .dvb)\n"
+    "  --time                    print the compile time to stderr\n"
+    "Switches for tests and for bisecting a suspected miscompile (the results are the same;\n"
+    "the blob records them and `dvm disasm` prints them):\n"
+    "%s";
 
 static const char *help_disasm =
-    "usage: dvm disasm PROGRAM\n"
+    "usage: dvm disasm PROGRAM [--no-opt] [--no-partition] [--unroll N]\n"
     "\n"
     "Prints the bytecode of every kernel variant, size program and table of PROGRAM (a .dvk\n"
-    "source, compiled in memory, or a .dvb blob), with source lines.\n";
+    "source, compiled in memory, or a .dvb blob), with source lines, and the compiler options\n"
+    "it was compiled with. The switches apply to a source (see `dvm compile --help`):\n"
+    "%s";
 
 static const char *help_verify =
     "usage: dvm verify BLOB.dvb\n"
@@ -135,16 +156,46 @@ static int parse_count(const char *s, long long lo, long long max, long long *ou
 
 typedef struct opts {
     const char *backend, *out;
-    long long device, ad_stack, default_ad_stack, threads;
+    long long device, ad_stack, default_ad_stack, threads, gpu_threads;
     double timeout; /* seconds; 0: none */
-    int time, in_place;
+    int time, in_place, cpu_lanes;
+    int no_opt, no_partition, unroll; /* the compiler's switches (compile, disasm, run, grad, jvp) */
+    const char *compile_flag;         /* the first of them given, for the warning on a blob */
 } opts;
+
+/* The compiler's switches (dvm_context_opts: no_opt, no_partition, unroll) at argv[*i], for
+ * every command that compiles; 1 if it was one (consumed), 0 if not, -1 usage error. */
+static int take_compile_option(const char *cmd, int argc, char **argv, int *i, opts *o) {
+    const char *a = argv[*i];
+    if (!strcmp(a, "--no-opt") || !strcmp(a, "--no-partition")) {
+        if (a[5] == 'o') o->no_opt = 1;
+        else o->no_partition = 1;
+        if (!o->compile_flag) o->compile_flag = a;
+        return 1;
+    }
+    size_t nl = strcspn(a, "=");
+    if (nl != 8 || strncmp(a, "--unroll", 8) != 0) return 0;
+    const char *val = a[nl] == '=' ? a + nl + 1 : *i + 1 < argc ? argv[++*i] : NULL;
+    long long v = 0;
+    if (!val) {
+        usage_error(cmd, "option '%s' needs a value", a);
+        return -1;
+    }
+    if (parse_count(val, 1, 256, &v)) {
+        fprintf(stderr, "dvm: error: --unroll needs a number of copies from 1 (no unrolling) to 256, not '%s'\n"
+                        "(see `dvm %s --help`)\n", val, cmd);
+        return -1;
+    }
+    o->unroll = (int)v;
+    if (!o->compile_flag) o->compile_flag = "--unroll";
+    return 1;
+}
 
 /* Recognizes an option at argv[*i]; 1 if it was one (consumed), 0 if not, -1 usage error. */
 static int take_option(const char *cmd, int argc, char **argv, int *i, opts *o) {
     const char *a = argv[*i], *val = NULL;
     static const char *const with_value[] = {"--backend", "--device", "--out", "--ad-stack-size", "--default-ad-stack-size",
-                                             "--threads", "--timeout"};
+                                             "--threads", "--timeout", "--gpu-threads"};
     if (strncmp(a, "--", 2) != 0) return 0;
     if (!strcmp(a, "--time")) {
         o->time = 1;
@@ -154,9 +205,15 @@ static int take_option(const char *cmd, int argc, char **argv, int *i, opts *o) 
         o->in_place = 1;
         return 1;
     }
+    if (!strcmp(a, "--cpu-lanes")) {
+        o->cpu_lanes = 1;
+        return 1;
+    }
+    int c = take_compile_option(cmd, argc, argv, i, o);
+    if (c) return c;
     size_t nl = strcspn(a, "=");
     int which = -1;
-    for (int k = 0; k < 7; k++)
+    for (int k = 0; k < (int)(sizeof with_value / sizeof with_value[0]); k++)
         if (strlen(with_value[k]) == nl && !strncmp(a, with_value[k], nl)) which = k;
     if (which < 0) {
         usage_error(cmd, "unknown option '%s'", a);
@@ -215,6 +272,10 @@ static int take_option(const char *cmd, int argc, char **argv, int *i, opts *o) 
         o->timeout = t;
         return 1;
     }
+    case 7:
+        if (parse_count(val, 1, INT32_MAX, &v)) break;
+        o->gpu_threads = v;
+        return 1;
     }
     fprintf(stderr, "dvm: error: %s needs a %s integer, not '%s'\n(see `dvm %s --help`)\n", with_value[which],
             which == 1 ? "non-negative" : "positive", val, cmd);
@@ -250,8 +311,30 @@ static int interrupted(void) {
 
 static int is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
 
+/* The compiler's switches change nothing in a blob (it was compiled already): say so. */
+static void warn_blob_options(const char *path, const opts *o) {
+    if (!o->compile_flag) return;
+    unsigned char head[4] = {0};
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(head, 1, sizeof head, f) : 0;
+    if (f) fclose(f);
+    size_t pl = strlen(path);
+    if (dvm_blob_is_blob(head, n) || (pl >= 4 && !strcmp(path + pl - 4, ".dvb")))
+        fprintf(stderr, "dvm: warning: %s has no effect on the blob %s: it applies when source is compiled "
+                        "(`dvm disasm` shows the options a blob was compiled with)\n", o->compile_flag, path);
+}
+
 static dvm_context *open_ctx(const char *cmd, const opts *o, int *rc) {
-    dvm_context_opts co = {o ? o->backend : "cpu", o ? (int)o->device : 0, o ? (int)o->threads : 0};
+    dvm_context_opts co = {.backend = o && o->backend ? o->backend : "cpu"};
+    if (o) {
+        co.device = (int)o->device;
+        co.threads = (int)o->threads;
+        co.no_opt = o->no_opt;
+        co.no_partition = o->no_partition;
+        co.unroll = o->unroll;
+        co.cpu_lanes = o->cpu_lanes;
+        co.gpu_threads = (int)o->gpu_threads;
+    }
     dvm_context *ctx = NULL;
     dvm_status st = dvm_context_create(&co, &ctx);
     if (st != DVM_OK) {
@@ -397,11 +480,16 @@ static int stage_commit(stage *s) {
 static int cmd_compile(int argc, char **argv) {
     const char *src = NULL, *out = NULL;
     int timing = 0;
+    opts o;
+    memset(&o, 0, sizeof o);
     for (int i = 2; i < argc; i++) {
         if (is_help(argv[i])) {
-            fputs(help_compile, stdout);
+            printf(help_compile, help_compiler_switches);
             return EXIT_OK;
         }
+        int c = take_compile_option("compile", argc, argv, &i, &o);
+        if (c < 0) return EXIT_USAGE;
+        if (c) continue;
         if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
             if (i + 1 >= argc) return usage_error("compile", "%s needs a file name", argv[i]);
             out = argv[++i];
@@ -427,7 +515,7 @@ static int cmd_compile(int argc, char **argv) {
         out = defout;
     }
     int rc = EXIT_FAIL;
-    dvm_context *ctx = open_ctx(NULL, NULL, &rc);
+    dvm_context *ctx = open_ctx(NULL, &o, &rc);
     dvm_module *m = NULL;
     void *blob = NULL;
     size_t len = 0;
@@ -507,21 +595,27 @@ done:
 
 static int cmd_disasm(int argc, char **argv) {
     const char *prog = NULL;
+    opts o;
+    memset(&o, 0, sizeof o);
     for (int i = 2; i < argc; i++) {
         if (is_help(argv[i])) {
-            fputs(help_disasm, stdout);
+            printf(help_disasm, help_compiler_switches);
             return EXIT_OK;
         }
+        int c = take_compile_option("disasm", argc, argv, &i, &o);
+        if (c < 0) return EXIT_USAGE;
+        if (c) continue;
         if (argv[i][0] == '-' && argv[i][1]) return usage_error("disasm", "unknown option '%s'", argv[i]);
         if (prog) return usage_error("disasm", "unexpected argument '%s' (one program only)", argv[i]);
         prog = argv[i];
     }
     if (!prog) return usage_error("disasm", "missing the program (a .dvk or .dvb file)%s", "");
     int rc = EXIT_FAIL;
-    dvm_context *ctx = open_ctx(NULL, NULL, &rc);
+    dvm_context *ctx = open_ctx(NULL, &o, &rc);
     dvm_module *m = NULL;
     char *text = NULL;
     if (!ctx) return rc;
+    warn_blob_options(prog, &o);
     if (dvm_load_file(ctx, prog, &m) != DVM_OK || dvm_module_disasm(ctx, m, &text) != DVM_OK) {
         ctx_error(ctx);
     } else {
@@ -805,7 +899,7 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
             const char *outs = mode == DVM_ADJOINT ? " and every gradient to DIR/NAME.grad.npy"
                                : mode == DVM_TANGENT ? " and every tangent to DIR/NAME.dual.npy"
                                                      : "";
-            printf(help_launch, cmd, what, extra, outs);
+            printf(help_launch, cmd, what, extra, outs, help_compiler_switches);
             free(b);
             return EXIT_OK;
         }
@@ -879,6 +973,7 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
     g_sigint_ctx = ctx;
     if (!ctx) goto done;
     double t1 = now_ms();
+    warn_blob_options(prog, &o);
     if (dvm_load_file(ctx, prog, &m) != DVM_OK) {
         rc = ctx_error(ctx);
         goto done;

@@ -19,17 +19,23 @@ ir_module *dvm_front(dvm_arena *a, const char *src, size_t len, const char *file
 }
 
 int dvm_compile_source(const char *src, size_t len, const char *filename, dvm_program **out, char **msg) {
-    return dvm_compile_source_limited(src, len, filename, 0, out, msg);
+    return dvm_compile_source_opts(src, len, filename, NULL, out, msg);
 }
 
-int dvm_compile_source_limited(const char *src, size_t len, const char *filename, size_t arena_limit, dvm_program **out,
-                               char **msg) {
+int dvm_compile_source_opts(const char *src, size_t len, const char *filename, const dvm_compile_opts *opts,
+                            dvm_program **out, char **msg) {
+    static const dvm_compile_opts defaults;
+    const dvm_compile_opts *o = opts ? opts : &defaults;
     *out = NULL;
     *msg = NULL;
     dvm_diags d;
     dvm_diags_init(&d, filename, src, len);
     dvm_arena *a = NULL;
     int rc = -1;
+    if (o->unroll > DVM_UNROLL_MAX) {
+        dvm_diag(&d, 0, 0, "unroll %u is more than %u copies of a loop body", o->unroll, DVM_UNROLL_MAX);
+        goto done;
+    }
     if (len > DVM_MAX_SOURCE_BYTES) {
         dvm_diag(&d, 0, 0, "source too large: more than %zu bytes (the limit is %zu MiB)", DVM_MAX_SOURCE_BYTES,
                  DVM_MAX_SOURCE_BYTES >> 20);
@@ -40,20 +46,21 @@ int dvm_compile_source_limited(const char *src, size_t len, const char *filename
         dvm_diag(&d, 0, 0, "out of memory");
         goto done;
     }
-    dvm_arena_set_limit(a, arena_limit);
+    dvm_arena_set_limit(a, o->arena_limit);
     ir_module *m = dvm_front(a, src, len, filename, &d);
     if (!m || d.nerrors) goto done;
     if (dvm_check_races(m, &d)) goto done;
     /* the unoptimized code stays reachable for tests and for bisecting a miscompile */
-    const char *noopt = getenv("DVM_NO_OPT");
-    const int opt = !(noopt && *noopt && strcmp(noopt, "0") != 0);
-    const char *part = getenv("DVM_PARTITION");
-    if (opt && !(part && !strcmp(part, "0")) && dvm_partition(m, &d)) goto done;
+    const int opt = !o->no_opt, part = opt && !o->no_partition;
+    const unsigned factor = o->unroll ? o->unroll : DVM_UNROLL_DEFAULT;
+    if (part && dvm_partition(m, &d)) goto done;
     if (dvm_autodiff(m, &d) || d.nerrors) goto done;
     if (dvm_emit(m, out, &d) || d.nerrors) goto done;
-    const char *unroll = getenv("DVM_UNROLL");
-    const unsigned factor = unroll && *unroll ? (unsigned)strtoul(unroll, NULL, 10) : DVM_UNROLL_DEFAULT;
     if (opt && dvm_optimize(*out, &d, factor)) goto done;
+    /* what changed the code, for the blob (with the optimizer off the others change nothing) */
+    (*out)->options = !opt ? DVM_OPTS_NO_OPT
+                           : (part ? 0u : DVM_OPTS_NO_PARTITION) |
+                                 (factor == DVM_UNROLL_DEFAULT ? 0u : factor << DVM_OPTS_UNROLL_SHIFT);
     rc = 0;
 done:
     if (rc) {

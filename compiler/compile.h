@@ -41,11 +41,22 @@ int dvm_unroll_loops(dvm_program *p, unsigned factor);
  * files stop one byte past it, so that an endless input (/dev/zero, a pipe) ends at once. */
 #define DVM_MAX_SOURCE_BYTES ((size_t)16 << 20)
 
-/* compile.c: all stages (DVM_NO_OPT=1 in the environment skips dvm_optimize; DVM_UNROLL=N
- * sets the unrolling factor, 0 or 1: none). 0 on success; otherwise *msg (malloc'd) holds the diagnostics. */
+/* The compiler's switches (dvm_context_opts: no_opt, no_partition, unroll; docs/c-api.md). All
+ * zero: the defaults. The program records those that changed its code (dvm_program.options). */
+typedef struct dvm_compile_opts {
+    int no_opt;          /* skip dvm_partition and dvm_optimize (bisecting a suspected miscompile) */
+    int no_partition;    /* skip dvm_partition alone */
+    unsigned unroll;     /* copies of a small loop body per trip: 0 the default (DVM_UNROLL_DEFAULT),
+                            1 none, at most DVM_UNROLL_MAX */
+    size_t arena_limit;  /* tests of the out-of-memory paths: the compilation's arena limited to this
+                            many bytes (dvm_arena_set_limit; 0: none) */
+} dvm_compile_opts;
+#define DVM_UNROLL_MAX 256
+
+/* compile.c: all stages with the default switches. 0 on success; otherwise *msg (malloc'd)
+ * holds the diagnostics. */
 int dvm_compile_source(const char *src, size_t len, const char *filename, dvm_program **out, char **msg);
-/* For tests of the out-of-memory paths: the same with the compilation's arena limited to
- * arena_limit bytes (dvm_arena_set_limit; 0: none). */
-int dvm_compile_source_limited(const char *src, size_t len, const char *filename, size_t arena_limit, dvm_program **out,
-                               char **msg);
+/* The same with switches (NULL: the defaults); an unroll beyond DVM_UNROLL_MAX is an error. */
+int dvm_compile_source_opts(const char *src, size_t len, const char *filename, const dvm_compile_opts *opts,
+                            dvm_program **out, char **msg);
 #endif

@@ -29,7 +29,7 @@
  * branch-free too (autodiff's check of reads after stores sees the same statements in the same
  * order: the if's, then the else's). Not for a body with a loop inside: an adstack's size
  * formula over the loop's index range would then be over the pieces' computed bounds, which
- * the sizer does not read. Only with the optimizer (DVM_NO_OPT=1 turns both off). */
+ * the sizer does not read. Only with the optimizer (the no_opt option turns both off). */
 #include "compiler/compile.h"
 #include <stdlib.h>
 #include <string.h>

@@ -25,7 +25,7 @@ static void print_f32(const char *name, const float *v, int n) {
 
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : "examples/damp.dvk";
-    dvm_context_opts co = {argc > 2 ? argv[2] : "auto", 0, 0};
+    dvm_context_opts co = {.backend = argc > 2 ? argv[2] : "auto"};
     dvm_context *ctx = NULL;
     if (dvm_context_create(&co, &ctx) != DVM_OK) {
         fprintf(stderr, "api_example: %s\n", ctx ? dvm_errmsg(ctx) : "out of memory");

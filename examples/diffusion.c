@@ -30,7 +30,7 @@ static double now_ms(void) {
 
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : "examples/diffusion.dvk";
-    dvm_context_opts co = {argc > 2 ? argv[2] : "auto", 0, 0};
+    dvm_context_opts co = {.backend = argc > 2 ? argv[2] : "auto"};
     const int T = argc > 3 ? atoi(argv[3]) : 200;
     dvm_context *ctx = NULL;
     if (dvm_context_create(&co, &ctx) != DVM_OK) {

@@ -42,7 +42,7 @@ static double run_loss(const dvm_kernel *k, dvm_args *a, const float *xs, const 
 
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : "examples/springs.dvk";
-    dvm_context_opts co = {argc > 2 ? argv[2] : "auto", 0, 0};
+    dvm_context_opts co = {.backend = argc > 2 ? argv[2] : "auto"};
     if (dvm_context_create(&co, &ctx) != DVM_OK) {
         fprintf(stderr, "springs: %s\n", ctx ? dvm_errmsg(ctx) : "out of memory");
         dvm_context_destroy(ctx);

@@ -66,6 +66,30 @@ typedef struct dvm_context_opts {
     int device;          /* device index within the backend (0 = first) */
     int threads;         /* CPU backend worker threads; 0 = all cores; at most 4 x the online
                             CPUs and at most 1024 (more is DVM_ERR_USAGE) */
+    /* Every switch below is 0 by default, so a zero-initialised struct (or one that names only
+       the fields above) gets the defaults. docs/c-api.md, "Context options", says what each is
+       for; a negative value or one out of range is DVM_ERR_USAGE. */
+    /* The compiler, for dvm_compile and dvm_load_file of source on this context. A blob records
+       these (dvm disasm prints them); loading a blob ignores them. Results are the same with
+       any of them: they are for bisecting a suspected miscompile and for tests. */
+    int no_opt;       /* 1: no bytecode optimizer and no loop partitioning */
+    int no_partition; /* 1: no loop partitioning (a parallel loop with one `if` on its indices
+                         is not split into boxes) */
+    int unroll;       /* copies of a small loop body per trip: 0 = the default (4), 1 = no
+                         unrolling, at most 256 */
+    /* The backends; each is ignored by the backends it does not name. */
+    int cpu_lanes;    /* cpu: 1 runs parallel tasks several iterations per call through the
+                         lane interpreters of the CUDA and HIP backends, so that they are
+                         checked on a machine without a GPU (slower than the default) */
+    int gpu_threads;  /* cuda, hip, vulkan: > 0 lets at most this many device threads run a
+                         parallel task, each taking every gpu_threads-th iteration (tests of
+                         threads with many iterations); 0 = enough to fill the device */
+    int vk_no_int64;  /* vulkan: 1 uses the checked 32-bit index math of devices without
+                         shaderInt64 (docs/backends.md) on any device */
+    int vk_no_float_atomics; /* vulkan: 1 adds f32 atomically by compare-and-swap loops, as on
+                                devices without native f32 atomic adds */
+    int64_t vk_max_alloc;    /* vulkan: > 0 lowers the largest single allocation to this many
+                                bytes (a larger one is a clear error); 0 = the device's limit */
 } dvm_context_opts;
 
 /* Creates a context on a backend. On failure *out is still set (unless NULL) so that
@@ -93,7 +117,8 @@ char *dvm_backends_report(void); /* free with dvm_free */
 void dvm_free(void *p);
 
 /* ---- modules: compiled programs ---- */
-/* Compiles .dvk source (every kernel in it) in memory. `filename` is used in messages. */
+/* Compiles .dvk source (every kernel in it) in memory, with the context's compiler options
+ * (dvm_context_opts). `filename` is used in messages. */
 dvm_status dvm_compile(dvm_context *ctx, const char *source, size_t len, const char *filename,
                        dvm_module **out);
 /* Loads and verifies a blob; nothing is run before verification succeeds. */

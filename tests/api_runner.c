@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
     }
-    dvm_context_opts co = {backend, 0, 0};
+    dvm_context_opts co = {.backend = backend};
     dvm_context *ctx = NULL;
     if (dvm_context_create(&co, &ctx) != DVM_OK) return fail(ctx, "context");
     dvm_module *m = NULL;

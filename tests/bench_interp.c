@@ -85,7 +85,7 @@ static double run_interp(int which, uint32_t **data, int64_t *len, int32_t *shap
     var.ntasks = 1;
     var.nslots = 3;
     char err[256];
-    dvm_backend_opts o = {0, threads};
+    dvm_backend_opts o = {.threads = threads};
     dvm_backend *be = dvm_backend_cpu.open(&o, err, sizeof err);
     dvm_buffer *bufs[3];
     for (int i = 0; i < 3; i++) {

@@ -36,6 +36,10 @@ foreach(be cpu vulkan cuda hip)
   set_tests_properties(wrap_${be} PROPERTIES SKIP_RETURN_CODE 77)
 endforeach()
 
+# The library reads no behaviour switch from the environment: getenv only for the cache
+# directory (DVM_CACHE_DIR, XDG_CACHE_HOME, HOME); switches are dvm_context_opts fields.
+add_test(NAME test_no_env COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_no_env.py ${CMAKE_CURRENT_SOURCE_DIR})
+
 # The user docs cite nothing outside the repository, and the paths they name exist.
 add_test(NAME test_docs COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_docs.py ${CMAKE_CURRENT_SOURCE_DIR})
 

@@ -1,4 +1,4 @@
-# Bytecode optimizer tests: what it removes and keeps, verified and run against DVM_NO_OPT.
+# Bytecode optimizer tests: what it removes and keeps, verified and run against the no_opt option.
 add_executable(test_opt tests/test_opt.c)
 target_link_libraries(test_opt PRIVATE dvm)
 target_include_directories(test_opt PRIVATE ${CMAKE_SOURCE_DIR})

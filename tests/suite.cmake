@@ -10,8 +10,19 @@ endforeach()
 # The masked-lane interpreter (interp_core.h, DVM_MASKED: the CUDA and HIP backends run tasks
 # with loops through it) on the CPU, so that its parting and meeting of lanes is checked here.
 foreach(mode forward grad errors)
-  add_test(NAME suite_${mode}_cpu_lanes COMMAND ${Python3_EXECUTABLE} ${DVM_SUITE} --dvm $<TARGET_FILE:dvm_cli> --backend cpu --mode ${mode})
-  set_tests_properties(suite_${mode}_cpu_lanes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT DVM_CPU_LANES=1)
+  add_test(NAME suite_${mode}_cpu_lanes COMMAND ${Python3_EXECUTABLE} ${DVM_SUITE} --dvm $<TARGET_FILE:dvm_cli> --backend cpu --mode ${mode}
+           --dvm-flag=--cpu-lanes)
+  set_tests_properties(suite_${mode}_cpu_lanes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+endforeach()
+# Three device threads in all (the gpu_threads option, --gpu-threads): every thread takes many
+# iterations, the lane kernels' lanes lie the thread count apart and every index digit carries.
+# Vulkan's run is test_vulkan --gpu-threads (lavapipe ends a thread's loops after 65535 iterations).
+foreach(be cuda hip)
+  foreach(mode forward grad)
+    add_test(NAME suite_${mode}_${be}_gpu_threads COMMAND ${Python3_EXECUTABLE} ${DVM_SUITE} --dvm $<TARGET_FILE:dvm_cli>
+             --backend ${be} --mode ${mode} --dvm-flag=--gpu-threads=3)
+    set_tests_properties(suite_${mode}_${be}_gpu_threads PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+  endforeach()
 endforeach()
 add_test(NAME suite_big_maxreducer_cpu COMMAND ${Python3_EXECUTABLE} ${DVM_SUITE} --dvm $<TARGET_FILE:dvm_cli> --backend cpu --mode big)
 set_tests_properties(suite_big_maxreducer_cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 LABELS nosan)
@@ -56,8 +67,9 @@ foreach(fuzz partition nofail)
 endforeach()
 set_property(TEST nofail_fuzz_vulkan APPEND PROPERTY ENVIRONMENT DVM_NOFAIL_COUNT=40)
 set(DVM_PART_FUZZ ${CMAKE_CURRENT_SOURCE_DIR}/tests/suite/partition_fuzz.py)
-add_test(NAME partition_fuzz_cpu_lanes COMMAND ${Python3_EXECUTABLE} ${DVM_PART_FUZZ} --dvm $<TARGET_FILE:dvm_cli> --backend cpu --seed 7)
-set_tests_properties(partition_fuzz_cpu_lanes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 ENVIRONMENT DVM_CPU_LANES=1)
+add_test(NAME partition_fuzz_cpu_lanes COMMAND ${Python3_EXECUTABLE} ${DVM_PART_FUZZ} --dvm $<TARGET_FILE:dvm_cli> --backend cpu --seed 7
+         --dvm-flag=--cpu-lanes)
+set_tests_properties(partition_fuzz_cpu_lanes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 
 # Random differentiable kernels (dynamic and while loops, if/elif/else, break/continue, helpers,
 # nonlinear math, several stages, in-place updates, serial statements) through run, grad and

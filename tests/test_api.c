@@ -44,7 +44,7 @@ static const char *SRC =
     "        z[i] += x[i] * 3.0\n";
 
 int main(void) {
-    dvm_context_opts co = {"cpu", 0, 0};
+    dvm_context_opts co = {.backend = "cpu"};
     dvm_context *ctx = NULL;
     if (dvm_context_create(&co, &ctx) != DVM_OK) {
         printf("FAIL: no cpu context: %s\n", dvm_errmsg(ctx));
@@ -53,11 +53,33 @@ int main(void) {
     /* absurd thread counts are refused before OpenMP sees them (it exited or crashed) */
     for (int t = 0; t < 3; t++) {
         static const int counts[3] = {1025, 32768, 65536};
-        dvm_context_opts bad = {"cpu", 0, counts[t]};
+        dvm_context_opts bad = {.backend = "cpu", .threads = counts[t]};
         dvm_context *c2 = NULL;
         dvm_status st = dvm_context_create(&bad, &c2);
         CHECK(st == DVM_ERR_USAGE && strstr(dvm_errmsg(c2), "thread count") && strstr(dvm_errmsg(c2), "more than the limit"),
                "threads %d: status %d, message '%s'", counts[t], (int)st, dvm_errmsg(c2));
+        dvm_context_destroy(c2);
+    }
+    /* a switch out of its range (docs/c-api.md, "Context options") names itself */
+    for (int t = 0; t < 9; t++) {
+        dvm_context_opts bad = {.backend = "cpu"};
+        static const char *const name[9] = {"no_opt", "no_partition", "unroll", "unroll", "cpu_lanes",
+                                            "gpu_threads", "vk_no_int64", "vk_no_float_atomics", "vk_max_alloc"};
+        switch (t) {
+        case 0: bad.no_opt = 2; break;
+        case 1: bad.no_partition = -1; break;
+        case 2: bad.unroll = 257; break;
+        case 3: bad.unroll = -4; break;
+        case 4: bad.cpu_lanes = 3; break;
+        case 5: bad.gpu_threads = -1; break;
+        case 6: bad.vk_no_int64 = 2; break;
+        case 7: bad.vk_no_float_atomics = -1; break;
+        default: bad.vk_max_alloc = -1; break;
+        }
+        dvm_context *c2 = NULL;
+        dvm_status st = dvm_context_create(&bad, &c2);
+        EXPECT(st == DVM_ERR_USAGE && strstr(dvm_errmsg(c2), name[t]) && strstr(dvm_errmsg(c2), "expected 0 to"),
+               "bad %s: status %d, message '%s'", name[t], (int)st, dvm_errmsg(c2));
         dvm_context_destroy(c2);
     }
     dvm_module *m = NULL;
@@ -342,7 +364,7 @@ int main(void) {
         dvm_array_destroy(hwy);
         hy[0] = 1; /* still the caller's: destroy freed nothing */
         /* other backends' memory is not the host's */
-        dvm_context_opts vko = {"vulkan", 0, 0};
+        dvm_context_opts vko = {.backend = "vulkan"};
         dvm_context *vk = NULL;
         if (dvm_context_create(&vko, &vk) == DVM_OK) {
             CHECK(dvm_array_wrap_host(vk, DVM_F32, 1, n4, hx, &hbad) == DVM_ERR_USAGE && !hbad && strstr(dvm_errmsg(vk), "cpu backend"),

@@ -154,7 +154,7 @@ static dvm_program *sample_program(void) {
     consts[0] = 3;
     memcpy(&consts[1], &f, 4);
     dvm_program t = {S_FILE, 2, 5, 1, 18, 5, 3, NNODES, 2, sizeof sample_strings,
-                     kernels, params, syms, slots, tasks, stacks, nodes, lines, cols, consts, (char *)sample_strings};
+                     kernels, params, syms, slots, tasks, stacks, nodes, lines, cols, consts, (char *)sample_strings, 0};
     return clone_program(&t);
 }
 
@@ -168,7 +168,7 @@ static dvm_program *tiny_program(void) {
     static dvm_kernel_desc kernels[1];
     kernels[0] = (dvm_kernel_desc){1, 1, 0, 0, 0, 0, 0, {{0, 1, 0, 0, 0, 0, 0, 1}, {0}, {0}}};
     dvm_program t = {0, 1, 0, 0, 0, 1, 0, 1, 0, sizeof strs, kernels, NULL, NULL, NULL, tasks, NULL, nodes,
-                     lines, cols, NULL, (char *)strs};
+                     lines, cols, NULL, (char *)strs, 0};
     return clone_program(&t);
 }
 
@@ -177,6 +177,7 @@ static int programs_equal(const dvm_program *a, const dvm_program *b, char *why,
 #define SAME_COUNT(f) if (a->f != b->f) { snprintf(why, n, #f " %u != %u", a->f, b->f); return 0; }
     SAME_COUNT(source_name) SAME_COUNT(nkernels) SAME_COUNT(nparams) SAME_COUNT(nsyms) SAME_COUNT(nslots)
     SAME_COUNT(ntasks) SAME_COUNT(nstacks) SAME_COUNT(nnodes) SAME_COUNT(nconsts) SAME_COUNT(nstrings_bytes)
+    SAME_COUNT(options)
 #define SAME_ARR(f, cnt) if ((cnt) && memcmp(a->f, b->f, (cnt) * sizeof *a->f)) { snprintf(why, n, "array " #f " differs"); return 0; }
     SAME_ARR(kernels, a->nkernels) SAME_ARR(params, a->nparams) SAME_ARR(syms, a->nsyms)
     SAME_ARR(slots, a->nslots) SAME_ARR(tasks, a->ntasks) SAME_ARR(stacks, a->nstacks)
@@ -585,8 +586,8 @@ static void test_header(void) {
     expect_read_fail("empty", b, 0, "not a dvm blob");
     FRESH();
     expect_read_fail("short", b, 100, "truncated: 100 bytes, a blob has at least 136");
-    FRESH(); put32(b, 4, 2); /* version 2: no stages, 36-byte task records */
-    expect_read_fail("version", b, len, "format version 2, this build reads version 3");
+    FRESH(); put32(b, 4, 3); /* version 3: the word at offset 36 was reserved */
+    expect_read_fail("version", b, len, "format version 3, this build reads version 4");
     FRESH(); put32(b, 8, 16);
     expect_read_fail("node size", b, len, "node size 16, this build uses 8");
     FRESH(); b[16] ^= 1;
@@ -601,8 +602,23 @@ static void test_header(void) {
     expect_read_fail("checksum itself", b, len, "checksum mismatch");
     FRESH(); put32(b, 12, 12); reseal(b, len);
     expect_read_fail("section count", b, len, "header: 12 sections");
-    FRESH(); put32(b, 36, 1); reseal(b, len);
-    expect_read_fail("reserved header word", b, len, "reserved word at offset 36");
+    /* the compiler options word at offset 36 (bc.h, DVM_OPTS_*) */
+    FRESH(); put32(b, 36, 0x80000000u); reseal(b, len);
+    expect_read_fail("options: an unknown bit", b, len, "compiler options 0x80000000: unknown bits 0x80000000");
+    FRESH(); put32(b, 36, 4u << DVM_OPTS_UNROLL_SHIFT); reseal(b, len);
+    expect_read_fail("options: the default unroll", b, len, "unroll 4 is not 1 to 256");
+    FRESH(); put32(b, 36, 300u << DVM_OPTS_UNROLL_SHIFT); reseal(b, len);
+    expect_read_fail("options: unroll 300", b, len, "unroll 300 is not 1 to 256");
+    FRESH(); put32(b, 36, DVM_OPTS_NO_OPT | DVM_OPTS_NO_PARTITION); reseal(b, len);
+    expect_read_fail("options: no-opt and more", b, len, "no-opt with other options");
+    {
+        FRESH(); put32(b, 36, DVM_OPTS_NO_PARTITION | 256u << DVM_OPTS_UNROLL_SHIFT); reseal(b, len);
+        dvm_program *q = NULL;
+        int rc = dvm_blob_read(b, len, &q, err, sizeof err);
+        CHECK(rc == 0 && q->options == (DVM_OPTS_NO_PARTITION | 256u << DVM_OPTS_UNROLL_SHIFT),
+              "options: no-partition, unroll 256: %s (read 0x%x)", rc ? err : "read", q ? q->options : 0u);
+        dvm_program_free(q);
+    }
     FRESH(); put32(b, 40 + 8 * 4 + 4, 33); reseal(b, len);
     expect_read_fail("record size", b, len, "section 'tasks': record size 33, expected 40");
     FRESH(); put32(b, 40 + 8 * 0, 0xFFFFFFFFu); reseal(b, len);

@@ -147,7 +147,7 @@ static void thread_refusal(void) {
         struct rlimit rl = {(rlim_t)(vm_kb + 4096) * 1024, (rlim_t)(vm_kb + 4096) * 1024};
         setrlimit(RLIMIT_AS, &rl);
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        dvm_context_opts co = {"cpu", 0, (int)(cpus * 4 < 1024 ? cpus * 4 : 1024)};
+        dvm_context_opts co = {.backend = "cpu", .threads = (int)(cpus * 4 < 1024 ? cpus * 4 : 1024)};
         dvm_context *c = NULL;
         dvm_status st = dvm_context_create(&co, &c);
         printf("thread refusal: status %d: %s\n", (int)st, dvm_errmsg(c));
@@ -164,7 +164,7 @@ static void thread_refusal(void) {
 
 int main(int argc, char **argv) {
     const char *backend = argc > 1 ? argv[1] : "cpu";
-    dvm_context_opts co = {backend, 0, 0};
+    dvm_context_opts co = {.backend = backend};
     dvm_context *ctx = NULL;
     if (dvm_context_create(&co, &ctx) != DVM_OK) {
         printf("SKIP: no %s backend: %s\n", backend, dvm_errmsg(ctx));

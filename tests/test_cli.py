@@ -130,7 +130,9 @@ def check_documented_messages(w, good, j):
         ('adstack overflow', ['grad', 'a.dvk', 'k', 'x=x.npy', 's=s.npy', 'y=y.npy', 'y.grad=1', '--ad-stack-size', '2'], d),
         ('out of bounds', ['run', 'k.dvk', 'k', 'x=x.npy', 'y=y.npy'], d),
         ('timed out', ['run', 'spin.dvk', 'spin', 'x=x.npy', '--backend', 'cpu', '--timeout', '0.5'], d),
+        ('has no effect on the blob', ['run', 'k.dvb', 'k', 'x=x.npy', 'y=y.npy', '--no-opt'], d),
     ]
+    dvm('compile', 'k.dvk', cwd=d)  # k.dvb, for the warning about a compiler switch given with a blob
     docs = documented_messages(CLI_DOC)
     if len(docs) < len(producers):
         failures.append('docs/cli.md: found only %d example messages: %r' % (len(docs), docs))
@@ -397,6 +399,48 @@ def run_all(w):
     check('disasm blob', ['disasm', blob], 0)
     check('info', ['info'], 0, 'cpu')
     check_cancel(w, j)
+    check_switches(j)
+
+
+def check_switches(j):
+    """The switches (docs/cli.md, "Switches"): the compiler's change the code, never the results;
+    the blob records them and disasm prints them. The backends' (--cpu-lanes, --gpu-threads)
+    show in the device line of --time and give the same results."""
+    args = ['x=' + j('x.npy'), 'steps=' + j('steps.npy'), 'y=' + j('y.npy'), 'rate=0.9', 'y.grad=1']
+
+    def grad(label, flags, backend='cpu', *needles):
+        out = j('o_sw')
+        shutil.rmtree(out, ignore_errors=True)
+        rc, _, _ = check(label, ['grad', DAMP, 'damp', '--backend', backend, '--time', '--out', out] + args + flags, 0,
+                         *needles)
+        return read_npy(j('o_sw', 'x.grad.npy')) + read_npy(j('o_sw', 'y.npy')) if rc == 0 else None
+
+    ref = grad('grad, default switches', [])
+    blob = j('sw.dvb')
+    for flags, listed in (([], 'default'), (['--no-opt'], '--no-opt'), (['--no-partition'], '--no-partition'),
+                          (['--unroll', '1'], '--unroll 1'), (['--unroll=7', '--no-partition'], '--no-partition --unroll 7'),
+                          (['--no-opt', '--unroll', '2'], '--no-opt')):
+        check('compile %s' % flags, ['compile', DAMP, '-o', blob] + flags, 0)
+        check('disasm of the blob of %s' % flags, ['disasm', blob], 0, 'compiler options: %s\n' % listed)
+        check('disasm %s' % flags, ['disasm', DAMP] + flags, 0, 'compiler options: %s\n' % listed)
+        got = grad('grad %s' % flags, flags)
+        if ref is not None and got is not None and got != ref:
+            failures.append('grad %s: x.grad and y %r, the default switches give %r' % (flags, got, ref))
+    check('a compiler switch on a blob', ['run', blob, 'damp', '--no-partition'] + args[:4], 0,
+          'dvm: warning: --no-partition has no effect on the blob')
+    for bad in ('0', '257', 'x', '-1'):
+        check('--unroll %s' % bad, ['compile', DAMP, '-o', blob, '--unroll', bad], 2, '--unroll needs a number')
+        check('run --unroll %s' % bad, ['run', DAMP, 'damp', '--unroll=' + bad] + args[:4], 2, '--unroll needs a number')
+    for bad in ('0', '-2', 'many'):
+        check('--gpu-threads %s' % bad, ['run', DAMP, 'damp', '--gpu-threads', bad] + args[:4], 2, '--gpu-threads')
+    got = grad('grad --cpu-lanes', ['--cpu-lanes'], 'cpu', 'lanes (cpu_lanes)')
+    if ref is not None and got is not None and got != ref:
+        failures.append('grad --cpu-lanes: x.grad and y %r, without it %r' % (got, ref))
+    # on Vulkan where it opens (lavapipe here): a few threads, each several of the iterations
+    if 'vulkan device 0:' in dvm('info')[1]:
+        got = grad('grad --gpu-threads 3', ['--gpu-threads', '3'], 'vulkan', 'at most 3 threads (gpu_threads)')
+        if ref is not None and got is not None and any(abs(a - b) > 1e-5 * (1 + abs(b)) for a, b in zip(got, ref)):
+            failures.append('vulkan --gpu-threads 3: x.grad and y %r, the cpu gives %r' % (got, ref))
 
 
 def check_cancel(w, j):

@@ -319,7 +319,8 @@ static void check_out_of_memory(void) {
     for (size_t limit = 1 << 16; limit < ((size_t)64 << 20) && !ok; limit += limit / 16) {
         dvm_program *p = NULL;
         char *msg = NULL;
-        int rc = dvm_compile_source_limited(t.s, t.n, "gen.dvk", limit, &p, &msg);
+        dvm_compile_opts co = {.arena_limit = limit};
+        int rc = dvm_compile_source_opts(t.s, t.n, "gen.dvk", &co, &p, &msg);
         if (rc == 0) ok = 1;
         else
             CHECK(msg && strstr(msg, "out of memory"), "with a %zu-byte arena: expected 'out of memory', got: %s", limit,
@@ -338,7 +339,7 @@ typedef struct cse {
 } cse;
 
 int main(int argc, char **argv) {
-    dvm_context_opts co = {"cpu", 0, 0};
+    dvm_context_opts co = {.backend = "cpu"};
     dvm_context *ctx = NULL;
     if (dvm_context_create(&co, &ctx) != DVM_OK) {
         printf("FAIL: no cpu context: %s\n", dvm_errmsg(ctx));

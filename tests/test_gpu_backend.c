@@ -41,7 +41,7 @@ int main(int argc, char **argv) {
         return 77;
     }
     char err[512] = "";
-    dvm_backend_opts o = {0, 0};
+    dvm_backend_opts o = {0};
     dvm_backend *be = vt->open(&o, err, sizeof err);
     if (!be) {
         printf("test_gpu_backend: SKIP: no %s device: %s\n", which, err);

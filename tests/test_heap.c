@@ -50,7 +50,7 @@ int main(void)
     CHECK(dvm_heap_layout_compute(caps, 3, 0, off, &L, err, sizeof err) == -1, "zero thread slots must fail");
 
     /* growth: doubling, reuse, never shrinks */
-    dvm_backend_opts o = {0, 2};
+    dvm_backend_opts o = {.threads = 2};
     dvm_backend *be = dvm_backend_cpu.open(&o, err, sizeof err);
     CHECK(be != NULL, "open: %s", err);
     const dvm_heap_mem mem = {cpu_alloc, cpu_free, be};

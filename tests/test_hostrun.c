@@ -41,7 +41,7 @@ static void *make_blob(size_t *len) {
     static dvm_kernel_desc kernels[1];
     kernels[0] = (dvm_kernel_desc){S_K, 1, 0, 2, 0, 1, 0, {{0, 2, 0, 0, 0, 1, 2, 1}, {0}, {0}}};
     dvm_program p = {0, 1, 2, 1, 1, 2, 0, 6, 0, sizeof strs, kernels, params, syms, slots, tasks, NULL, nodes,
-                     lines, cols, NULL, (char *)strs};
+                     lines, cols, NULL, (char *)strs, 0};
     void *blob = NULL;
     char err[512];
     if (dvm_blob_write(&p, &blob, len, err, sizeof err)) {
@@ -52,14 +52,17 @@ static void *make_blob(size_t *len) {
 }
 
 /* Returns 0 if it ran, 1 if the backend is not there. */
-static int run(const char *backend, const char *label, const void *blob, size_t len) {
-    dvm_context_opts co = {backend, 0, 0};
+static int run(const char *backend, int cpu_lanes, const char *label, const void *blob, size_t len) {
+    dvm_context_opts co = {.backend = backend, .cpu_lanes = cpu_lanes};
     dvm_context *ctx = NULL;
     if (dvm_context_create(&co, &ctx) != DVM_OK) {
         printf("%s: skipped (%s)\n", label, dvm_errmsg(ctx));
         dvm_context_destroy(ctx);
         return 1;
     }
+    if (cpu_lanes) /* the backend took the option */
+        CHECK(strstr(dvm_context_device(ctx), "lanes") != NULL, "%s: the device '%s' does not say lanes", label,
+              dvm_context_device(ctx));
     dvm_module *m = NULL;
     const dvm_kernel *k = NULL;
     dvm_args *a = NULL;
@@ -95,11 +98,9 @@ int main(void) {
     size_t len = 0;
     void *blob = make_blob(&len);
     if (blob) {
-        run("cpu", "cpu", blob, len);
-        setenv("DVM_CPU_LANES", "1", 1); /* read when the backend opens */
-        run("cpu", "cpu lanes", blob, len);
-        unsetenv("DVM_CPU_LANES");
-        run("vulkan", "vulkan", blob, len);
+        run("cpu", 0, "cpu", blob, len);
+        run("cpu", 1, "cpu lanes", blob, len);
+        run("vulkan", 0, "vulkan", blob, len);
     }
     free(blob);
     if (fails) {

@@ -795,10 +795,10 @@ static void test_parallel(void)
         A.shape[1] = 4;
         A.shape[2] = dims == 3 ? 5 : 1;
         uint32_t u3[3] = {3, 4, 5};
-        dvm_backend_opts one = {0, 1};
+        dvm_backend_opts one = {.threads = 1};
         char err[128];
         dvm_backend *saved = be;
-        unsetenv("DVM_CPU_LANES"); /* the order is that of one iteration per call */
+        /* one.cpu_lanes is 0: the order is that of one iteration per call */
         be = vt->open(&one, err, sizeof err);
         rc = launch(&A, u3, 3, NULL, &rt);
         vt->close(be);
@@ -819,7 +819,7 @@ static void test_parallel(void)
 /* Starts on any dimension: dimension d over [lo[d], hi[d]) (has[d] = 0: no start, lo 0), the
  * index registers absolute. Each point writes out[flat(i + off0, j + off1, k + off2)] =
  * i*10000 + j*100 + k in an array of shape sh; every other element must keep its sentinel.
- * Run on the backend b (plain, or lanes with DVM_CPU_LANES). */
+ * Run on the backend b (plain, or lanes with the cpu_lanes option). */
 static void check_starts(const char *what, dvm_backend *b, int ndim, const int32_t lo[3], const int32_t hi[3],
                          const int has[3], const int32_t off[3], const int32_t sh[3])
 {
@@ -892,16 +892,16 @@ static void check_starts(const char *what, dvm_backend *b, int ndim, const int32
     free(out);
 }
 
-/* The cases of check_starts, on the plain backend and on the lanes (DVM_CPU_LANES). */
+/* The cases of check_starts, on the plain backend and on the lanes (the cpu_lanes option). */
 static void test_parallel_starts(void)
 {
     char err[128];
-    dvm_backend_opts o = {0, 0};
-    setenv("DVM_CPU_LANES", "1", 1);
+    dvm_backend_opts o = {.cpu_lanes = 1};
     dvm_backend *lanes = vt->open(&o, err, sizeof err);
-    unsetenv("DVM_CPU_LANES");
-    CHECK(lanes != NULL, "open with DVM_CPU_LANES: %s", err);
+    CHECK(lanes != NULL, "open with cpu_lanes: %s", err);
     if (!lanes) return;
+    CHECK(strstr(vt->device_name(lanes), "lanes") != NULL, "cpu_lanes: the device '%s' does not say lanes",
+          vt->device_name(lanes));
     dvm_backend *bs[2] = {be, lanes};
     static const int all[3] = {1, 1, 1}, mid[3] = {0, 1, 0};
     static const int32_t zero[3] = {0, 0, 0};
@@ -937,7 +937,7 @@ static void test_parallel_starts(void)
 /* Atomics from many threads, and an error from every iteration (first one wins). */
 static void test_atomics(void)
 {
-    dvm_backend_opts many = {0, 8};
+    dvm_backend_opts many = {.threads = 8};
     char err[128];
     dvm_backend *saved = be;
     be = vt->open(&many, err, sizeof err);
@@ -1245,7 +1245,7 @@ static void test_cancel_points(void)
 int main(void)
 {
     char err[256];
-    dvm_backend_opts o = {0, 0};
+    dvm_backend_opts o = {0};
     be = vt->open(&o, err, sizeof err);
     if (!be) {
         printf("FAIL open: %s\n", err);

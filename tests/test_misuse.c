@@ -21,7 +21,7 @@ static const char *SRC =
     "            x[i] = x[i] + 1.0\n";
 
 static dvm_context *new_ctx(void) {
-    dvm_context_opts co = {"cpu", 0, 0};
+    dvm_context_opts co = {.backend = "cpu"};
     dvm_context *ctx = NULL;
     if (dvm_context_create(&co, &ctx) != DVM_OK) {
         printf("FAIL: no cpu context: %s\n", dvm_errmsg(ctx));

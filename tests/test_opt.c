@@ -1,5 +1,5 @@
 /* test_opt.c: the bytecode optimizer (compiler/opt.c, unroll.c). Compiles kernels with and
- * without it (DVM_NO_OPT; DVM_UNROLL=0 for the passes but the unrolling) and checks what it removes (repeated transcendentals, an adstack whose pops
+ * without it (the no_opt option; unroll = 1 for the passes but the unrolling) and checks what it removes (repeated transcendentals, an adstack whose pops
  * nothing reads, a PUSH/POP pair inside one block, jumps to the next node), what it must keep
  * (a stack the reverse pass reads), the register count after renumbering, that both
  * programs pass the verifier, the shape of an unrolled loop, and that all give bit-identical results on the CPU. */
@@ -73,31 +73,41 @@ static const char *SRC =
     "        v2 = sin(0.25)\n"
     "        total[0] += v2\n";
 
-/* opt: 0 no optimizer (DVM_NO_OPT), 1 the optimizer without loop unrolling (DVM_UNROLL=0),
- * 2 the optimizer with loops unrolled 4 times; all three without loop partitioning
- * (DVM_PARTITION=0: these checks are about the bytecode passes on the stencil's if). 3: as the
- * compiler runs by default, partitioning too. */
-static void set_opt(int opt) {
-    if (opt) unsetenv("DVM_NO_OPT");
-    else setenv("DVM_NO_OPT", "1", 1);
-    if (opt == 1) setenv("DVM_UNROLL", "0", 1);
-    else unsetenv("DVM_UNROLL");
-    if (opt == 3) unsetenv("DVM_PARTITION");
-    else setenv("DVM_PARTITION", "0", 1);
-}
+/* opt: 0 no optimizer (no_opt), 1 the optimizer without loop unrolling (unroll = 1), 2 the
+ * optimizer with loops unrolled 4 times; all three without loop partitioning (no_partition:
+ * these checks are about the bytecode passes on the stencil's if). 3: as the compiler runs by
+ * default, partitioning too. 4: loops unrolled 2 times (no partitioning). The compiler's
+ * switches (compile.h) and the same ones as context options (dvm.h), with the options word
+ * each must leave in the program and its blob. */
+#define NOPT 5
+static const dvm_compile_opts copts[NOPT] = {{.no_opt = 1}, {.no_partition = 1, .unroll = 1}, {.no_partition = 1}, {0},
+                                             {.no_partition = 1, .unroll = 2}};
+static const dvm_context_opts xopts[NOPT] = {{.backend = "cpu", .no_opt = 1},
+                                             {.backend = "cpu", .no_partition = 1, .unroll = 1},
+                                             {.backend = "cpu", .no_partition = 1},
+                                             {.backend = "cpu"},
+                                             {.backend = "cpu", .no_partition = 1, .unroll = 2}};
+static const uint32_t owords[NOPT] = {DVM_OPTS_NO_OPT, DVM_OPTS_NO_PARTITION | 1u << DVM_OPTS_UNROLL_SHIFT,
+                                      DVM_OPTS_NO_PARTITION, 0, DVM_OPTS_NO_PARTITION | 2u << DVM_OPTS_UNROLL_SHIFT};
+static dvm_context *ctxs[NOPT]; /* a cpu context per level, with xopts[level] */
 
 static dvm_program *compile(int opt) {
-    set_opt(opt);
     dvm_program *p = NULL;
     char *msg = NULL;
-    int rc = dvm_compile_source(SRC, strlen(SRC), "t.dvk", &p, &msg);
+    int rc = dvm_compile_source_opts(SRC, strlen(SRC), "t.dvk", &copts[opt], &p, &msg);
     CHECK(rc == 0 && p, "compile (opt %d) failed: %s", opt, msg ? msg : "");
     free(msg);
     if (p) {
+        CHECK(p->options == owords[opt], "compile (opt %d): options word 0x%x, expected 0x%x", opt, p->options, owords[opt]);
         void *blob = NULL;
         size_t len = 0;
         char err[512] = "";
         CHECK(dvm_blob_write(p, &blob, &len, err, sizeof err) == 0, "verifier refused the program (opt %d): %s", opt, err);
+        dvm_program *back = NULL;
+        CHECK(blob && dvm_blob_read(blob, len, &back, err, sizeof err) == 0 && back->options == p->options,
+              "opt %d: the blob did not keep the options word 0x%x: %s (read back 0x%x)", opt, p->options, err,
+              back ? back->options : 0u);
+        dvm_program_free(back);
         free(blob);
     }
     return p;
@@ -186,9 +196,9 @@ static int nstacks(const dvm_program *p, const char *kernel, int vk) {
     return v ? (int)v->nstacks : -1;
 }
 
-/* Compiles SRC with the optimizer on or off and finds kernel; NULL on failure (counted). */
-static const dvm_kernel *compile_find(dvm_context *ctx, int opt, const char *kernel, dvm_module **m) {
-    set_opt(opt);
+/* Compiles SRC on the context of level opt (its options) and finds kernel; NULL on failure
+   (counted). */
+static const dvm_kernel *compile_find(dvm_context *ctx, const char *kernel, dvm_module **m) {
     *m = NULL;
     if (dvm_compile(ctx, SRC, strlen(SRC), "t.dvk", m) != DVM_OK) {
         CHECK(0, "dvm_compile: %s", dvm_errmsg(ctx));
@@ -201,9 +211,10 @@ static const dvm_kernel *compile_find(dvm_context *ctx, int opt, const char *ker
 }
 
 /* Runs kernel's adjoint (y.grad = 1) and returns y and x.grad in out[0..7], out[8..15]. */
-static int run(dvm_context *ctx, int opt, const char *kernel, float out[16]) {
+static int run(int opt, const char *kernel, float out[16]) {
+    dvm_context *ctx = ctxs[opt];
     dvm_module *m = NULL;
-    const dvm_kernel *k = compile_find(ctx, opt, kernel, &m);
+    const dvm_kernel *k = compile_find(ctx, kernel, &m);
     if (!k) return 1;
     int64_t n[1] = {8};
     dvm_array *x, *s, *y, *yg, *xg;
@@ -248,9 +259,10 @@ static int run(dvm_context *ctx, int opt, const char *kernel, float out[16]) {
 #define SN 5
 #define SM 6
 #define SC (SN * SM)
-static int run_stencil(dvm_context *ctx, int opt, float out[3 * SC]) {
+static int run_stencil(int opt, float out[3 * SC]) {
+    dvm_context *ctx = ctxs[opt];
     dvm_module *m = NULL;
-    const dvm_kernel *k = compile_find(ctx, opt, "stencil", &m);
+    const dvm_kernel *k = compile_find(ctx, "stencil", &m);
     if (!k) return 1;
     int64_t shape[2] = {SN, SM};
     float uv[SC], gv[SC], zeros[SC] = {0};
@@ -379,7 +391,7 @@ int main(void) {
     CHECK(count(po, "trans", ADJ, DVM_OP_COS) == 1, "trans adjoint: %d COS, expected 1", count(po, "trans", ADJ, DVM_OP_COS));
     CHECK(count(po, "trans", ADJ, DVM_OP_TANH) == 1, "trans adjoint: %d TANH, expected 1",
           count(po, "trans", ADJ, DVM_OP_TANH));
-    CHECK(count(pn, "trans", ADJ, DVM_OP_TANH) == 2, "unoptimized trans adjoint: %d TANH, expected 2 (is DVM_NO_OPT honored?)",
+    CHECK(count(pn, "trans", ADJ, DVM_OP_TANH) == 2, "unoptimized trans adjoint: %d TANH, expected 2 (is no_opt honored?)",
           count(pn, "trans", ADJ, DVM_OP_TANH));
 
     /* dynloop: v's stack is dead (the adjoint of v * rate reads rate only); the trip count is
@@ -492,7 +504,7 @@ int main(void) {
     CHECK(count(po, "stencil", ADJ, DVM_OP_ATOMADDF2O) == 4 && count(po, "stencil", ADJ, DVM_OP_ADDIK) == 2,
           "stencil adjoint: %d ATOMADDF2O, %d ADDIK, expected 4 and 2", count(po, "stencil", ADJ, DVM_OP_ATOMADDF2O),
           count(po, "stencil", ADJ, DVM_OP_ADDIK));
-    CHECK(count(pn, "stencil", DVM_V_FORWARD, DVM_OP_LD2O) == 0, "unoptimized stencil forward: LD2O (is DVM_NO_OPT honored?)");
+    CHECK(count(pn, "stencil", DVM_V_FORWARD, DVM_OP_LD2O) == 0, "unoptimized stencil forward: LD2O (is no_opt honored?)");
     check_leftovers(po);
 
     const char *names[4] = {"trans", "dynloop", "keep", "stencil"};
@@ -568,38 +580,71 @@ int main(void) {
         CHECK(variant(pp, "trans", DVM_V_FORWARD)->ntasks == 1 && variant(pp, "dynloop", DVM_V_FORWARD)->ntasks == 1,
               "partitioning split trans or dynloop");
     }
+    /* unrolled 2 times: other code than 4 times and than none (the switch reaches the pass) */
+    dvm_program *p2 = compile(4);
+    if (p2 && pu && po)
+        CHECK(p2->nnodes != pu->nnodes && p2->nnodes != po->nnodes, "unroll 2: %u nodes, the same as unroll 4 (%u) or none (%u)",
+              p2->nnodes, pu->nnodes, po->nnodes);
+    dvm_program_free(p2);
     dvm_program_free(pp);
     dvm_program_free(po);
     dvm_program_free(pn);
     dvm_program_free(pu);
 
-    /* the same values, bit for bit: the optimizer neither reorders nor rewrites arithmetic */
-    dvm_context_opts co = {"cpu", 0, 0};
-    dvm_context *ctx = NULL;
-    if (dvm_context_create(&co, &ctx) != DVM_OK) {
-        fprintf(stderr, "FAILED: no cpu context\n");
-        return 1;
+    /* The same switches as context options: dvm_compile on each context records them in the
+       module's blob, and the disassembly names them as the `dvm` flags that give them. */
+    static const char *const listed[NOPT] = {"compiler options: --no-opt\n", "compiler options: --no-partition --unroll 1\n",
+                                             "compiler options: --no-partition\n", "compiler options: default\n",
+                                             "compiler options: --no-partition --unroll 2\n"};
+    for (int opt = 0; opt < NOPT; opt++) {
+        if (dvm_context_create(&xopts[opt], &ctxs[opt]) != DVM_OK) {
+            fprintf(stderr, "FAILED: no cpu context (level %d): %s\n", opt, dvm_errmsg(ctxs[opt]));
+            return 1;
+        }
+        dvm_module *m = NULL;
+        void *blob = NULL;
+        size_t len = 0;
+        char *text = NULL, err[512] = "";
+        dvm_program *back = NULL;
+        if (dvm_compile(ctxs[opt], SRC, strlen(SRC), "t.dvk", &m) == DVM_OK && dvm_module_save(ctxs[opt], m, &blob, &len) == DVM_OK &&
+            dvm_module_disasm(ctxs[opt], m, &text) == DVM_OK) {
+            CHECK(dvm_blob_read(blob, len, &back, err, sizeof err) == 0 && back->options == owords[opt],
+                  "context level %d: the blob's options word is 0x%x, expected 0x%x %s", opt, back ? back->options : 0u,
+                  owords[opt], err);
+            CHECK(strstr(text, listed[opt]) != NULL, "context level %d: the disassembly lacks '%s'", opt, listed[opt]);
+        } else {
+            CHECK(0, "context level %d: compile, save or disasm: %s", opt, dvm_errmsg(ctxs[opt]));
+        }
+        dvm_program_free(back);
+        dvm_free(text);
+        dvm_free(blob);
+        dvm_module_destroy(m);
     }
+
+    /* the same values, bit for bit: the optimizer neither reorders nor rewrites arithmetic */
     const char *runs[5] = {"trans", "dynloop", "keep", "sq", "csum"};
+    static const int levels[3] = {1, 2, 4};
     for (int i = 0; i < 5; i++) {
         float rn[16];
-        if (run(ctx, 0, runs[i], rn)) continue;
-        for (int opt = 1; opt <= 2; opt++) {
+        if (run(0, runs[i], rn)) continue;
+        for (int l = 0; l < 3; l++) {
+            const int opt = levels[l];
             float ro[16];
-            if (run(ctx, opt, runs[i], ro)) continue;
+            if (run(opt, runs[i], ro)) continue;
             for (int j = 0; j < 16; j++)
                 CHECK(!memcmp(&ro[j], &rn[j], 4), "%s: %s[%d] = %.9g optimized (%s), %.9g not", runs[i], j < 8 ? "y" : "x.grad",
-                      j % 8, (double)ro[j], opt == 2 ? "unrolled" : "not unrolled", (double)rn[j]);
+                      j % 8, (double)ro[j], opt == 1 ? "not unrolled" : opt == 2 ? "unrolled 4 times" : "unrolled 2 times",
+                      (double)rn[j]);
         }
     }
     float so[3 * SC], sn[3 * SC];
     for (int opt = 1; opt <= 3; opt += 2)
-        if (!run_stencil(ctx, opt, so) && !run_stencil(ctx, 0, sn))
+        if (!run_stencil(opt, so) && !run_stencil(0, sn))
             for (int j = 0; j < 3 * SC; j++)
                 CHECK(!memcmp(&so[j], &sn[j], 4), "stencil: %s[%d] = %.9g optimized (%s), %.9g not",
                       j < SC ? "v" : j < 2 * SC ? "u.grad" : "v.dual", j % SC, (double)so[j],
                       opt == 3 ? "partitioned" : "not partitioned", (double)sn[j]);
-    dvm_context_destroy(ctx);
+    for (int opt = 0; opt < NOPT; opt++) dvm_context_destroy(ctxs[opt]);
     if (fails) {
         fprintf(stderr, "%d check(s) failed\n", fails);
         return 1;

@@ -115,7 +115,7 @@ static dvm_tape_stats tape_grads(sim *s, const float *x0, const float *v0, int s
 
 int main(int argc, char **argv) {
     /* one CPU thread: ctest runs tests side by side, and these arrays are tiny */
-    dvm_context_opts co = {argc > 1 ? argv[1] : "cpu", 0, 1};
+    dvm_context_opts co = {.backend = argc > 1 ? argv[1] : "cpu", .threads = 1};
     sim s;
     memset(&s, 0, sizeof s);
     if (dvm_context_create(&co, &s.ctx) != DVM_OK) {

@@ -4,7 +4,9 @@
  * absolute 1e-6 (Vulkan leaves the precision of transcendental functions and division to
  * the driver); error records field by field. Also: device limits (largest allocation), the
  * pipeline cache (cold, warm, corrupt), probe. Exits 77 (ctest SKIP) when no Vulkan device
- * is found. Run under DVM_VK_NO_INT64=1 / DVM_VK_NO_FLOAT_ATOMICS=1 by tests/vulkan.cmake. */
+ * is found. tests/vulkan.cmake runs it as it is and with each of its flags, which set the
+ * backend's options: --no-int64 (vk_no_int64), --no-float-atomics (vk_no_float_atomics),
+ * --gpu-threads N (gpu_threads). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -513,19 +515,20 @@ static void test_sizer(void)
 }
 
 /* ---- device limits, cache, probe ---- */
-static void test_limits_and_cache(void)
+static void test_limits_and_cache(const dvm_backend_opts *o0)
 {
     char err[512] = "";
-    /* the largest allocation, lowered to 1 MiB: a larger array is a clear error */
-    setenv("DVM_VK_MAX_ALLOC", "1048576", 1);
-    dvm_backend_opts o = {0, 0};
+    /* the largest allocation, lowered to 1 MiB (vk_max_alloc): a larger array is a clear error */
+    dvm_backend_opts o = *o0;
+    o.vk_max_alloc = 1048576;
     dvm_backend *b = VV->open(&o, err, sizeof err);
-    unsetenv("DVM_VK_MAX_ALLOC");
-    CHECK(b != NULL, "open with DVM_VK_MAX_ALLOC: %s", err);
+    o.vk_max_alloc = 0;
+    CHECK(b != NULL, "open with vk_max_alloc: %s", err);
     if (b) {
         dvm_buffer *buf = NULL;
         int rc = VV->alloc(b, 2u << 20, &buf, err, sizeof err);
-        CHECK(rc == -1 && strstr(err, "largest allocation"), "alloc beyond the limit: status %d, message '%s'", rc, err);
+        CHECK(rc == -1 && strstr(err, "largest allocation") && strstr(err, "vk_max_alloc"),
+              "alloc beyond the limit: status %d, message '%s'", rc, err);
         if (rc == 0) VV->free(b, buf);
         rc = VV->alloc(b, 1u << 19, &buf, err, sizeof err);
         CHECK(rc == 0, "alloc within the limit: %s", err);
@@ -533,7 +536,7 @@ static void test_limits_and_cache(void)
         VV->close(b);
     }
     /* device index out of range */
-    dvm_backend_opts bad = {99, 0};
+    dvm_backend_opts bad = {.device = 99};
     b = VV->open(&bad, err, sizeof err);
     CHECK(b == NULL && strstr(err, "no device 99"), "device 99: expected an error, got '%s'", b ? "a backend" : err);
     if (b) VV->close(b);
@@ -647,10 +650,19 @@ static void test_may_stop(void)
     CHECK(VC->may_stop == NULL, "cpu may_stop is set");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     char err[512] = "";
-    dvm_backend_opts o = {0, 0};
+    dvm_backend_opts o = {0};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--no-int64")) o.vk_no_int64 = 1;
+        else if (!strcmp(argv[i], "--no-float-atomics")) o.vk_no_float_atomics = 1;
+        else if (!strcmp(argv[i], "--gpu-threads") && i + 1 < argc) o.gpu_threads = atoi(argv[++i]);
+        else {
+            printf("usage: test_vulkan [--no-int64] [--no-float-atomics] [--gpu-threads N]\n");
+            return 2;
+        }
+    }
     vk = VV->open(&o, err, sizeof err);
     if (!vk) {
         if (strstr(err, "no Vulkan device") || strstr(err, "cannot open libvulkan")) {
@@ -661,6 +673,10 @@ int main(void)
         return 1;
     }
     printf("vulkan: %s\n", VV->device_name(vk));
+    /* the options took: the device line names the shader build */
+    CHECK(!o.vk_no_int64 || strstr(VV->device_name(vk), "checked 32-bit"), "--no-int64: the device line lacks 'checked 32-bit'");
+    CHECK(!o.vk_no_float_atomics || strstr(VV->device_name(vk), "by CAS"), "--no-float-atomics: the device line lacks 'by CAS'");
+    CHECK(!o.gpu_threads || strstr(VV->device_name(vk), "threads (gpu_threads)"), "--gpu-threads: the device line lacks it");
     cpu = VC->open(&o, err, sizeof err);
     if (!cpu) { printf("FAIL cpu open: %s\n", err); return 1; }
     test_ops();
@@ -669,7 +685,7 @@ int main(void)
     test_atomics();
     test_errors();
     test_sizer();
-    test_limits_and_cache();
+    test_limits_and_cache(&o);
     test_may_stop();
     VV->close(vk);
     VC->close(cpu);

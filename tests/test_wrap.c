@@ -32,7 +32,7 @@ static dvm_status scale(dvm_context *ctx, const dvm_kernel *k, dvm_array *x, dvm
 
 int main(int argc, char **argv) {
     const char *be = argc > 1 ? argv[1] : "cpu";
-    dvm_context_opts o = {be, 0, 0};
+    dvm_context_opts o = {.backend = be};
     dvm_context *ctx = NULL;
     if (dvm_context_create(&o, &ctx) != DVM_OK) {
         printf("test_wrap: SKIP: no %s backend: %s\n", be, dvm_errmsg(ctx));

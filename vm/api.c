@@ -93,9 +93,30 @@ dvm_status dvm_context_create(const dvm_context_opts *opts, dvm_context **out) {
     ctx->cancel = &ctx->cancel_own;
     ctx->scratch.heap_mem = (dvm_heap_mem){heap_alloc, heap_free, ctx};
     const char *want = opts && opts->backend ? opts->backend : "auto";
-    dvm_backend_opts bo = {opts ? opts->device : 0, opts ? opts->threads : 0};
+    if (opts) ctx->opts = *opts;
+    ctx->opts.backend = NULL;
+    const dvm_context_opts *co = &ctx->opts;
+    dvm_backend_opts bo = {.device = co->device, .threads = co->threads, .cpu_lanes = co->cpu_lanes,
+                           .gpu_threads = co->gpu_threads, .vk_no_int64 = co->vk_no_int64,
+                           .vk_no_float_atomics = co->vk_no_float_atomics, .vk_max_alloc = co->vk_max_alloc};
     if (bo.device < 0) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "device index %d is negative", bo.device);
     if (bo.threads < 0) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "thread count %d is negative", bo.threads);
+    /* the switches: 0 or 1, counts >= 0 (docs/c-api.md, "Context options") */
+    const struct {
+        const char *name;
+        int64_t v, max;
+    } sw[] = {{"no_opt", co->no_opt, 1},
+              {"no_partition", co->no_partition, 1},
+              {"unroll", co->unroll, DVM_UNROLL_MAX},
+              {"cpu_lanes", co->cpu_lanes, 1},
+              {"gpu_threads", co->gpu_threads, INT32_MAX},
+              {"vk_no_int64", co->vk_no_int64, 1},
+              {"vk_no_float_atomics", co->vk_no_float_atomics, 1},
+              {"vk_max_alloc", co->vk_max_alloc, INT64_MAX}};
+    for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++)
+        if (sw[i].v < 0 || sw[i].v > sw[i].max)
+            return dvm_fail(ctx, DVM_ERR_USAGE, 0, "context option %s = %lld: expected 0 to %lld", sw[i].name,
+                            (long long)sw[i].v, (long long)sw[i].max);
     int cpus, max_threads = thread_limit(&cpus);
     if (bo.threads > max_threads)
         return dvm_fail(ctx, DVM_ERR_USAGE, 0, "thread count %d is more than the limit of %d (%d x the %d online CPUs, at most %d)",
@@ -217,7 +238,9 @@ dvm_status dvm_compile(dvm_context *ctx, const char *source, size_t len, const c
     if (!filename) filename = "<source>";
     dvm_program *prog = NULL;
     char *msg = NULL;
-    if (dvm_compile_source(source ? source : "", len, filename, &prog, &msg) != 0) {
+    const dvm_compile_opts copts = {.no_opt = ctx->opts.no_opt, .no_partition = ctx->opts.no_partition,
+                                    .unroll = (unsigned)ctx->opts.unroll};
+    if (dvm_compile_source_opts(source ? source : "", len, filename, &copts, &prog, &msg) != 0) {
         /* the diagnostics are already FILE:LINE:COL: error: ... lines */
         size_t n = msg ? strlen(msg) : 0;
         while (n && msg[n - 1] == '\n') msg[--n] = 0;

@@ -126,9 +126,14 @@ typedef struct dvm_size_plan {
 } dvm_size_plan;
 typedef struct dvm_sizing dvm_sizing; /* a backend's state for one plan, on its device */
 
+/* From dvm_context_opts (include/dvm.h documents each; dvm_context_create checks them). */
 typedef struct dvm_backend_opts {
     int device;
-    int threads; /* cpu only; 0 = all cores */
+    int threads;     /* cpu only; 0 = all cores */
+    int cpu_lanes;   /* cpu: parallel tasks through the lane interpreters */
+    int gpu_threads; /* cuda, hip, vulkan: > 0, at most this many threads run a parallel task */
+    int vk_no_int64, vk_no_float_atomics; /* vulkan: as on a device without the feature */
+    int64_t vk_max_alloc; /* vulkan: > 0, the largest allocation lowered to this many bytes */
 } dvm_backend_opts;
 
 typedef struct dvm_backend_vtbl {

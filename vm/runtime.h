@@ -47,6 +47,8 @@ struct dvm_context {
     char err[DVM_ERRMSG_MAX];
     int err_located;      /* err starts with FILE:LINE:COL: error: */
     int cli_remedies;     /* overflow remedies name command-line options, not opts fields */
+    dvm_context_opts opts; /* as created (backend NULL: the string is the caller's); dvm_compile
+                              reads the compiler's switches here */
     uint64_t next_array_id;
     dvm_launch_scratch scratch; /* heap and snapshot buffers, reused across launches */
     /* Cancel (dvm_context_cancel): the word is be->cancel_word's (device-visible) or

@@ -14,7 +14,11 @@ FORWARD, ADJOINT, TANGENT = 0, 1, 2
 
 
 class ContextOpts(Structure):
-    _fields_ = [("backend", c_char_p), ("device", c_int), ("threads", c_int)]
+    # include/dvm.h, dvm_context_opts, field for field (the switches after `threads` are 0: defaults)
+    _fields_ = [("backend", c_char_p), ("device", c_int), ("threads", c_int),
+                ("no_opt", c_int), ("no_partition", c_int), ("unroll", c_int),
+                ("cpu_lanes", c_int), ("gpu_threads", c_int), ("vk_no_int64", c_int),
+                ("vk_no_float_atomics", c_int), ("vk_max_alloc", c_int64)]
 
 
 class ParamInfo(Structure):

@@ -8,7 +8,7 @@ static const char src[] = "kernel scale(x: f32[n], y: f32[n], a: f32):\n"
                           "        y[i] = a * x[i]\n";
 
 int main(void) {
-    dvm_context_opts co = {"cpu", 0, 1};
+    dvm_context_opts co = {.backend = "cpu", .threads = 1};
     dvm_context *ctx = NULL;
     dvm_module *m = NULL;
     const dvm_kernel *k = NULL;

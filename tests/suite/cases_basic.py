@@ -63,7 +63,7 @@ def _nd3b(d):
             for k in range(r):
                 d['v'][i, j, k] = i * 100 + j * 10 + k if (i + j + k) % 2 == 0 else -(i * 100 + j * 10 + k)
 # A branch sends the task to the masked lanes, whose lanes step from one iteration's indices to
-# the next with carries (GPU; DVM_GPU_MAX_THREADS=3 makes every digit carry).
+# the next with carries (GPU; `--gpu-threads 3` makes every digit carry).
 case('ndrange3_branch', '''
 kernel idx3b(v: i32[p, q, r]):
     for i, j, k in ndrange(p, q, r):

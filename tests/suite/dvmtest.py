@@ -92,10 +92,13 @@ def run_ref(case, d):
 
 
 class Runner:
-    def __init__(self, dvm, backend, keep=False):
-        self.dvm, self.backend, self.keep = dvm, backend, keep
+    def __init__(self, dvm, backend, keep=False, flags=()):
+        """flags: options added to every run, grad and jvp (the switches: --cpu-lanes, ...)."""
+        self.dvm, self.backend, self.keep, self.flags = dvm, backend, keep, list(flags)
 
     def call(self, args, cwd):
+        if args and args[0] in ('run', 'grad', 'jvp'):
+            args = args + self.flags
         p = subprocess.run([self.dvm] + args, cwd=cwd, capture_output=True, text=True,
                            timeout=120)
         return p.returncode, p.stdout, p.stderr

@@ -94,6 +94,7 @@ def main():
     ap.add_argument('--backend', default='cpu')
     ap.add_argument('--count', type=int, default=60)
     ap.add_argument('--seed', type=int, default=20261123)
+    ap.add_argument('--dvm-flag', action='append', default=[], help='added to every `dvm run` (--cpu-lanes)')
     o = ap.parse_args()
     rng = random.Random(o.seed)
     fails, split = [], 0
@@ -112,7 +113,7 @@ def main():
             npyio.write(os.path.join(work, 'v.npy'), 'f4', c['shape'], v)
             out = os.path.join(work, f'out{t}')
             p = subprocess.run([o.dvm, 'run', src, 'k', f'u={work}/u.npy', f'v={work}/v.npy', f'a={c["a"]}',
-                                f'b={c["b"]}', '--backend', o.backend, '--out', out],
+                                f'b={c["b"]}', '--backend', o.backend, '--out', out] + o.dvm_flag,
                                capture_output=True, text=True, timeout=120)
             if p.returncode != 0:
                 msg = p.stderr + p.stdout

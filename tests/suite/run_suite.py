@@ -2,6 +2,8 @@
 """Runs the kernel corpus (tests/suite/cases.py) through the dvm command on one backend.
 
 usage: run_suite.py --dvm PATH [--backend B] [--mode forward|grad|errors|big|all] [--filter S]
+                    [--dvm-flag=FLAG ...]
+--dvm-flag adds FLAG to every launch (`--dvm-flag=--cpu-lanes`: the CPU's lane interpreters).
 Exit 0 when every selected check passed, 1 on any failure, 77 when the backend is not
 available on this machine (ctest counts that as skipped, never as passed)."""
 import argparse
@@ -198,8 +200,9 @@ def main():
     ap.add_argument('--filter', default='')
     ap.add_argument('-j', type=int, default=2)
     ap.add_argument('--keep', action='store_true')
+    ap.add_argument('--dvm-flag', action='append', default=[])
     a = ap.parse_args()
-    r = Runner(os.path.abspath(a.dvm), a.backend, a.keep)
+    r = Runner(os.path.abspath(a.dvm), a.backend, a.keep, a.dvm_flag)
     rc, why = backend_available(r)
     if rc != 0:
         if unavailable(why):

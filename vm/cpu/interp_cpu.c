@@ -75,7 +75,7 @@ static inline void dvm_cpu_atomic_max_i64(int64_t *p, int64_t v)
 #define DVM_ATOMIC_MAX_I64(p, v) dvm_cpu_atomic_max_i64((p), (v))
 #define DVM_LOAD_ERR(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #include "vm/interp/interp_core.h"
-/* DVM_CPU_LANES=1: parallel tasks run CPU_LANES iterations per call through the lane
+/* cpu_lanes (dvm_context_opts): parallel tasks run CPU_LANES iterations per call through the lane
  * interpreters that the CUDA and HIP backends use (interp_core.h, DVM_LANES): plain lanes for
  * a task with no conditional branch, masked lanes (DVM_MASKED) for the rest, chosen by the
  * same rule, so the test suite checks that logic on machines without a GPU. Slower than the
@@ -91,7 +91,7 @@ static inline void dvm_cpu_atomic_max_i64(int64_t *p, int64_t v)
 
 struct dvm_backend {
     int threads;
-    int lanes; /* 1, or CPU_LANES (DVM_CPU_LANES=1) */
+    int lanes; /* 1, or CPU_LANES (the cpu_lanes option) */
     char name[192];
 };
 struct dvm_buffer {
@@ -196,12 +196,11 @@ static dvm_backend *cpu_open(const dvm_backend_opts *opts, char *err, size_t err
         got = omp_get_num_threads();
     }
     if (got >= 1 && got < be->threads) be->threads = got; /* OMP_THREAD_LIMIT, OMP_DYNAMIC */
-    const char *lv = getenv("DVM_CPU_LANES");
-    be->lanes = lv && lv[0] && strcmp(lv, "0") != 0 ? CPU_LANES : 1;
+    be->lanes = opts && opts->cpu_lanes ? CPU_LANES : 1;
     char model[128];
     cpu_model(model, sizeof model);
     snprintf(be->name, sizeof be->name, "cpu: %s, %d threads (OpenMP)%s", model, be->threads,
-             be->lanes > 1 ? ", lanes (DVM_CPU_LANES)" : "");
+             be->lanes > 1 ? ", lanes (cpu_lanes)" : "");
     return be;
 }
 

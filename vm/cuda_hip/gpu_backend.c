@@ -36,18 +36,9 @@ struct dvm_backend {
     void *ctx, *mod;
     void *k_serial, *k_parallel, *k_ranges, *k_reduce, *k_final, *k_lanes, *k_lanes8, *k_mlanes, *k_mlanes8;
     int sms, cc_major, cc_minor, smem_max; /* smem_max: dynamic shared memory we may use */
-    int use_smem_code, use_smem_regs;      /* DVM_GPU_SMEM_CODE / DVM_GPU_SMEM_REGS=0 turn off */
-    int use_lanes;                         /* lanes at all (DVM_GPU_LANES=0: no) */
-    int use_rows;                          /* the lanes' row path (DVM_GPU_ROWS=0: no) */
-    int use_row_lazy;                      /* its index rows written lazily (DVM_GPU_ROW_LAZY=0: no) */
-    int use_masked;                        /* masked lanes: 0 never (DVM_GPU_MASKED=0), 1 tasks with a
-                                              conditional branch, 2 every task (=2, for measuring) */
-    int use_wide;                          /* the 8-lane kernels may be chosen (DVM_GPU_WIDE=0: no) */
-    int no_warp_sync;                      /* DVM_GPU_WARP_SYNC=0: threads of a warp start rounds alone */
-    int converge;                          /* 0 never, 1 tasks with 2+ loops, 2 all (DVM_GPU_CONVERGE) */
-    uint32_t max_threads;                  /* DVM_GPU_MAX_THREADS=N: only N threads iterate (tests:
+    uint32_t max_threads;                  /* the gpu_threads option: only N threads iterate (tests:
                                               puts small kernels through the lanes' every path) */
-    char name[320];
+    char name[384];
     /* growable scratch on the device and its host staging copy */
     uint64_t tab;
     size_t tab_cap;
@@ -106,11 +97,6 @@ static int grow_stage(dvm_backend *be, size_t need, char *err, size_t errlen) {
     be->stage = s;
     be->stage_cap = n;
     return 0;
-}
-
-static int env_off(const char *name) {
-    const char *v = getenv(name);
-    return v && strcmp(v, "0") == 0;
 }
 
 volatile uint32_t *dvm_gpu_cancel_word(dvm_backend *be) { return be->cancel_host; }
@@ -203,19 +189,11 @@ dvm_backend *dvm_gpu_open(const dvm_gpu_driver *drv, const dvm_backend_opts *opt
     if (drv->attr(ordinal, DVM_GPU_A_SMEM_OPTIN, &optin) != 0 || optin <= 0) optin = 48 * 1024;
     be->smem_max = optin < (int)(SMEM_CODE_BUDGET + SMEM_REGS_BUDGET) ? optin : (int)(SMEM_CODE_BUDGET + SMEM_REGS_BUDGET);
     if (be->sms <= 0) be->sms = 1;
-    snprintf(be->name, sizeof be->name, "%s device %d: %s (compute capability %d.%d, %d multiprocessors)",
-             drv->name, ordinal, nm, be->cc_major, be->cc_minor, be->sms);
-    be->use_smem_code = !env_off("DVM_GPU_SMEM_CODE");
-    be->use_smem_regs = !env_off("DVM_GPU_SMEM_REGS");
-    be->no_warp_sync = env_off("DVM_GPU_WARP_SYNC");
-    be->converge = env_off("DVM_GPU_CONVERGE") ? 0 : (getenv("DVM_GPU_CONVERGE") && !strcmp(getenv("DVM_GPU_CONVERGE"), "2") ? 2 : 1);
-    be->use_lanes = !env_off("DVM_GPU_LANES");
-    be->use_rows = !env_off("DVM_GPU_ROWS");
-    be->use_row_lazy = !env_off("DVM_GPU_ROW_LAZY");
-    be->use_masked = env_off("DVM_GPU_MASKED") ? 0 : (getenv("DVM_GPU_MASKED") && !strcmp(getenv("DVM_GPU_MASKED"), "2") ? 2 : 1);
-    be->use_wide = !env_off("DVM_GPU_WIDE");
-    const char *mt = getenv("DVM_GPU_MAX_THREADS");
-    be->max_threads = mt && atoi(mt) > 0 ? (uint32_t)atoi(mt) : 0u;
+    be->max_threads = opts && opts->gpu_threads > 0 ? (uint32_t)opts->gpu_threads : 0u;
+    char few[48] = ""; /* the gpu_threads option, which changes how the work is spread */
+    if (be->max_threads) snprintf(few, sizeof few, ", at most %u threads (gpu_threads)", be->max_threads);
+    snprintf(be->name, sizeof be->name, "%s device %d: %s (compute capability %d.%d, %d multiprocessors%s)",
+             drv->name, ordinal, nm, be->cc_major, be->cc_minor, be->sms, few);
 
     rc = drv->ctx_open(ordinal, &be->ctx);
     if (rc != 0) {
@@ -467,21 +445,22 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
     memset(&c, 0, sizeof c);
     uint32_t nregs = t->nregs ? t->nregs : 1;
     c.nregs_pad = DVM_GPU_LANE_PAD(nregs, 1u);
-    c.flags = (has_stacks ? DVM_GPU_F_STACKS : 0) | (be->no_warp_sync ? DVM_GPU_F_NO_WARP_SYNC : 0);
+    c.flags = has_stacks ? DVM_GPU_F_STACKS : 0;
     for (uint32_t d = 0; t->kind == DVM_TASK_PARALLEL && d < t->ndim && d < DVM_MAX_PAR_DIMS; d++)
         if (t->start_u[d] != DVM_NO_SLOT) c.flags |= DVM_GPU_F_STARTS;
     uint32_t code = 0;
     const uint32_t tabs = narr * 32u;
-    if (t->kind == DVM_TASK_PARALLEL && be->use_smem_code && (size_t)t->code_len * 8u <= SMEM_CODE_BUDGET) {
+    if (t->kind == DVM_TASK_PARALLEL && (size_t)t->code_len * 8u <= SMEM_CODE_BUDGET) {
         c.flags |= DVM_GPU_F_SMEM_CODE;
         code = DVM_GPU_CODE_WORDS(t->code_len) * 8u;
     }
     uint32_t nthr = t->kind == DVM_TASK_PARALLEL ? DVM_GPU_BLOCK : 1;
     uint32_t regs = c.nregs_pad * 4u * nthr;
-    if (be->use_smem_regs && (c.flags & DVM_GPU_F_SMEM_CODE) && tabs + code + regs <= (uint32_t)be->smem_max) {
+    /* register files in shared memory where they fit, else in global memory (regs_global) */
+    if ((c.flags & DVM_GPU_F_SMEM_CODE) && tabs + code + regs <= (uint32_t)be->smem_max) {
         c.flags |= DVM_GPU_F_SMEM_REGS;
         c.smem = tabs + code + regs;
-    } else if (be->use_smem_regs && !(c.flags & DVM_GPU_F_SMEM_CODE) && regs <= (uint32_t)be->smem_max) {
+    } else if (!(c.flags & DVM_GPU_F_SMEM_CODE) && regs <= (uint32_t)be->smem_max) {
         c.flags |= DVM_GPU_F_SMEM_REGS;
         c.smem = regs;
     } else {
@@ -506,17 +485,16 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
            faster masked than with the earlier plain lanes, which stopped at a disagreement
            and finished the lanes one by one (H200). Masked lanes cost
            branch-free tasks 20-30% (saxpy, trans). */
-        const int plain = be->use_masked < 2 && fl.cond == 0, masked = !plain && be->use_masked;
+        const int masked = fl.cond != 0;
         /* keep the warp together (below) */
-        const int conv = be->converge && (be->converge > 1 || fl.loops >= 2) && be->drv->warp_vote_cc &&
-                         be->cc_major >= be->drv->warp_vote_cc;
-        if (be->use_lanes && (c.flags & DVM_GPU_F_SMEM_CODE) && (plain || masked)) {
+        const int conv = fl.loops >= 2 && be->drv->warp_vote_cc && be->cc_major >= be->drv->warp_vote_cc;
+        if (c.flags & DVM_GPU_F_SMEM_CODE) {
             static const uint32_t widths[2] = {DVM_GPU_LANES, DVM_GPU_LANES_WIDE};
             void *const fns[2] = {masked ? be->k_mlanes : be->k_lanes, masked ? be->k_mlanes8 : be->k_lanes8};
             int fits = 0;
             /* a task that keeps its warp together runs 4 masked lanes: 8 ran the dynsin adjoint
                at 9.9 ms against 4 lanes' 7.1 on an H200 */
-            for (int w = 0; w < (masked && conv ? 1 : 1 + be->use_wide); w++) {
+            for (int w = 0; w < (masked && conv ? 1 : 2); w++) {
                 uint32_t pad = DVM_GPU_LANE_PAD(nregs, widths[w]), smem = tabs + code + pad * 4u * DVM_GPU_BLOCK;
                 int nbw = 0;
                 if (smem > (uint32_t)be->smem_max || be->drv->occupancy(&nbw, fns[w], DVM_GPU_BLOCK, smem) != 0 || nbw < 2)
@@ -530,9 +508,9 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
             }
             if (fits) c.flags |= DVM_GPU_F_SMEM_REGS;
             /* the row path of array nodes (interp_core.h, ROW1_ and ROW2_) */
-            if (fits && fl.fixed_idx && t->ndim <= 2 && be->use_rows) {
+            if (fits && fl.fixed_idx && t->ndim <= 2) {
                 c.flags |= DVM_GPU_F_ROWS;
-                if (fl.idx_as_index && be->use_row_lazy) c.flags |= DVM_GPU_F_ROW_LAZY;
+                if (fl.idx_as_index) c.flags |= DVM_GPU_F_ROW_LAZY;
             }
         }
         if (c.lanes == 1) {
@@ -545,8 +523,7 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
            warp vote after each conditional branch, only the lowest node index goes on) took
            the dynsin adjoint from 24.9 to 13.6 ms on an H200; with one loop it only costs
            (dynloop 1.43 -> 1.98 ms), so it is for tasks with two or more. The masked lanes do
-           the same (dynsin adjoint 21.4 -> 7.1 ms). sm_80 and newer (the vote is redux.sync);
-           DVM_GPU_CONVERGE=0 turns it off, =2 on for every task. */
+           the same (dynsin adjoint 21.4 -> 7.1 ms). sm_80 and newer (the vote is redux.sync). */
         if ((c.lanes == 1 || masked) && conv) c.flags |= DVM_GPU_F_CONVERGE;
         c.blocks = (uint32_t)nb * (uint32_t)be->sms;
     } else {

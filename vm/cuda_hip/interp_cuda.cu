@@ -449,8 +449,8 @@ template <bool SMEM> __device__ static __forceinline__ void dvm_gpu_parallel(con
        iteration ended early (a shorter data-dependent loop) waits for the others instead of
        starting its next one, so the warp's threads stay on the same nodes. Without it the
        warp splits a little more at every disagreement and never rejoins inside the
-       interpreter. DVM_GPU_F_NO_WARP_SYNC turns it off (for measuring). */
-    const int sync = !(a.flags & DVM_GPU_F_NO_WARP_SYNC);
+       interpreter. */
+    const int sync = 1;
     int stop = 0;
     for (int64_t lin = (int64_t)gtid;; lin += (int64_t)nthreads) {
         const int mine = lin < sp.total && !stop;
@@ -488,7 +488,7 @@ extern "C" __global__ void DVM_GPU_BOUNDS dvm_k_parallel(dvm_gpu_exec_args a) {
    q = DVM_GPU_LANE_STEP when the grid's thread count is a multiple of it (a warp's 32 threads
    then take 32 consecutive iterations in each lane, q * L in all, and a thread's lanes are in
    one row of a 2-D space unless the row ends among them: the row path of interp_core.h),
-   otherwise q = the thread count (only the test shape DVM_GPU_MAX_THREADS). */
+   otherwise q = the thread count (only the test shape of the gpu_threads option). */
 struct dvm_gpu_lane_thread {
     dvm_env e;
     uint32_t *regs;
@@ -544,7 +544,7 @@ template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lan
     const uint64_t gtid = th.gtid;
     const int64_t nthreads = th.nthreads;
     const dvm_task_desc td = *(const dvm_task_desc *)a.task;
-    const int sync = MASKED && !(a.flags & DVM_GPU_F_NO_WARP_SYNC); /* plain lanes never part: no need (and the ballot cost lanes8 84 bytes of spills) */
+    const int sync = MASKED; /* plain lanes never part: no need (and the ballot cost lanes8 84 bytes of spills) */
     const int64_t q = th.q;
     /* AHEAD: the round's setup below for the kernels with room for it (the masked ones and
        the 8 plain lanes, whose launch bounds give 64 registers). In the 4 plain lanes (40

@@ -36,7 +36,6 @@
                                     SMEM_CODE on a parallel task: the array table too (the
                                     fast shape, dvm_gpu_stage_all in interp_cuda.cu) */
 #define DVM_GPU_F_STACKS 8u      /* the variant has stacks: call dvm_thread_begin */
-#define DVM_GPU_F_NO_WARP_SYNC 16u /* dvm_k_parallel: no warp-wide start of each round (measuring) */
 #define DVM_GPU_F_CONVERGE 32u     /* dvm_k_parallel: a round's threads keep together (DVM_WARP_MIN) */
 #define DVM_GPU_F_ROWS 64u         /* lane kernels: the task's index registers are registers 0..ndim-1 and
                                       never written (dvm_task_flow.fixed_idx): the row path */
@@ -66,7 +65,7 @@ typedef struct dvm_gpu_exec_args {
     uint32_t ndim;
     uint32_t start_u[3];           /* per dimension: DVM_NO_SLOT (start 0) or a uniform slot */
     uint32_t ext_u[3];
-    uint32_t max_threads;          /* 0, or: only threads below it iterate (a test switch) */
+    uint32_t max_threads;          /* 0, or: only threads below it iterate (the gpu_threads option) */
     uint32_t narr;                 /* array slots of the variant (the shared-memory table) */
     int32_t start_v[3];            /* DVM_GPU_F_STARTS_KNOWN: each dimension's start (0 where it has
                                       none), known to the host before the launch (18 u32 after the

@@ -4,10 +4,10 @@
  * device. Every buffer is reached by its device address (Vulkan 1.2 bufferDeviceAddress),
  * so there are no descriptor sets: per-dispatch parameters travel as push constants.
  *
- * Environment: DVM_VK_NO_INT64=1 and DVM_VK_NO_FLOAT_ATOMICS=1 force the fallback builds;
- * DVM_VK_THREADS caps the threads of a parallel dispatch; DVM_VK_MAX_ALLOC lowers the
- * largest allocation (to test that limit); DVM_CACHE_DIR (else $XDG_CACHE_HOME/dvm, else
- * ~/.cache/dvm) holds the pipeline cache. */
+ * Options (dvm_backend_opts): vk_no_int64 and vk_no_float_atomics force the fallback builds;
+ * gpu_threads caps the threads of a parallel dispatch; vk_max_alloc lowers the largest
+ * allocation (to test that limit). The pipeline cache lives in $DVM_CACHE_DIR (else
+ * $XDG_CACHE_HOME/dvm, else ~/.cache/dvm). */
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
 
@@ -223,6 +223,7 @@ struct dvm_backend {
     VkPhysicalDeviceMemoryProperties mp;
     int use_int64, use_fatomic;
     VkDeviceSize max_alloc;
+    int max_alloc_lowered; /* by the vk_max_alloc option (the message says so) */
     VkShaderModule shader;
     VkPipelineLayout layout;
     VkPipeline pipe;
@@ -252,11 +253,6 @@ static double now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
-static int env_on(const char *name) {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
 }
 
 static int vkfail(VkResult r, const char *what, char *err, size_t errlen) {
@@ -293,7 +289,7 @@ static int buf_new(dvm_backend *be, size_t bytes, int host, dvm_buffer **out, ch
     VkDeviceSize size = bytes < 16 ? 16 : (bytes + 15) & ~(VkDeviceSize)15;
     if (size > be->max_alloc) {
         fmt(err, errlen, "vulkan: an allocation of %zu bytes exceeds the device's largest allocation (%llu bytes, maxMemoryAllocationSize%s)",
-            bytes, (unsigned long long)be->max_alloc, getenv("DVM_VK_MAX_ALLOC") ? " lowered by DVM_VK_MAX_ALLOC" : "");
+            bytes, (unsigned long long)be->max_alloc, be->max_alloc_lowered ? " lowered by the vk_max_alloc option" : "");
         return -1;
     }
     dvm_buffer *b = calloc(1, sizeof *b);
@@ -610,8 +606,8 @@ static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errl
         goto fail;
     }
     if (!be->caps.bda) { fmt(err, errlen, "vulkan: device %d (%s) lacks bufferDeviceAddress, which dvm needs", want, dn); goto fail; }
-    be->use_int64 = be->caps.int64 && !env_on("DVM_VK_NO_INT64");
-    be->use_fatomic = be->caps.fatomic_add && !env_on("DVM_VK_NO_FLOAT_ATOMICS");
+    be->use_int64 = be->caps.int64 && !(opts && opts->vk_no_int64);
+    be->use_fatomic = be->caps.fatomic_add && !(opts && opts->vk_no_float_atomics);
 
     uint32_t nq = 0;
     p_vkGetPhysicalDeviceQueueFamilyProperties(be->pd, &nq, NULL);
@@ -645,10 +641,9 @@ static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errl
     D.vkGetDeviceQueue(be->dev, be->qfam, 0, &be->queue);
     p_vkGetPhysicalDeviceMemoryProperties(be->pd, &be->mp);
     be->max_alloc = be->caps.max_alloc ? be->caps.max_alloc : ((VkDeviceSize)1 << 31);
-    const char *ma = getenv("DVM_VK_MAX_ALLOC");
-    if (ma && *ma) {
-        unsigned long long v = strtoull(ma, NULL, 10);
-        if (v && v < be->max_alloc) be->max_alloc = v;
+    if (opts && opts->vk_max_alloc > 0 && (VkDeviceSize)opts->vk_max_alloc < be->max_alloc) {
+        be->max_alloc = (VkDeviceSize)opts->vk_max_alloc;
+        be->max_alloc_lowered = 1;
     }
 
     VkCommandPoolCreateInfo cp = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
@@ -667,20 +662,22 @@ static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errl
 
     /* Enough threads to fill the device, within maxComputeWorkGroupCount. A CPU device
        (lavapipe) gets many more: llvmpipe ends a shader's loops after 65535 iterations in
-       all, so each thread should take few iterations of a grid-stride loop. */
+       all, so each thread should take few iterations of a grid-stride loop. The gpu_threads
+       option sets the count (tests of threads that take many iterations). */
     uint64_t cap = be->caps.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? (1u << 18) : 65536;
-    const char *tc = getenv("DVM_VK_THREADS");
-    if (tc && *tc && strtoull(tc, NULL, 10) > 0) cap = strtoull(tc, NULL, 10);
+    if (opts && opts->gpu_threads > 0) cap = (uint64_t)opts->gpu_threads;
     uint64_t maxg = (uint64_t)be->caps.props.limits.maxComputeWorkGroupCount[0] * WG_SIZE;
     if (cap > maxg) cap = maxg;
     if (cap > 0x7FFFFFFFull) cap = 0x7FFFFFFFull;
     be->thread_cap = (uint32_t)cap;
 
     uint32_t api = be->caps.props.apiVersion;
-    snprintf(be->name, sizeof be->name, "%s (%s, Vulkan %u.%u.%u, %s index math, f32 atomics %s, pipeline %.1f ms%s)",
+    char few[48] = ""; /* the gpu_threads option, which changes how the work is spread */
+    if (opts && opts->gpu_threads > 0) snprintf(few, sizeof few, ", at most %u threads (gpu_threads)", be->thread_cap);
+    snprintf(be->name, sizeof be->name, "%s (%s, Vulkan %u.%u.%u, %s index math, f32 atomics %s%s, pipeline %.1f ms%s)",
              dn, dev_type(be->caps.props.deviceType), VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api),
              VK_API_VERSION_PATCH(api), be->use_int64 ? "64-bit" : "checked 32-bit",
-             be->use_fatomic ? "native" : "by CAS", be->pipeline_ms, be->cache_hit ? " from cache" : "");
+             be->use_fatomic ? "native" : "by CAS", few, be->pipeline_ms, be->cache_hit ? " from cache" : "");
     return be;
 fail:
     vk_close(be);
@@ -816,7 +813,7 @@ static int take_error(const uint32_t *e, dvm_rt_error *rt, char *err, size_t err
     if (e[0] == 0) return 0;
     if (e[0] == RT_VK_RANGE32) {
         fmt(err, errlen, "vulkan: a parallel task iterates over 2^32 or more indices, which needs the 64-bit path "
-                         "(this device lacks shaderInt64, or DVM_VK_NO_INT64 is set)");
+                         "(this device lacks shaderInt64, or the vk_no_int64 option is set)");
         return -1;
     }
     if (e[0] == RT_VK_STEPS) {
@@ -847,7 +844,7 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
         if ((uint64_t)words * 4 > x->heap->size) { fmt(err, errlen, "vulkan: the heap (%llu bytes) is smaller than its layout (%lld words)", (unsigned long long)x->heap->size, (long long)words); return -1; }
         if (!be->use_int64 && words >= ((int64_t)1 << 32)) {
             fmt(err, errlen, "vulkan: the adstack heap needs %lld words, beyond the 32-bit path of this device "
-                             "(no shaderInt64, or DVM_VK_NO_INT64 set); lower --ad-stack-size", (long long)words);
+                             "(no shaderInt64, or the vk_no_int64 option); lower --ad-stack-size", (long long)words);
             return -1;
         }
     }
@@ -1054,7 +1051,7 @@ static int vk_size_read(dvm_backend *be, dvm_sizing *s, int64_t *caps, dvm_rt_er
             const dvm_program *p = plan->job->prog;
             const dvm_stack_desc *sd = &p->stacks[plan->job->var->stack_begin + pg->stack];
             fmt(err, errlen, "vulkan: the size of adstack '%s' (line %u) overflows the 32-bit path of this device "
-                             "(no shaderInt64, or DVM_VK_NO_INT64 set)",
+                             "(no shaderInt64, or the vk_no_int64 option)",
                 p->strings + sd->name, sd->line);
             return -1;
         }
