@@ -78,7 +78,7 @@ int main(void) {
         }
         dvm_context *c2 = NULL;
         dvm_status st = dvm_context_create(&bad, &c2);
-        EXPECT(st == DVM_ERR_USAGE && strstr(dvm_errmsg(c2), name[t]) && strstr(dvm_errmsg(c2), "expected 0 to"),
+        CHECK(st == DVM_ERR_USAGE && strstr(dvm_errmsg(c2), name[t]) && strstr(dvm_errmsg(c2), "expected 0 to"),
                "bad %s: status %d, message '%s'", name[t], (int)st, dvm_errmsg(c2));
         dvm_context_destroy(c2);
     }

@@ -11,7 +11,7 @@
 /* The backend a context opens with these options ("" if it fails), and its device line. */
 static const char *open_backend(const char *backend, int device, char *devline, size_t len) {
     static char name[32];
-    dvm_context_opts o = {backend, device, 0};
+    dvm_context_opts o = {.backend = backend, .device = device};
     dvm_context *ctx = NULL;
     name[0] = 0;
     if (devline && len) devline[0] = 0;

@@ -328,7 +328,7 @@ static void test_op(uint8_t op)
 int main(void)
 {
     char err[256];
-    dvm_backend_opts opts = {0, 0};
+    dvm_backend_opts opts = {.device = 0};
     be = vt->open(&opts, err, sizeof err);
     if (!be) {
         printf("FAIL open: %s\n", err);
