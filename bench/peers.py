@@ -244,18 +244,27 @@ def trans(x: wp.array(dtype=float), y: wp.array(dtype=float)):
     y[i] = wp.sin(v) * wp.cos(v) + wp.exp(-v * v) + wp.log(1.0 + v * v) + wp.tanh(v)
 
 
-# Warp's reverse pass does not keep a value that a dynamic loop overwrites, so the loops keep
-# every step's v in a (n, 65) array: the form Warp's documentation asks for loop-carried state.
 @wp.kernel
-def dynloop(x: wp.array(dtype=float), steps: wp.array(dtype=wp.int32), vs: wp.array2d(dtype=float),
-            y: wp.array(dtype=float), rate: float):
+def dynloop(x: wp.array(dtype=float), steps: wp.array(dtype=wp.int32), y: wp.array(dtype=float), rate: float):
     i = wp.tid()
-    vs[i, 0] = x[i]
+    v = x[i]
     for s in range(steps[i]):
-        vs[i, s + 1] = vs[i, s] * rate + 0.01
-    y[i] = vs[i, steps[i]]
+        v = v * rate + 0.01
+    y[i] = v
 
 
+@wp.kernel
+def dynsin_forward(x: wp.array(dtype=float), steps: wp.array(dtype=wp.int32), y: wp.array(dtype=float), rate: float):
+    i = wp.tid()
+    v = x[i]
+    for s in range(steps[i]):
+        v = wp.sin(v) * rate + 0.01
+    y[i] = v
+
+
+# Warp's reverse pass replays a dynamic loop without keeping the values it overwrites: right
+# for dynloop's linear step, wrong for sin's (it would take cos of the last v). So dynsin keeps
+# every step's v in an (n, 65) array, each entry written once, which the reverse pass reads.
 @wp.kernel
 def dynsin(x: wp.array(dtype=float), steps: wp.array(dtype=wp.int32), vs: wp.array2d(dtype=float),
            y: wp.array(dtype=float), rate: float):
@@ -333,12 +342,17 @@ class Warp:
         if kname == "trans":
             x, y = self._a(d["x"], grad), self._z(d["x"].shape, grad=grad)
             return (lambda: wp.launch(k.trans, dim=x.shape, inputs=[x, y], device=self.dev)), {"x": x}, y
-        if kname in ("dynloop", "dynsin"):
+        if kname == "dynloop" or (kname == "dynsin" and not grad):
+            # dynsin without a gradient needs no stored steps: its plain loop
+            kern = k.dynloop if kname == "dynloop" else k.dynsin_forward
+            x, s, y = self._a(d["x"], grad), self._a(d["steps"]), self._z(d["x"].shape, grad=grad)
+            return (lambda: wp.launch(kern, dim=x.shape, inputs=[x, s, y, RATE], device=self.dev)), \
+                {"x": x}, y
+        if kname == "dynsin":
             x, s = self._a(d["x"], grad), self._a(d["steps"])
             vs = self._z((d["x"].shape[0], MAXSTEPS + 1), grad=grad)
             y = self._z(d["x"].shape, grad=grad)
-            kern = getattr(k, kname)
-            return (lambda: wp.launch(kern, dim=x.shape, inputs=[x, s, vs, y, RATE], device=self.dev)), \
+            return (lambda: wp.launch(k.dynsin, dim=x.shape, inputs=[x, s, vs, y, RATE], device=self.dev)), \
                 {"x": x}, y
         if kname == "stencil":
             u, v = self._a(d["u"], grad), self._z(d["u"].shape, grad=grad)
@@ -706,10 +720,14 @@ def main():
     reps = a.reps or (2 if a.quick else 10)
     edits = a.edits or (1 if a.quick else 5)
     if a.threads:
-        # before any OpenMP runtime, XLA or Quadrants starts: dvm's cpu device takes OpenMP's count
+        # before any OpenMP runtime, XLA or Quadrants starts: dvm's cpu device takes OpenMP's
+        # count, Quadrants gets cpu_max_num_threads; the process is also held to that many
+        # cores, which bounds the peers without a setting of their own (XLA's thread pools)
         os.environ["OMP_NUM_THREADS"] = str(a.threads)
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                                   " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=%d" % a.threads)
+        if hasattr(os, "sched_setaffinity"):
+            cpus = sorted(os.sched_getaffinity(0))
+            if a.threads < len(cpus):
+                os.sched_setaffinity(0, cpus[:a.threads])
     import numpy as np
 
     folder = tempfile.mkdtemp(prefix="dvm-peers-")

@@ -60,6 +60,7 @@ if [ ! -x "$venv/bin/python" ]; then
       > "$("$venv/bin/python" -c 'import site; print(site.getsitepackages()[0])')/dvm-parent-env.pth"
   fi
 fi
+venv=$(cd "$venv" && pwd)
 vpy=$venv/bin/python
 pipi=("$vpy" -m pip install -q)
 [ -n "$wheels" ] && pipi+=(--no-index --find-links "$wheels")
