@@ -16,6 +16,8 @@
 #   --fetch DIR     only download into DIR the wheels for Python 3.12, manylinux x86_64:
 #                   warp-lang, quadrants and their dependencies, numpy, and scikit-build-core
 #                   (dvm's build); then stop. Carry DIR to the machine without network.
+#                   A wheel over 48 MiB is split into NAME.partNN files (the device machine
+#                   takes 64 MiB a call: carry them in successive calls); --wheels joins them.
 # On the GPU machine (no network; python3 a venv with numpy, torch, jax, cupy):
 #   bench/peers.sh --system-site --wheels DIR --dvm-opt -C --dvm-opt cmake.define.DVM_CUDA=ON \
 #     --dvm-opt -C --dvm-opt cmake.define.DVM_CUDA_ARCHS=90 -- --device cuda
@@ -46,8 +48,22 @@ if [ -n "$fetch" ]; then
   "$py" -m pip download --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
     --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_34_x86_64 \
     --implementation cp -d "$fetch" warp-lang quadrants numpy "scikit-build-core>=0.10"
-  ls "$fetch"
+  # the device machine takes at most 64 MiB a call: a larger wheel (warp-lang's) goes in
+  # 48 MiB parts NAME.partNN, carried one call each and joined by --wheels
+  for f in "$fetch"/*.whl; do
+    if [ "$(stat -c %s "$f")" -gt $((48 << 20)) ]; then
+      split -b 48M -d "$f" "$f.part" && rm "$f"
+    fi
+  done
+  ls -l "$fetch"
   exit 0
+fi
+if [ -n "$wheels" ]; then
+  for p in "$wheels"/*.whl.part00; do
+    [ -e "$p" ] || continue
+    w=${p%.part00}
+    [ -e "$w" ] || cat "$w".part[0-9][0-9] > "$w"
+  done
 fi
 
 if [ ! -x "$venv/bin/python" ]; then
