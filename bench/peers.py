@@ -771,6 +771,7 @@ def run(a, np, reps, edits, folder):
         rows = []
         for kname in (KERNELS if mode == "forward" else GRAD_KERNELS):
             d = data[kname]
+            print("peers.py: %s %s ..." % (kname, mode), file=sys.stderr, flush=True)
             mk = dvm.forward if mode == "forward" else dvm.grad
             drun, dcheck = mk(kname, d)
             ref = dcheck()
