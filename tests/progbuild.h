@@ -66,4 +66,17 @@ static inline dvm_task_desc *task(int kind, int ndim)
 static inline void end_task(dvm_task_desc *t) { t->code_len = nn - t->code_begin; }
 static inline uint16_t rel(dvm_task_desc *t) { return (uint16_t)(nn - t->code_begin); }
 
+/* The program built so far, and its one variant (forward) over nslots slots and nuni uniforms. */
+static inline void pb_program(dvm_program *p, dvm_variant_desc *v, uint32_t nslots, uint32_t nuni)
+{
+    memset(p, 0, sizeof *p);
+    p->nodes = nodes; p->nnodes = nn;
+    p->tasks = tasks; p->ntasks = nt;
+    p->stacks = stacks; p->nstacks = ns;
+    p->consts = consts; p->nconsts = nk;
+    p->strings = strings; p->nstrings_bytes = sizeof strings;
+    memset(v, 0, sizeof *v);
+    v->ntasks = nt; v->nstacks = ns; v->nslots = nslots; v->nuniforms = nuni; v->present = 1;
+}
+
 #endif

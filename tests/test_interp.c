@@ -34,24 +34,7 @@ static dvm_heap heap;
 static heap_be hb; /* the heap's allocator: the backend vt, be of the call (set before each) */
 static const dvm_heap_mem hmem = {heap_be_alloc, heap_be_free, &hb};
 
-static void make_prog(void)
-{
-    memset(&prog, 0, sizeof prog);
-    prog.nodes = nodes;
-    prog.nnodes = nn;
-    prog.tasks = tasks;
-    prog.ntasks = nt;
-    prog.stacks = stacks;
-    prog.nstacks = ns;
-    prog.consts = consts;
-    prog.nconsts = nk;
-    prog.strings = strings;
-    prog.nstrings_bytes = sizeof strings;
-    memset(&var, 0, sizeof var);
-    var.ntasks = nt;
-    var.nstacks = ns;
-    var.present = 1;
-}
+static void make_prog(void) { pb_program(&prog, &var, 0, 0); }
 
 /* Runs the variant; caps: per-stack capacities. Returns exec's status. */
 static int launch(arrays *A, uint32_t *uni, uint32_t nuni, const int64_t *caps, dvm_rt_error *rt)

@@ -70,24 +70,8 @@ static void run(trial *T)
     ns = 1;
 
     dvm_program prog;
-    memset(&prog, 0, sizeof prog);
-    prog.nodes = nodes;
-    prog.nnodes = nn;
-    prog.tasks = tasks;
-    prog.ntasks = nt;
-    prog.stacks = stacks;
-    prog.nstacks = ns;
-    prog.consts = consts;
-    prog.nconsts = nk;
-    prog.strings = strings;
-    prog.nstrings_bytes = sizeof strings;
     dvm_variant_desc var;
-    memset(&var, 0, sizeof var);
-    var.ntasks = nt;
-    var.nstacks = ns;
-    var.present = 1;
-    var.nslots = 3;
-    var.nuniforms = NUNI;
+    pb_program(&prog, &var, 3, NUNI);
 
     uint32_t *data[3] = {T->out, T->dump, T->guard};
     int64_t len[3] = {ELEMS, DUMP, GUARD};

@@ -62,17 +62,7 @@ static int cache_name_is_image_hash(const char *dir, char *name, size_t n)
 static dvm_program prog;
 static dvm_variant_desc var;
 
-static void make_prog(uint32_t nslots, uint32_t nuni)
-{
-    memset(&prog, 0, sizeof prog);
-    prog.nodes = nodes; prog.nnodes = nn;
-    prog.tasks = tasks; prog.ntasks = nt;
-    prog.stacks = stacks; prog.nstacks = ns;
-    prog.consts = consts; prog.nconsts = nk;
-    prog.strings = strings; prog.nstrings_bytes = sizeof strings;
-    memset(&var, 0, sizeof var);
-    var.ntasks = nt; var.nstacks = ns; var.nslots = nslots; var.nuniforms = nuni; var.present = 1;
-}
+static void make_prog(uint32_t nslots, uint32_t nuni) { pb_program(&prog, &var, nslots, nuni); }
 
 #define NARR 4
 typedef struct run_in {
