@@ -317,15 +317,11 @@ void dvm_program_free(dvm_program *p);
 /* A task's control flow, for a backend's choice of interpreter: its conditional branches
  * (JZ, JNZ, JGEI, INCLT) and its loops (INCLT, or any jump to the same or an earlier node);
  * fixed_idx: a parallel task whose index registers are registers 0..ndim-1 and that no node
- * writes (they hold the iteration's indices throughout: the GPU lanes' row path);
- * idx_as_index: fixed_idx, and every node that reads an index register reads it as an array
- * index of an access with a row path (dvm_row_index_operand), so that a lane run on the row
- * path need not write them to its register file unless an access leaves the row path. */
+ * writes (they hold the iteration's indices throughout: the GPU lanes' row path). */
 typedef struct dvm_task_flow {
     uint32_t cond;
     uint32_t loops;
     uint32_t fixed_idx;
-    uint32_t idx_as_index;
 } dvm_task_flow;
 /* Whether opcode op writes its array slot (DVM_E_STORE, DVM_E_ATOMIC): the slot's writes flag
  * must be set (verify.c), and the host snapshots and versions what it writes (vm/launch.c). */
@@ -337,7 +333,7 @@ static inline int dvm_slot_write_op(uint32_t op) {
  * IDXM and SHAPE touch no element), with whether it writes and whether it reads them. */
 int dvm_node_array(const dvm_node *n, int *writes, int *reads);
 /* Whether operand k (0..3: fields x a b c) of opcode op is an array index that the GPU lanes'
- * row path reads from the iteration's indices (interp_core.h, ROW1_ and ROW2_): the indices of
+ * row path reads from the iteration's indices (engine_lanes.h, ROW1_ and ROW2_): the indices of
  * LD, ST, LD2, ST2, the atomic adds and the offset and load-and-add forms. */
 static inline int dvm_row_index_operand(uint32_t op, int k) {
     return k >= 1 && k <= 3 && (dvm_op_props(op) & (DVM_P_ROW_A << (k - 1))) != 0;

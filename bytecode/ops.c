@@ -61,8 +61,7 @@ int dvm_node_array(const dvm_node *n, int *writes, int *reads) {
 }
 
 dvm_task_flow dvm_task_flow_of(const dvm_node *nodes, const dvm_task_desc *t) {
-    dvm_task_flow f = {0, 0, t->kind == DVM_TASK_PARALLEL, 0};
-    uint32_t other_reads = 0; /* index registers read other than as row-path indices */
+    dvm_task_flow f = {0, 0, t->kind == DVM_TASK_PARALLEL};
     for (uint32_t d = 0; d < t->ndim && d < DVM_MAX_PAR_DIMS; d++) f.fixed_idx &= t->idx_reg[d] == d;
     for (uint32_t i = 0; i < t->code_len; i++) {
         const dvm_node *n = &nodes[t->code_begin + i];
@@ -70,13 +69,8 @@ dvm_task_flow dvm_task_flow_of(const dvm_node *nodes, const dvm_task_desc *t) {
         if (!o->name) continue;
         /* a register written (format w or m, fields x a b c) below ndim */
         const uint32_t fld[4] = {n->x, n->a, n->b, n->c};
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < 4; k++)
             if ((o->fmt[k] == 'w' || o->fmt[k] == 'm') && fld[k] < t->ndim) f.fixed_idx = 0;
-            const uint32_t r = o->fmt[k] == 'o' ? DVM_OFS_REG(fld[k]) : fld[k];
-            if ((o->fmt[k] == 'r' || o->fmt[k] == 'm' || o->fmt[k] == 'o') && r < t->ndim &&
-                !dvm_row_index_operand(n->op, k))
-                other_reads++;
-        }
         if (!(o->flags & DVM_F_BRANCH)) continue;
         /* the target is the operand the format marks 'J' (fields x a b c) */
         const char *j = strchr(o->fmt, 'J');
@@ -86,7 +80,6 @@ dvm_task_flow dvm_task_flow_of(const dvm_node *nodes, const dvm_task_desc *t) {
            right after it, is */
         f.loops += n->op == DVM_OP_INCLT ? n->x == 0 : tgt <= i;
     }
-    f.idx_as_index = f.fixed_idx && other_reads == 0;
     return f;
 }
 

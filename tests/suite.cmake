@@ -7,7 +7,7 @@ foreach(mode forward grad errors)
   add_test(NAME suite_${mode}_cpu COMMAND ${Python3_EXECUTABLE} ${DVM_SUITE} --dvm $<TARGET_FILE:dvm_cli> --backend cpu --mode ${mode})
   set_tests_properties(suite_${mode}_cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 endforeach()
-# The masked-lane interpreter (interp_core.h, DVM_MASKED: the CUDA and HIP backends run tasks
+# The masked-lane interpreter (engine_lanes.h, DVM_MASKED: the CUDA and HIP backends run tasks
 # with loops through it) on the CPU, so that its parting and meeting of lanes is checked here.
 foreach(mode forward grad errors)
   add_test(NAME suite_${mode}_cpu_lanes COMMAND ${Python3_EXECUTABLE} ${DVM_SUITE} --dvm $<TARGET_FILE:dvm_cli> --backend cpu --mode ${mode}

@@ -442,7 +442,7 @@ static void one_node_loop(dvm_task_desc *t, uint8_t op, uint16_t acc, float v0, 
 }
 
 /* Loops whose body is one self-update (DVM_SELF_UPDATE), which the interpreter runs in the
-   INCLT (interp_core.h, ONE_NODE_LOOP_), and the cases it must leave to the plain back edge. */
+   INCLT (interp_run.h, ONE_NODE_LOOP_), and the cases it must leave to the plain back edge. */
 static void test_one_node_loops(void)
 {
     reset();

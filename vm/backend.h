@@ -77,7 +77,7 @@ typedef struct dvm_exec {
        written back to `uniforms`. */
     int resume, more;
     /* The launch's cancel word (NULL: none, never cancelled): a run stops with DVM_RT_CANCELLED at a backward
-       jump that finds it set (interp_core.h, DVM_CANCEL_EVERY). Where be->cancel_word exists
+       jump that finds it set (interp_run.h, DVM_CANCEL_EVERY). Where be->cancel_word exists
        it is that word, which the device reads; else host memory. */
     const volatile uint32_t *cancel;
 } dvm_exec;

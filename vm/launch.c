@@ -359,7 +359,7 @@ static dvm_status rt_fail(launch *L, uint32_t vk, const dvm_exec *x, const dvm_r
             snprintf(msg, sizeof msg, "kernel '%s'%s: cancelled%s", kname, vl, L->ctx->cli_remedies ? "" : " (dvm_context_cancel)");
         break;
     case DVM_RT_BAD_OP:
-        if (rt->p[1] == 1) /* interp_core.h: a conditional branch reached the branch-free lanes */
+        if (rt->p[1] == 1) /* engine_lanes.h: a conditional branch reached the branch-free lanes */
             snprintf(msg, sizeof msg,
                      "kernel '%s'%s: internal error: the branch-free lane interpreter met a conditional branch at node %u",
                      kname, vl, rt->node);

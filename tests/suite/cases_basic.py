@@ -290,7 +290,7 @@ case('unrolled_int_min', _EDGES, 'edges', {'y': I(17), 'lo': -2147483648, 'hi': 
 
 
 # a loop whose body is one self-update (v = v * r + 1: not unrolled, the interpreters run its
-# trips in its INCLT; interp_core.h) with every trip count from 24 down to 0, at the ends of
+# trips in its INCLT; interp_run.h) with every trip count from 24 down to 0, at the ends of
 # the i32 range
 def _edges1(d):
     for i in range(len(d['y'])):
@@ -348,7 +348,7 @@ kernel su(x: f32[n], m: i32[n], y: f32[n], c: f32):
 
 
 # runs of FMAF/FMAFK nodes into one register, which the scalar C interpreter runs in one
-# handler (interp_core.h): v * v + K (the factor is the accumulator: the run stops), the three
+# handler (interp_ops.h): v * v + K (the factor is the accumulator: the run stops), the three
 # forms of FMAF (factor b the accumulator, neither, factor c the accumulator), two
 # accumulators in turn (w, z: one run each), runs that a branch jumps into the middle of (q,
 # u: FMAFK, g: MULF; masked lanes that skipped the branch wait there), and loops whose body is
@@ -441,7 +441,7 @@ kernel fc(x: f32[n], k: i32[n], m: i32[n], y: f32[n], c0: f32, c1: f32, c2: f32,
 
 
 # Arrays indexed by the iteration's own indices plus constants, over rows long enough for the
-# GPU lanes' row path (interp_core.h, ROW1_/ROW2_: a thread's 8 lanes 32 iterations apart in
+# GPU lanes' row path (engine_lanes.h, ROW1_/ROW2_: a thread's 8 lanes 32 iterations apart in
 # one row, their bounds checked at the ends). 256 columns: every warp's lanes in one row, the
 # first lane of a row parted by the branch; 300: rows whose ends fall inside a warp's lanes
 # (those lanes take the usual path). Loads with offsets on both axes, a store, an atomic add

@@ -74,20 +74,20 @@ static inline void dvm_cpu_atomic_max_i64(int64_t *p, int64_t v)
 #define DVM_ATOMIC_CAS_I32(p, e, d) dvm_cpu_cas_u32((p), (e), (d))
 #define DVM_ATOMIC_MAX_I64(p, v) dvm_cpu_atomic_max_i64((p), (v))
 #define DVM_LOAD_ERR(p) __atomic_load_n((p), __ATOMIC_RELAXED)
-#include "vm/interp/interp_core.h"
+#include "vm/interp/interp_run.h"
 /* cpu_lanes (dvm_context_opts): parallel tasks run CPU_LANES iterations per call through the lane
- * interpreters that the CUDA and HIP backends use (interp_core.h, DVM_LANES): plain lanes for
+ * interpreters that the CUDA and HIP backends use (engine_lanes.h): plain lanes for
  * a task with no conditional branch, masked lanes (DVM_MASKED) for the rest, chosen by the
  * same rule, so the test suite checks that logic on machines without a GPU. Slower than the
  * default on a CPU: for testing only. */
 #define CPU_LANES 4
 #define DVM_LANES CPU_LANES
 #define DVM_RUN_NAME dvm_run_lanes
-#include "vm/interp/interp_core.h"
+#include "vm/interp/interp_run.h"
 #define DVM_LANES CPU_LANES
 #define DVM_MASKED 1
 #define DVM_RUN_NAME dvm_run_mlanes
-#include "vm/interp/interp_core.h"
+#include "vm/interp/interp_run.h"
 
 struct dvm_backend {
     int threads;

@@ -1,4 +1,4 @@
-# cuda.cmake: the CUDA backend. At build time nvcc compiles THE interpreter (interp_core.h,
+# cuda.cmake: the CUDA backend. At build time nvcc compiles THE interpreter (vm/interp/,
 # through interp_cuda.cu) to PTX, ptx_brx turns its dispatch into jump tables, ptxas makes
 # SASS for every architecture in DVM_CUDA_ARCHS and fatbinary bundles them with the newest
 # PTX (newer GPUs JIT it once). The fatbin is embedded in the library as a byte array;
@@ -62,6 +62,8 @@ endif()
 
 set(_dvm_gpu ${CMAKE_CURRENT_SOURCE_DIR}/vm/cuda_hip)
 set(_dvm_deps ${_dvm_gpu}/interp_cuda.cu ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp/gpu_abi.h ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp/interp_core.h
+              ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp/interp_run.h ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp/interp_ops.h
+              ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp/engine_scalar.h ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp/engine_lanes.h
               ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/bc.h ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/ops.def)
 set(_dvm_images)
 set(_dvm_image_args)

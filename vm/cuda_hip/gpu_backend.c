@@ -480,7 +480,7 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
            than picking the most lanes x resident blocks. */
         /* Lanes, and which ones. A task with no conditional branch runs the plain lanes, whose
            lanes never part. A task with one runs masked lanes, whose lanes part at a branch and
-           meet again (interp_core.h, DVM_MASKED): a loop with a data-dependent trip count
+           meet again (engine_lanes.h, DVM_MASKED): a loop with a data-dependent trip count
            disagrees in nearly every round, and even the stencil's boundary test ran 1.9x
            faster masked than with the earlier plain lanes, which stopped at a disagreement
            and finished the lanes one by one (H200). Masked lanes cost
@@ -507,11 +507,8 @@ static gpu_cfg task_cfg(dvm_backend *be, const dvm_node *nodes, const dvm_task_d
                 c.smem = smem;
             }
             if (fits) c.flags |= DVM_GPU_F_SMEM_REGS;
-            /* the row path of array nodes (interp_core.h, ROW1_ and ROW2_) */
-            if (fits && fl.fixed_idx && t->ndim <= 2) {
-                c.flags |= DVM_GPU_F_ROWS;
-                if (fl.idx_as_index) c.flags |= DVM_GPU_F_ROW_LAZY;
-            }
+            /* the row path of array nodes (engine_lanes.h, ROW1_ and ROW2_) */
+            if (fits && fl.fixed_idx && t->ndim <= 2) c.flags |= DVM_GPU_F_ROWS;
         }
         if (c.lanes == 1) {
             c.fn = be->k_parallel;

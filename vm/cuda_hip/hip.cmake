@@ -34,7 +34,9 @@ foreach(a ${DVM_HIP_ARCHS})
     COMMAND ${DVM_HIPCC} --genco --no-gpu-bundle-output -O3 -std=c++17 --offload-arch=${a}
             -I${CMAKE_CURRENT_SOURCE_DIR} -o ${o} ${_dvm_gpu}/interp_hip.cpp
     DEPENDS ${_dvm_gpu}/interp_hip.cpp ${_dvm_gpu}/interp_cuda.cu ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp/gpu_abi.h
-            ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp/interp_core.h
+            ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp/interp_core.h ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp/interp_run.h
+            ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp/interp_ops.h ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp/engine_scalar.h
+            ${CMAKE_CURRENT_SOURCE_DIR}/vm/interp/engine_lanes.h
             ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/bc.h ${CMAKE_CURRENT_SOURCE_DIR}/bytecode/ops.def
     COMMENT "hipcc: the HIP interpreter for ${a}"
     VERBATIM)

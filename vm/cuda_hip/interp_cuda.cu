@@ -58,19 +58,6 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
    so the threads of a warp pushing in step write consecutive words (one or two cache lines
    per push, not 32). */
 #define DVM_HEAP_WORD(e, slot, word) ((e)->heap + (int64_t)(word) * (e)->nslots + (int64_t)(slot))
-/* Opcodes tested before the switch (DVM_HOT_OPS, interp_core.h), a switch for measuring: with
-   the switch compiled as a compare tree (DVM_CUDA_BRX=OFF), DVM_GPU_HOT_SET 1 (6 ops) made saxpy
-   10% faster and the stencil 18% slower, 2 (13 ops) was slower everywhere, so the default is
-   none. */
-#ifndef DVM_GPU_HOT_SET
-#define DVM_GPU_HOT_SET 0
-#endif
-#if DVM_GPU_HOT_SET == 1
-#define DVM_HOT_OPS DVM_HOT(FMAFK) DVM_HOT(INCLT) DVM_HOT(LD) DVM_HOT(IDXM) DVM_HOT(ADDF) DVM_HOT(MULF)
-#elif DVM_GPU_HOT_SET == 2
-#define DVM_HOT_OPS DVM_HOT(FMAFK) DVM_HOT(INCLT) DVM_HOT(LD) DVM_HOT(IDXM) DVM_HOT(IDX) DVM_HOT(ADDF) \
-    DVM_HOT(MULF) DVM_HOT(FMAF) DVM_HOT(LDADDF) DVM_HOT(JGEI) DVM_HOT(PUSH) DVM_HOT(POP) DVM_HOT(ST)
-#endif
 /* Node arrays are 8-byte aligned here (device allocations, and the shared-memory copy):
    a node is fetched with one 64-bit load. */
 #define DVM_NODE_WORD(ip) (*(const uint64_t *)(ip))
@@ -82,13 +69,13 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #endif
 /* The 8-lane kernels' register files start 16-byte aligned and their stride is a multiple of
    16 bytes (DVM_GPU_LANE_PAD), so a register's 8 lanes are loaded and stored as two 16-byte
-   vectors (interp_core.h, LANES_LOOP_): a quarter of the shared-memory instructions. Row n is
+   vectors (engine_lanes.h, LANES_LOOP_): a quarter of the shared-memory instructions. Row n is
    computed in 16-byte units: nvcc then proves the rows aligned (the same address in 32-bit
    words got 32-bit and 64-bit loads only). The 4-lane kernels keep an odd stride: their
    per-lane accesses (library math, adstack pushes and pops) then hit 32 different banks, and
    with rows the sin loop's adjoint was 14% slower. */
 #define DVM_ROW_LANES DVM_GPU_LANES_WIDE
-/* The row path of array nodes (interp_core.h, ROW_STEP): a call whose `have` carries
+/* The row path of array nodes (engine_lanes.h, DVM_ROW_STEP): a call whose `have` carries
    DVM_ROW_FLAG has every lane, lane l at iteration lane 0's + l * DVM_ROW_STEP in one row. */
 #define DVM_ROW_STEP DVM_GPU_LANE_STEP
 #define DVM_ROW_AT(R, n) ((uint32_t *)((uint4 *)(R) + (uint32_t)(n) * (DVM_LANES / 4)))
@@ -97,7 +84,7 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
         DVM_UNROLL for (int q_ = 0; q_ < DVM_LANES / 4; q_++)                                     \
             ((uint4 *)(row))[q_] = make_uint4((w)[4 * q_], (w)[4 * q_ + 1], (w)[4 * q_ + 2], (w)[4 * q_ + 3]); \
     } while (0)
-/* A vote among the threads running the statement together (interp_core.h: the masked lanes
+/* A vote among the threads running the statement together (engine_lanes.h: the masked lanes
    hold at a loop's back edge). */
 #if defined(__HIP__) || defined(__HIPCC__)
 #define DVM_WARP_ANY_ACTIVE(pred) __any(pred)
@@ -114,22 +101,22 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #define DVM_SWITCH_MARK(op) asm volatile("// dvm-switch " DVM_XSTR_(DVM_RUN_NAME) " %0;" : "+r"(op))
 #define DVM_CASE_MARK(num) asm volatile("// dvm-case " DVM_XSTR_(DVM_RUN_NAME) " " #num ";")
 #endif
-#include "vm/interp/interp_core.h" /* dvm_run, dvm_run_at: one iteration per call */
+#include "vm/interp/interp_run.h" /* dvm_run, dvm_run_at: one iteration per call */
 /* dvm_run_conv: the same, with the threads of a warp that run an iteration together kept
-   on the same node (interp_core.h, DVM_WARP_MIN; redux.sync: sm_80 and newer). A separate
+   on the same node (interp_run.h, DVM_WARP_MIN; redux.sync: sm_80 and newer). A separate
    copy, so that tasks that do not converge pay nothing for it (the vote's bookkeeping in the
    one copy made the one-loop kernels 10% slower on an H200). */
 #if !defined(__HIP__) && !defined(__HIPCC__) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define DVM_GPU_CONVERGE_RUN 1
 #define DVM_WARP_MIN(mask, v) __reduce_min_sync((mask), (v))
 #define DVM_RUN_NAME dvm_run_conv
-#include "vm/interp/interp_core.h"
+#include "vm/interp/interp_run.h"
 #undef DVM_WARP_MIN
 #endif
 /* L = DVM_GPU_LANES or DVM_GPU_LANES_WIDE iterations per call in lockstep: the plain lanes
    (dvm_k_parallel_lanes, dvm_k_parallel_lanes8) for tasks with no conditional branch, and
    masked lanes (dvm_k_parallel_mlanes, dvm_k_parallel_mlanes8) for the rest: lanes that
-   disagree at a branch part and meet again (interp_core.h, DVM_MASKED). On sm_80 and newer a
+   disagree at a branch part and meet again (engine_lanes.h, DVM_MASKED). On sm_80 and newer a
    DVM_GPU_LANES masked copy whose warp also keeps together (a task with two loops or more, as
    for dvm_run_conv: a separate copy, since the votes' bookkeeping in the one copy made the
    one-loop kernels 6% slower on an H200; 8 such lanes ran the dynsin adjoint at 9.9 ms against
@@ -142,27 +129,27 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #define DVM_START_AT(d) 0
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_RUN_NAME dvm_run_lanes
-#include "vm/interp/interp_core.h"
+#include "vm/interp/interp_run.h"
 /* the runs below: their caller (dvm_gpu_lanes: AHEAD) reads the error word
    between runs */
 #define DVM_CALLER_POLLS 1
 #define DVM_LANES DVM_GPU_LANES_WIDE
 #define DVM_RUN_NAME dvm_run_lanes_w
-#include "vm/interp/interp_core.h"
+#include "vm/interp/interp_run.h"
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_MASKED 1
 #define DVM_RUN_NAME dvm_run_mlanes
-#include "vm/interp/interp_core.h"
+#include "vm/interp/interp_run.h"
 #define DVM_LANES DVM_GPU_LANES_WIDE
 #define DVM_MASKED 1
 #define DVM_RUN_NAME dvm_run_mlanes_w
-#include "vm/interp/interp_core.h"
+#include "vm/interp/interp_run.h"
 #ifdef DVM_GPU_CONVERGE_RUN
 #define DVM_WARP_MIN(mask, v) __reduce_min_sync((mask), (v))
 #define DVM_LANES DVM_GPU_LANES
 #define DVM_MASKED 1
 #define DVM_RUN_NAME dvm_run_mlanes_conv
-#include "vm/interp/interp_core.h"
+#include "vm/interp/interp_run.h"
 #undef DVM_WARP_MIN
 #endif
 #undef DVM_CALLER_POLLS
@@ -268,7 +255,7 @@ extern "C" __global__ void dvm_k_serial(dvm_gpu_exec_args a) {
 /* The iteration space of a parallel task, read on the device: a serial task just before may
    have computed the extents and starts. Row-major (last dimension fastest). The kernels work
    on digits (each below its extent, from 0), and the starts are added where the indices are
-   written: by the run (interp_core.h, e->start) in dvm_gpu_parallel, by dvm_gpu_lanes in the
+   written: by the run (interp_run.h, e->start) in dvm_gpu_parallel, by dvm_gpu_lanes in the
    lane kernels. */
 /* dimension d's start (0 where it has none) */
 __device__ static __forceinline__ int32_t dvm_gpu_start(const dvm_gpu_exec_args &a, uint32_t d) {
@@ -636,7 +623,7 @@ template <int L, bool MASKED> __device__ static __forceinline__ void dvm_gpu_lan
         /* the row path: every lane has an iteration, 2-D all in one row */
         if (rowable && have == (1u << L) - 1u &&
             (a.ndim == 1 || (uint64_t)(uint32_t)idx[1] + (uint64_t)(DVM_GPU_LANE_STEP * (L - 1)) < sp.ext1))
-            have |= DVM_ROW_FLAG | (a.flags & DVM_GPU_F_ROW_LAZY ? DVM_ROW_LAZY : 0u);
+            have |= DVM_ROW_FLAG;
         /* digits -> indices: each dimension's start, read from the uniforms at each round (the
            slot from the parameter space: nothing held across the round); one test for tasks
            without starts (the host's flag) */

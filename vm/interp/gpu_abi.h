@@ -39,8 +39,6 @@
 #define DVM_GPU_F_CONVERGE 32u     /* dvm_k_parallel: a round's threads keep together (DVM_WARP_MIN) */
 #define DVM_GPU_F_ROWS 64u         /* lane kernels: the task's index registers are registers 0..ndim-1 and
                                       never written (dvm_task_flow.fixed_idx): the row path */
-#define DVM_GPU_F_ROW_LAZY 512u     /* with ROWS: the index registers are read only as row-path indices
-                                      (dvm_task_flow.idx_as_index): written to the file lazily */
 #define DVM_GPU_F_STARTS 128u      /* lane kernels: some dimension has a start (start_u[d] set) */
 #define DVM_GPU_F_STARTS_KNOWN 256u /* the starts are in start_v (the host knew them), not only in
                                        the uniforms: no global load for them (a lane kernel's every

@@ -61,7 +61,7 @@ uvec2 P(int v) { return uvec2(uint(v), v < 0 ? 0xFFFFFFFFu : 0u); }
 const uvec2 P0 = uvec2(0u);
 
 bool failed() { return WC(pc.err).v != 0u; }
-/* Backward jumps between two reads of the cancel word (interp_core.h, DVM_CANCEL_EVERY). */
+/* Backward jumps between two reads of the cancel word (interp_run.h, DVM_CANCEL_EVERY). */
 const uint CANCEL_EVERY = 64u;
 uint g_polls = 0u;
 bool cancelled() { return WV(pc.cancel).v != 0u; }
