@@ -101,7 +101,17 @@ template <bool MAX> __device__ static inline void dvm_gpu_atomic_extf(uint32_t *
 #define DVM_SWITCH_MARK(op) asm volatile("// dvm-switch " DVM_XSTR_(DVM_RUN_NAME) " %0;" : "+r"(op))
 #define DVM_CASE_MARK(num) asm volatile("// dvm-case " DVM_XSTR_(DVM_RUN_NAME) " " #num ";")
 #endif
-#include "vm/interp/interp_run.h" /* dvm_run, dvm_run_at: one iteration per call */
+/* The runs of the interpreter compiled here (vm/interp/interp_run.h, one inclusion each), with
+   the tasks gpu_backend.c (task_cfg) gives them and what each measurably pays for itself (each
+   turned off alone; bench/HISTORY.md):
+     dvm_run             scalar       serial tasks; parallel tasks too large for shared memory
+     dvm_run_conv        scalar+vote  the latter with two loops or more: dynsin adjoint 24.9 -> 13.6 ms (H200)
+     dvm_run_lanes       4 plain      branch-free tasks: lanes 1.5-4.0x (H100)
+     dvm_run_lanes_w     8 plain      the same where 8 fit (both 8-lane runs: 12-71% over 4, H100)
+     dvm_run_mlanes      4 masked     tasks with a branch: the loops 1.5-2.9x (H100)
+     dvm_run_mlanes_w    8 masked     the same where 8 fit
+     dvm_run_mlanes_conv 4 masked+vote  those with two loops or more: dynsin adjoint 44% (H100) */
+#include "vm/interp/interp_run.h" /* dvm_run: one iteration per call */
 /* dvm_run_conv: the same, with the threads of a warp that run an iteration together kept
    on the same node (interp_run.h, DVM_WARP_MIN; redux.sync: sm_80 and newer). A separate
    copy, so that tasks that do not converge pay nothing for it (the vote's bookkeeping in the
