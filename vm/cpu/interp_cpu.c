@@ -88,6 +88,21 @@ static inline void dvm_cpu_atomic_max_i64(int64_t *p, int64_t v)
 #define DVM_MASKED 1
 #define DVM_RUN_NAME dvm_run_mlanes
 #include "vm/interp/interp_run.h"
+/* Blocks: a parallel task without loops or adstacks runs CPU_BLOCK consecutive iterations per
+ * call, one node at a time over the whole block (the dispatch paid once per block, the work in
+ * between loops over the lanes), with the row path (engine_lanes.h, DVM_ROW_STEP 1) taking a
+ * block's affine accesses x[i + k], u[i + a, j + b] as contiguous runs. Masked where the task
+ * branches. */
+#define CPU_BLOCK 16
+#define DVM_ROW_STEP 1
+#define DVM_LANES CPU_BLOCK
+#define DVM_RUN_NAME dvm_run_blk
+#include "vm/interp/interp_run.h"
+#define DVM_LANES CPU_BLOCK
+#define DVM_MASKED 1
+#define DVM_RUN_NAME dvm_run_mblk
+#include "vm/interp/interp_run.h"
+#undef DVM_ROW_STEP
 
 struct dvm_backend {
     int threads;
@@ -447,7 +462,12 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
         uint32_t task_index = ti; /* task index within the variant (the error record's unit) */
         const dvm_task_desc *t = &p->tasks[var->task_begin + ti];
         /* lanes: plain for a task with no conditional branch, else masked (the GPU backends' rule) */
-        const int masked = lanes > 1 && dvm_task_flow_of(p->nodes, t).cond != 0;
+        const dvm_task_flow fl = dvm_task_flow_of(p->nodes, t);
+        const int masked = fl.cond != 0;
+        /* blocks: no loops (lanes would wait for each other's trips) and no adstacks (a heap
+           slot per lane) */
+        const int blk = lanes == 1 && !heap && fl.loops == 0 && t->kind == DVM_TASK_PARALLEL;
+        const int rowable = blk && fl.fixed_idx && t->ndim <= 2;
         if (t->kind == DVM_TASK_SERIAL) {
             uint32_t regs[DVM_MAX_REGS];
             memset(regs, 0, sizeof(uint32_t) * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));
@@ -484,8 +504,8 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
 #pragma omp parallel num_threads(nthreads)
                 {
                     int tid = omp_get_thread_num();
-                    uint32_t regs[DVM_MAX_REGS * CPU_LANES];
-                    memset(regs, 0, sizeof(uint32_t) * lanes * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));
+                    uint32_t regs[DVM_MAX_REGS * CPU_BLOCK];
+                    memset(regs, 0, sizeof(uint32_t) * (blk ? CPU_BLOCK : lanes) * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));
                     if (heap)
                         for (int l = 0; l < lanes; l++) dvm_thread_begin(&env, (int64_t)tid * lanes + l);
                     /* the lanes that have run the task's prologue (nodes [0, body)): a call
@@ -501,6 +521,40 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
                         for (int d = nd - 1; d >= 0; d--) {
                             idx[d] = (int32_t)(uint32_t)(r % ext[d]);
                             r /= ext[d];
+                        }
+                        if (blk) {
+                            for (int64_t it = b; it < e; it += CPU_BLOCK) {
+                                int32_t lidx[3 * CPU_BLOCK];
+                                uint32_t have = 0;
+                                const int n = e - it < CPU_BLOCK ? (int)(e - it) : CPU_BLOCK;
+                                /* one row: lane l at lane 0's + l in the last dimension */
+                                const int row = (int64_t)idx[nd - 1] + n <= ext[nd - 1];
+                                if (row) {
+                                    for (int l = 0; l < CPU_BLOCK; l++) {
+                                        lidx[3 * l] = idx[0], lidx[3 * l + 1] = idx[1], lidx[3 * l + 2] = idx[2];
+                                        lidx[3 * l + nd - 1] = idx[nd - 1] + (l < n ? l : 0);
+                                    }
+                                    have = (1u << n) - 1u;
+                                    idx[nd - 1] += n - 1;
+                                    cpu_next_idx(idx, nd, ext);
+                                } else {
+                                    for (int l = 0; l < CPU_BLOCK; l++) {
+                                        if (l >= n) { /* no iteration: lane 0's indices */
+                                            memcpy(lidx + 3 * l, lidx, sizeof idx);
+                                            continue;
+                                        }
+                                        memcpy(lidx + 3 * l, idx, sizeof idx);
+                                        have |= 1u << l;
+                                        cpu_next_idx(idx, nd, ext);
+                                    }
+                                }
+                                if (rowable && row && n == CPU_BLOCK) have |= DVM_ROW_FLAG;
+                                const uint32_t start = primed ? t->body : 0u;
+                                primed = 1; /* lane 0 always has an iteration: every lane runs the prologue */
+                                if ((masked ? dvm_run_mblk : dvm_run_blk)(&env, task_index, t, lidx, (int64_t)tid, regs, start, have))
+                                    break;
+                            }
+                            continue;
                         }
                         if (lanes == 1) {
                             for (int64_t it = b; it < e; it++) {
