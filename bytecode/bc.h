@@ -29,7 +29,9 @@
 #define DVM_P_ROW_A  64u  /* operand k (1..3: a, b, c) is a row-path index: DVM_P_ROW_A << (k - 1) */
 #define DVM_P_ROW_B  128u
 #define DVM_P_ROW_C  256u
-#define DVM_SU_SHIFT 9
+#define DVM_SU_SHIFT 9 /* bits 9-11: the self-update form */
+#define DVM_P_RES_I32  4096u
+#define DVM_P_RES_BOOL 8192u
 #define DVM_SU(form) ((uint32_t)DVM_SU_##form << DVM_SU_SHIFT)
 /* Self-update forms: the node as r[a] * m + k (o: its other register, DVM_SELF_OTHER). */
 enum dvm_su_form {
@@ -186,6 +188,11 @@ static inline int dvm_op_atomic(uint32_t op) { return dvm_op_effect(op) == DVM_E
 static inline int dvm_op_elem_type(uint32_t op) {
     const uint32_t p = dvm_op_props(op);
     return p & DVM_P_F32 ? DVM_T_F32 : p & DVM_P_I32 ? DVM_T_I32 : 0;
+}
+/* The type of a value opcode's result r[a]: DVM_T_BOOL, DVM_T_I32, else DVM_T_F32. */
+static inline int dvm_op_result_type(uint32_t op) {
+    const uint32_t p = dvm_op_props(op);
+    return p & DVM_P_RES_BOOL ? DVM_T_BOOL : p & DVM_P_RES_I32 ? DVM_T_I32 : DVM_T_F32;
 }
 /* Whether the array the opcode accesses must have rank 2. */
 static inline int dvm_op_rank2(uint32_t op) { return (dvm_op_props(op) & DVM_P_RANK2) != 0; }

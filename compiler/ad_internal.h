@@ -76,7 +76,6 @@ ir_stmt *ad_st(ad_ctx *c, int kind, int line, int col);
 ir_stmt *ad_assign(ad_ctx *c, int var, ir_expr *e);
 void ad_push_stmt(ad_ctx *c, ir_block *b, ir_stmt *s);
 void ad_append(ad_ctx *c, ir_block *dst, const ir_block *src);
-int ad_op_type(int op);
 /* 1 when e (f32) depends on something that carries a gradient. */
 int ad_active(const ad_ctx *c, const ir_expr *e);
 /* reverse: adds g * d(e)/d(leaf) into every leaf's adjoint; code goes to out. */

@@ -58,26 +58,14 @@ ir_expr *ad_var(ad_ctx *c, int var) {
     e->var = var;
     return e;
 }
-int ad_op_type(int op) {
-    switch (op) {
-    case DVM_OP_LTF: case DVM_OP_LEF: case DVM_OP_EQF: case DVM_OP_NEF: case DVM_OP_LTI: case DVM_OP_LEI:
-    case DVM_OP_EQI: case DVM_OP_NEI: case DVM_OP_NOT:
-        return DVM_T_BOOL;
-    case DVM_OP_ADDI: case DVM_OP_SUBI: case DVM_OP_MULI: case DVM_OP_DIVI: case DVM_OP_MODI: case DVM_OP_MINI:
-    case DVM_OP_MAXI: case DVM_OP_NEGI: case DVM_OP_ABSI: case DVM_OP_F2I: case DVM_OP_POWI:
-        return DVM_T_I32;
-    default:
-        return DVM_T_F32;
-    }
-}
 ir_expr *ad_un(ad_ctx *c, int op, ir_expr *a) {
-    ir_expr *e = ad_ex(c, IR_UN, ad_op_type(op), a->line, a->col);
+    ir_expr *e = ad_ex(c, IR_UN, dvm_op_result_type((uint32_t)op), a->line, a->col);
     e->op = (uint16_t)op;
     e->a = a;
     return e;
 }
 ir_expr *ad_bin(ad_ctx *c, int op, ir_expr *a, ir_expr *b) {
-    ir_expr *e = ad_ex(c, IR_BIN, ad_op_type(op), a->line, a->col);
+    ir_expr *e = ad_ex(c, IR_BIN, dvm_op_result_type((uint32_t)op), a->line, a->col);
     e->op = (uint16_t)op;
     e->a = a;
     e->b = b;

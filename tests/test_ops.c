@@ -247,7 +247,7 @@ static void test_op(uint8_t op)
     const dvm_op_info *o = &dvm_op_table[op];
     const uint32_t eff = o->props & DVM_E_MASK;
     const int access = eff == DVM_E_LOAD || eff == DVM_E_STORE || eff == DVM_E_ATOMIC;
-    int failed = 0, wrote = 0, read = 0, guard_hit = 0;
+    int failed = 0, wrote = 0, read = 0, guard_hit = 0, nonbool = 0, ran = 0;
     for (int i = 0; i < 300; i++) {
         trial A, B;
         fuzz(&A, op);
@@ -262,6 +262,13 @@ static void test_op(uint8_t op)
             for (int k = 0; k < GUARD; k++) g[k] = 0x6A6A6A6Au + (uint32_t)k;
             guard_hit |= !same_arr(T->guard, g, GUARD);
         }
+        /* a value r[a] (register REG0 + 1, dumped to dump[1]): 0 or 1 */
+        if (o->fmt[1] == 'w')
+            for (const trial *T = &A; T; T = T == &A ? &B : NULL)
+                if (T->rc == 0) {
+                    ran = 1;
+                    nonbool |= T->dump[1] > 1u;
+                }
         /* what it left depends on array 0's contents: the dump, or an element it changed */
         if (A.rc == 0 && B.rc == 0) {
             read |= !same_arr(A.dump, B.dump, DUMP);
@@ -280,8 +287,16 @@ static void test_op(uint8_t op)
           wrote ? "writes" : "never wrote", eff, w ? "writes (DVM_E_STORE, DVM_E_ATOMIC)" : "does not (want DVM_E_STORE or DVM_E_ATOMIC)");
     CHECK(read == r, "%s: %s array elements, but its ops.def effect class (%u) says it %s", o->name,
           read ? "reads" : "never read", eff, r ? "reads (DVM_E_LOAD, DVM_E_ATOMIC)" : "does not (want DVM_E_LOAD or DVM_E_ATOMIC)");
+    /* the result type: a bool is 0 or 1, and a pure value opcode that gave nothing else is a
+       bool (a comparison without DVM_P_RES_BOOL would type its result f32 in the compiler) */
+    const int rbool = (o->props & DVM_P_RES_BOOL) != 0;
+    if (rbool) CHECK(ran && !nonbool, "%s is DVM_P_RES_BOOL in ops.def, but a run left r[a] neither 0 nor 1", o->name);
+    if (ran && eff == DVM_E_PURE && !(o->flags & DVM_F_SIDE))
+        CHECK(rbool || nonbool, "%s: every run left r[a] 0 or 1, but ops.def lacks DVM_P_RES_BOOL", o->name);
+    CHECK(!(rbool && (o->props & DVM_P_RES_I32)), "%s: both DVM_P_RES_BOOL and DVM_P_RES_I32", o->name);
     if (!access) {
-        CHECK(!(o->props & ~(DVM_E_MASK | (7u << DVM_SU_SHIFT))), "%s: array properties on an opcode that is no access", o->name);
+        CHECK(!(o->props & ~(DVM_E_MASK | (7u << DVM_SU_SHIFT) | DVM_P_RES_I32 | DVM_P_RES_BOOL)),
+              "%s: array properties on an opcode that is no access", o->name);
         return;
     }
     /* index operands, rank 2, row operands */
