@@ -194,6 +194,12 @@ static inline int dvm_op_result_type(uint32_t op) {
     const uint32_t p = dvm_op_props(op);
     return p & DVM_P_RES_BOOL ? DVM_T_BOOL : p & DVM_P_RES_I32 ? DVM_T_I32 : DVM_T_F32;
 }
+/* The uniform slot (operand a) a node writes, by its format letter: 'V' a store (it sets the
+ * slot), 'T' an atomic add; 0 for an opcode that writes none. */
+static inline char dvm_op_uniform_write(uint32_t op) {
+    const char *f = op < 256 && dvm_op_table[op].name ? dvm_op_table[op].fmt : "----";
+    return f[1] == 'V' || f[1] == 'T' ? f[1] : 0;
+}
 /* Whether the array the opcode accesses must have rank 2. */
 static inline int dvm_op_rank2(uint32_t op) { return (dvm_op_props(op) & DVM_P_RANK2) != 0; }
 

@@ -451,7 +451,7 @@ static dvm_status prepare_uniforms(launch *L, uint32_t vk) {
         }
         for (uint32_t j = 0; j < td->code_len; j++) {
             const dvm_node *n = &p->nodes[td->code_begin + j];
-            if (n->op == DVM_OP_STU && n->a < nu) known[n->a] = 1;
+            if (dvm_op_uniform_write(n->op) == 'V' && n->a < nu) known[n->a] = 1;
         }
         ht++;
     }
@@ -462,7 +462,7 @@ static dvm_status prepare_uniforms(launch *L, uint32_t vk) {
         if (td->kind == DVM_TASK_REPEAT && td->ext_u[1] < nu) known[td->ext_u[1]] = 0;
         for (uint32_t j = 0; j < td->code_len; j++) {
             const dvm_node *n = &p->nodes[td->code_begin + j];
-            if ((n->op == DVM_OP_STU || n->op == DVM_OP_ATOMADDU) && n->a < nu) known[n->a] = 0;
+            if (dvm_op_uniform_write(n->op) && n->a < nu) known[n->a] = 0;
         }
     }
     L->host_tasks[vk] = ht;
