@@ -1,6 +1,6 @@
 #version 450
 /* interp.comp: the GLSL interpreter of the Vulkan backend. It implements the semantics of
- * bytecode/ops.def (as vm/interp/interp_core.h does for C) for kernel tasks, the sizer's
+ * bytecode/ops.def (as vm/interp/interp_ops.h does for C) for kernel tasks, the sizer's
  * serial passes and the parallel max-reducer. Every buffer is reached through a buffer device
  * address in the push constants, so the number and size of user arrays is not bounded by
  * descriptor limits (maxStorageBufferRange, maxPerStageDescriptorStorageBuffers).
@@ -32,6 +32,8 @@ const uint WG = uint(WG_SIZE);
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer W { uint v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer WI { int v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer WF { float v; };
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer W2 { uvec2 v; };
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer W4 { uvec4 v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer WC { uint v; };
 /* the cancel word: the host stores to it while the shader runs, so every read is a new load */
 layout(buffer_reference, std430, buffer_reference_align = 4) volatile coherent buffer WV { uint v; };
@@ -41,7 +43,26 @@ layout(buffer_reference, std430, buffer_reference_align = 4) volatile coherent b
 #define LONG_LOOP(cond) for (uint lo_ = 0u; lo_ < 65535u && (cond); lo_++) for (uint li_ = 0u; li_ < 65535u && (cond); li_++)
 /* (RT_VK_STEPS: a loop ran 65535^2 iterations, this driver-limit guard's error) */
 
-uint R[MAX_REGS];
+/* The register file, sized per task: vulkan_backend.c specializes one pipeline per size class
+   (REGS registers, at least the task's nregs, which the verifier bounds every register operand
+   by) and creates each on first use. In shared memory when REGS_SHARED (register r of
+   invocation l at word r * WG + l: consecutive invocations in consecutive banks), which no
+   data stream can evict; else a private array, which drivers keep in (cached) local memory.
+   The other array of the two is one word, unused. The sizer's modes use no register. */
+layout(constant_id = 0) const uint REGS = 1u;
+layout(constant_id = 1) const bool REGS_SHARED = false;
+const uint RS_WORDS = REGS_SHARED ? REGS * WG : 1u;
+const uint RP_WORDS = REGS_SHARED ? 1u : REGS;
+shared uint RS[RS_WORDS];
+uint RP[RP_WORDS];
+uint rg(uint r) {
+    if (REGS_SHARED) return RS[r * WG + gl_LocalInvocationID.x];
+    return RP[r];
+}
+void rs(uint r, uint v) {
+    if (REGS_SHARED) RS[r * WG + gl_LocalInvocationID.x] = v;
+    else RP[r] = v;
+}
 
 /* ---- addresses: uvec2 (lo, hi) byte addresses, word offsets added with carry ---- */
 uvec2 addw(uvec2 b, uint w) {
@@ -61,8 +82,9 @@ uvec2 P(int v) { return uvec2(uint(v), v < 0 ? 0xFFFFFFFFu : 0u); }
 const uvec2 P0 = uvec2(0u);
 
 bool failed() { return WC(pc.err).v != 0u; }
-/* Backward jumps between two reads of the cancel word (interp_run.h, DVM_CANCEL_EVERY). */
-const uint CANCEL_EVERY = 64u;
+/* Backward jumps between two reads of the error and cancel words (interp_run.h,
+   DVM_POLL_EVERY and DVM_CANCEL_EVERY). */
+const uint POLL_EVERY = 64u;
 uint g_polls = 0u;
 bool cancelled() { return WV(pc.cancel).v != 0u; }
 
@@ -80,32 +102,33 @@ void rec_err(int code, uint node, uvec2 p0, uvec2 p1, uvec2 p2, uvec2 p3) {
 /* ---- the slot table (gpu_abi.h): per array slot its address, length and shape ---- */
 uint slot_w(uint x, uint k) { return ldw(pc.slots, x * SLOT_WORDS + k); }
 uvec2 arr_base(uint x) { return uvec2(slot_w(x, SLOT_ADDR), slot_w(x, SLOT_ADDR + 1u)); }
-/* Element count clamped to the i32 index range: registers hold i32 indices. */
-int arr_len(uint x) {
-    uint lo = slot_w(x, SLOT_LEN), hi = slot_w(x, SLOT_LEN + 1u);
-    return (hi != 0u || lo > 0x7FFFFFFFu) ? 0x7FFFFFFF : int(lo);
-}
 int arr_dim(uint x, uint ax) { return int(slot_w(x, SLOT_SHAPE + ax)); }
 
-/* Checks flat index i of slot x; records OOB (axis -1) and returns false when outside. */
-bool chk(uint x, int i, uint node) {
-    int n = arr_len(x);
+/* Slot x's address (xy) and element count (zw) in one load: SLOT_ADDR and SLOT_LEN are its
+   first four words, and the host aligns the slot table to 16 bytes (vulkan_backend.c). */
+uvec4 slot_al(uint x) { return W4(addw(pc.slots, x * SLOT_WORDS)).v; }
+/* Checks flat index i of slot x; records OOB (axis -1) and returns false when outside; base:
+   the array's address. */
+bool chk(uint x, int i, uint node, out uvec2 base) {
+    uvec4 s = slot_al(x);
+    base = s.xy;
+    /* the element count clamped to the i32 index range: registers hold i32 indices */
+    int n = (s.w != 0u || s.z > 0x7FFFFFFFu) ? 0x7FFFFFFF : int(s.z);
     if (i >= 0 && i < n) return true;
-    uint lo = slot_w(x, SLOT_LEN), hi = slot_w(x, SLOT_LEN + 1u);
-    rec_err(RT_OOB, node, uvec2(x, 0u), P(-1), P(i), uvec2(lo, hi));
+    rec_err(RT_OOB, node, uvec2(x, 0u), P(-1), P(i), s.zw);
     return false;
 }
 
-float f(uint r) { return uintBitsToFloat(R[r]); }
-void setf(uint r, float v) { R[r] = floatBitsToUint(v); }
-int iv(uint r) { return int(R[r]); }
+float f(uint r) { return uintBitsToFloat(rg(r)); }
+void setf(uint r, float v) { rs(r, floatBitsToUint(v)); }
+int iv(uint r) { return int(rg(r)); }
 /* an 'o' operand (ops.def): register in bits 0-9 plus a signed 6-bit offset in bits 10-15 */
-int ov(uint f) { return int(R[f & 1023u] + uint((int((f >> 10) & 63u) ^ 32) - 32)); } /* wraps, like ADDIK */
+int ov(uint f) { return int(rg(f & 1023u) + uint((int((f >> 10) & 63u) ^ 32) - 32)); } /* wraps, like ADDIK */
 /* register r plus the sign-extended 16-bit immediate k (LDO, ATOMADDFO, LDADDFO): wraps too */
-int rk16(uint r, uint k) { return int(R[r] + uint(int(k << 16) >> 16)); }
+int rk16(uint r, uint k) { return int(rg(r) + uint(int(k << 16) >> 16)); }
 /* the load-and-add nodes: r[a] += the f32 element with bits v */
 void ldadd(uint a, uint v) { precise float t = f(a) + uintBitsToFloat(v); setf(a, t); }
-void seti(uint r, int v) { R[r] = uint(v); }
+void seti(uint r, int v) { rs(r, uint(v)); }
 float K(uint k) { return uintBitsToFloat(ldw(pc.consts, k)); }
 
 /* A NaN test on the bits: drivers may fold a float compare-and-select into fmin/fmax, which
@@ -285,28 +308,29 @@ int run(uint cb, uint ip0, uint slot) {
     uint ip = ip0;
     LONG_LOOP(true) {
         uint n = cb + ip;
-        uint w0 = ldw(pc.nodes, n * 2u), w1 = ldw(pc.nodes, n * 2u + 1u);
+        uvec2 nw = W2(addw(pc.nodes, n * 2u)).v; /* one 8-byte load */
+        uint w0 = nw.x, w1 = nw.y;
         uint op = w0 & 0xFFu, x = (w0 >> 8) & 0xFFu, a = w0 >> 16, b = w1 & 0xFFFFu, c = w1 >> 16;
         uint next = ip + 1u;
         switch (op) {
         case OP_NOP: break;
-        case OP_CONST: R[a] = b | (c << 16); break;
-        case OP_CONSTK: R[a] = ldw(pc.consts, b); break;
-        case OP_MOV: R[a] = R[b]; break;
-        case OP_LDU: R[a] = ldw(pc.uni, b); break;
-        case OP_STU: W(addw(pc.uni, a)).v = R[b]; break;
+        case OP_CONST: rs(a, b | (c << 16)); break;
+        case OP_CONSTK: rs(a, ldw(pc.consts, b)); break;
+        case OP_MOV: rs(a, rg(b)); break;
+        case OP_LDU: rs(a, ldw(pc.uni, b)); break;
+        case OP_STU: W(addw(pc.uni, a)).v = rg(b); break;
         case OP_ATOMADDU: atom_addf(addw(pc.uni, a), f(b)); break;
 
         case OP_ADDF: { precise float t = f(b) + f(c); setf(a, t); break; }
         case OP_SUBF: { precise float t = f(b) - f(c); setf(a, t); break; }
         case OP_MULF: { precise float t = f(b) * f(c); setf(a, t); break; }
         case OP_DIVF: { precise float t = f(b) / f(c); setf(a, t); break; }
-        case OP_MINF: R[a] = (isnan_bits(R[b]) || !(f(c) < f(b))) ? R[b] : R[c]; break;
-        case OP_MAXF: R[a] = (isnan_bits(R[b]) || !(f(c) > f(b))) ? R[b] : R[c]; break;
+        case OP_MINF: rs(a, (isnan_bits(rg(b)) || !(f(c) < f(b))) ? rg(b) : rg(c)); break;
+        case OP_MAXF: rs(a, (isnan_bits(rg(b)) || !(f(c) > f(b))) ? rg(b) : rg(c)); break;
         case OP_POWF: setf(a, c_pow(f(b), f(c))); break;
         case OP_ATAN2F: setf(a, c_atan2(f(b), f(c))); break;
-        case OP_NEGF: R[a] = R[b] ^ 0x80000000u; break;
-        case OP_ABSF: R[a] = R[b] & 0x7FFFFFFFu; break;
+        case OP_NEGF: rs(a, rg(b) ^ 0x80000000u); break;
+        case OP_ABSF: rs(a, rg(b) & 0x7FFFFFFFu); break;
         case OP_SIN: setf(a, c_sincos(f(b), 0u)); break;
         case OP_COS: setf(a, c_sincos(f(b), 1u)); break;
         case OP_TAN: setf(a, c_tan(f(b))); break;
@@ -325,9 +349,9 @@ int run(uint cb, uint ip0, uint slot) {
         case OP_FLOOR: setf(a, floor(f(b))); break;
         case OP_CEIL: setf(a, ceil(f(b))); break;
 
-        case OP_ADDI: R[a] = R[b] + R[c]; break;
-        case OP_SUBI: R[a] = R[b] - R[c]; break;
-        case OP_MULI: R[a] = R[b] * R[c]; break;
+        case OP_ADDI: rs(a, rg(b) + rg(c)); break;
+        case OP_SUBI: rs(a, rg(b) - rg(c)); break;
+        case OP_MULI: rs(a, rg(b) * rg(c)); break;
         case OP_DIVI:
         case OP_MODI: {
             int q = iv(c);
@@ -338,9 +362,9 @@ int run(uint cb, uint ip0, uint slot) {
         }
         case OP_MINI: seti(a, min(iv(b), iv(c))); break;
         case OP_MAXI: seti(a, max(iv(b), iv(c))); break;
-        case OP_NEGI: R[a] = 0u - R[b]; break;
-        case OP_ABSI: R[a] = iv(b) < 0 ? 0u - R[b] : R[b]; break;
-        case OP_ADDIK: R[a] = R[b] + uint(int(c << 16) >> 16); break;
+        case OP_NEGI: rs(a, 0u - rg(b)); break;
+        case OP_ABSI: rs(a, iv(b) < 0 ? 0u - rg(b) : rg(b)); break;
+        case OP_ADDIK: rs(a, rg(b) + uint(int(c << 16) >> 16)); break;
 
         case OP_I2F: setf(a, float(iv(b))); break;
         case OP_F2I: seti(a, c_f2i(f(b))); break;
@@ -355,33 +379,33 @@ int run(uint cb, uint ip0, uint slot) {
         case OP_POWI: {
             int e = iv(c);
             if (e < 0) { rec_err(RT_NEGPOW, n, P(e), P0, P0, P0); return 1; }
-            uint base = R[b], acc = 1u, ue = uint(e);
+            uint base = rg(b), acc = 1u, ue = uint(e);
             while (ue != 0u) { if ((ue & 1u) != 0u) acc *= base; base *= base; ue >>= 1; }
-            R[a] = acc;
+            rs(a, acc);
             break;
         }
 
-        case OP_LTF: R[a] = f(b) < f(c) ? 1u : 0u; break;
-        case OP_LEF: R[a] = f(b) <= f(c) ? 1u : 0u; break;
-        case OP_EQF: R[a] = f(b) == f(c) ? 1u : 0u; break;
-        case OP_NEF: R[a] = (f(b) == f(c)) ? 0u : 1u; break;
-        case OP_LTI: R[a] = iv(b) < iv(c) ? 1u : 0u; break;
-        case OP_LEI: R[a] = iv(b) <= iv(c) ? 1u : 0u; break;
-        case OP_EQI: R[a] = R[b] == R[c] ? 1u : 0u; break;
-        case OP_NEI: R[a] = R[b] != R[c] ? 1u : 0u; break;
-        case OP_NOT: R[a] = R[b] == 0u ? 1u : 0u; break;
-        case OP_SEL: R[a] = R[a] != 0u ? R[b] : R[c]; break;
+        case OP_LTF: rs(a, f(b) < f(c) ? 1u : 0u); break;
+        case OP_LEF: rs(a, f(b) <= f(c) ? 1u : 0u); break;
+        case OP_EQF: rs(a, f(b) == f(c) ? 1u : 0u); break;
+        case OP_NEF: rs(a, (f(b) == f(c)) ? 0u : 1u); break;
+        case OP_LTI: rs(a, iv(b) < iv(c) ? 1u : 0u); break;
+        case OP_LEI: rs(a, iv(b) <= iv(c) ? 1u : 0u); break;
+        case OP_EQI: rs(a, rg(b) == rg(c) ? 1u : 0u); break;
+        case OP_NEI: rs(a, rg(b) != rg(c) ? 1u : 0u); break;
+        case OP_NOT: rs(a, rg(b) == 0u ? 1u : 0u); break;
+        case OP_SEL: rs(a, rg(a) != 0u ? rg(b) : rg(c)); break;
 
         case OP_JMP: next = a; break;
-        case OP_JZ: if (R[a] == 0u) next = b; break;
-        case OP_JNZ: if (R[a] != 0u) next = b; break;
-        case OP_JGEI: if (!(iv(a) < iv(b) && R[b] - R[a] > x)) next = c; break; /* x: see ops.def */
+        case OP_JZ: if (rg(a) == 0u) next = b; break;
+        case OP_JNZ: if (rg(a) != 0u) next = b; break;
+        case OP_JGEI: if (!(iv(a) < iv(b) && rg(b) - rg(a) > x)) next = c; break; /* x: see ops.def */
         case OP_JOUTI: if (iv(x) >= iv(a) || iv(a) >= iv(b)) next = c; break;
         /* the bound is read before the count is written (they may be one register) */
         case OP_INCLT: {
-            uint hi = R[b];
+            uint hi = rg(b);
             /* a loop whose body is the one node before, a self-update (DVM_SELF_UPDATE in
-               bytecode/bc.h): its remaining trips here, as interp_core.h's ONE_NODE_LOOP_ (the
+               bytecode/bc.h): its remaining trips here, as interp_run.h's ONE_NODE_LOOP_ (the
                steps in loops of at most 65535 iterations, for llvmpipe) */
             if (x == 0u && c + 1u == ip && iv(a) < int(hi)) {
                 uint bn = cb + c, v0 = ldw(pc.nodes, bn * 2u), v1 = ldw(pc.nodes, bn * 2u + 1u);
@@ -394,7 +418,7 @@ int run(uint cb, uint ip0, uint slot) {
                             : (su == SU_MUL_K || su == SU_ADD_K) ? bb == ba
                             : su == SU_SUB_R ? (bb == ba && bc != ba) : false;
                 uint bo = su == SU_FMA_K ? bb : (su == SU_MUL_K || su == SU_ADD_K) ? ba : bb == ba ? bc : bb;
-                uint steps = hi - R[a] - 1u;
+                uint steps = hi - rg(a) - 1u;
                 if (self && a != ba && b != ba && a != bo && steps < 65535u * 65535u) {
                     /* the node as v * m + k; fma, fused or not, gives the node's result: for
                        FMAFK it is the node's own fma, and for the others one of its two steps
@@ -410,29 +434,29 @@ int run(uint cb, uint ip0, uint slot) {
                         for (uint i = 0u; i < mm; i++) v = fma(v, m, k);
                     }
                     setf(ba, v);
-                    R[a] = hi;
+                    rs(a, hi);
                     break;
                 }
             }
-            R[a] += x + 1u;
-            if (iv(a) < int(hi) && hi - R[a] > x) next = c;
+            rs(a, rg(a) + (x + 1u));
+            if (iv(a) < int(hi) && hi - rg(a) > x) next = c;
             break;
         }
         case OP_END: return 0;
         case OP_ASSERT:
-            if (R[a] == 0u) { rec_err(RT_ASSERT, n, uvec2(b, 0u), P0, P0, P0); return 1; }
+            if (rg(a) == 0u) { rec_err(RT_ASSERT, n, uvec2(b, 0u), P0, P0, P0); return 1; }
             break;
 
         case OP_IDX:
         case OP_IDXM: {
             int i = iv(b), d = arr_dim(x, c);
             if (i < 0 || i >= d) { rec_err(RT_OOB, n, uvec2(x, 0u), uvec2(c, 0u), P(i), P(d)); return 1; }
-            R[a] = op == OP_IDX ? uint(i) : R[a] * uint(d) + uint(i);
+            rs(a, op == OP_IDX ? uint(i) : rg(a) * uint(d) + uint(i));
             break;
         }
-        case OP_LD: { int i = iv(b); if (!chk(x, i, n)) return 1; R[a] = ldw(arr_base(x), uint(i)); break; }
-        case OP_LDADDF: { int i = iv(b); if (!chk(x, i, n)) return 1; ldadd(a, ldw(arr_base(x), uint(i))); break; }
-        case OP_ST: { int i = iv(a); if (!chk(x, i, n)) return 1; W(addw(arr_base(x), uint(i))).v = R[b]; break; }
+        case OP_LD: { int i = iv(b); uvec2 ab; if (!chk(x, i, n, ab)) return 1; rs(a, ldw(ab, uint(i))); break; }
+        case OP_LDADDF: { int i = iv(b); uvec2 ab; if (!chk(x, i, n, ab)) return 1; ldadd(a, ldw(ab, uint(i))); break; }
+        case OP_ST: { int i = iv(a); uvec2 ab; if (!chk(x, i, n, ab)) return 1; W(addw(ab, uint(i))).v = rg(b); break; }
         case OP_LD2:
         case OP_ST2:
         case OP_ATOMADDF2:
@@ -443,25 +467,26 @@ int run(uint cb, uint ip0, uint slot) {
             bool ld = op == OP_LD2 || op == OP_LD2O || op == OP_LDADDF2O;
             bool o = op == OP_LD2O || op == OP_ATOMADDF2O || op == OP_LDADDF2O;
             uint fi = ld ? b : a, fj = ld ? c : b;
-            int i = o ? ov(fi) : iv(fi), j = o ? ov(fj) : iv(fj), d0 = arr_dim(x, 0u), d1 = arr_dim(x, 1u);
+            uvec2 dd = W2(addw(pc.slots, x * SLOT_WORDS + SLOT_SHAPE)).v; /* 8-byte aligned */
+            int i = o ? ov(fi) : iv(fi), j = o ? ov(fj) : iv(fj), d0 = int(dd.x), d1 = int(dd.y);
             if (i < 0 || i >= d0) { rec_err(RT_OOB, n, uvec2(x, 0u), uvec2(0u, 0u), P(i), P(d0)); return 1; }
             if (j < 0 || j >= d1) { rec_err(RT_OOB, n, uvec2(x, 0u), uvec2(1u, 0u), P(j), P(d1)); return 1; }
-            uvec2 p = addw(arr_base(x), uint(i) * uint(d1) + uint(j)); /* as IDXM + LD: 32-bit */
+            uvec2 p = addw(slot_al(x).xy, uint(i) * uint(d1) + uint(j)); /* as IDXM + LD: 32-bit */
             if (op == OP_LDADDF2O) ldadd(a, W(p).v);
-            else if (ld) R[a] = W(p).v;
-            else if (op == OP_ST2) W(p).v = R[c];
+            else if (ld) rs(a, W(p).v);
+            else if (op == OP_ST2) W(p).v = rg(c);
             else atom_addf(p, f(c));
             break;
         }
-        case OP_ATOMADDF: { int i = iv(a); if (!chk(x, i, n)) return 1; atom_addf(addw(arr_base(x), uint(i)), f(b)); break; }
-        case OP_LDO: { int i = rk16(b, c); if (!chk(x, i, n)) return 1; R[a] = ldw(arr_base(x), uint(i)); break; }
-        case OP_LDADDFO: { int i = rk16(b, c); if (!chk(x, i, n)) return 1; ldadd(a, ldw(arr_base(x), uint(i))); break; }
-        case OP_ATOMADDFO: { int i = rk16(a, c); if (!chk(x, i, n)) return 1; atom_addf(addw(arr_base(x), uint(i)), f(b)); break; }
-        case OP_ATOMADDI: { int i = iv(a); if (!chk(x, i, n)) return 1; atomicAdd(W(addw(arr_base(x), uint(i))).v, R[b]); break; }
-        case OP_ATOMMAXF: { int i = iv(a); if (!chk(x, i, n)) return 1; atom_mmf(addw(arr_base(x), uint(i)), f(b), true); break; }
-        case OP_ATOMMINF: { int i = iv(a); if (!chk(x, i, n)) return 1; atom_mmf(addw(arr_base(x), uint(i)), f(b), false); break; }
-        case OP_ATOMMAXI: { int i = iv(a); if (!chk(x, i, n)) return 1; atomicMax(WI(addw(arr_base(x), uint(i))).v, iv(b)); break; }
-        case OP_ATOMMINI: { int i = iv(a); if (!chk(x, i, n)) return 1; atomicMin(WI(addw(arr_base(x), uint(i))).v, iv(b)); break; }
+        case OP_ATOMADDF: { int i = iv(a); uvec2 ab; if (!chk(x, i, n, ab)) return 1; atom_addf(addw(ab, uint(i)), f(b)); break; }
+        case OP_LDO: { int i = rk16(b, c); uvec2 ab; if (!chk(x, i, n, ab)) return 1; rs(a, ldw(ab, uint(i))); break; }
+        case OP_LDADDFO: { int i = rk16(b, c); uvec2 ab; if (!chk(x, i, n, ab)) return 1; ldadd(a, ldw(ab, uint(i))); break; }
+        case OP_ATOMADDFO: { int i = rk16(a, c); uvec2 ab; if (!chk(x, i, n, ab)) return 1; atom_addf(addw(ab, uint(i)), f(b)); break; }
+        case OP_ATOMADDI: { int i = iv(a); uvec2 ab; if (!chk(x, i, n, ab)) return 1; atomicAdd(W(addw(ab, uint(i))).v, rg(b)); break; }
+        case OP_ATOMMAXF: { int i = iv(a); uvec2 ab; if (!chk(x, i, n, ab)) return 1; atom_mmf(addw(ab, uint(i)), f(b), true); break; }
+        case OP_ATOMMINF: { int i = iv(a); uvec2 ab; if (!chk(x, i, n, ab)) return 1; atom_mmf(addw(ab, uint(i)), f(b), false); break; }
+        case OP_ATOMMAXI: { int i = iv(a); uvec2 ab; if (!chk(x, i, n, ab)) return 1; atomicMax(WI(addw(ab, uint(i))).v, iv(b)); break; }
+        case OP_ATOMMINI: { int i = iv(a); uvec2 ab; if (!chk(x, i, n, ab)) return 1; atomicMin(WI(addw(ab, uint(i))).v, iv(b)); break; }
         case OP_SHAPE: seti(a, arr_dim(x, b)); break;
 
         case OP_PUSH: {
@@ -469,7 +494,7 @@ int run(uint cb, uint ip0, uint slot) {
             uint cnt = W(sb).v;
             uvec2 cap = stack_cap(a);
             if (cap.y == 0u && cnt >= cap.x) { rec_err(RT_ADSTACK_OVERFLOW, n, uvec2(a, 0u), cap, P0, P0); return 1; }
-            W(addw(sb, 1u + cnt)).v = R[b];
+            W(addw(sb, 1u + cnt)).v = rg(b);
             W(sb).v = cnt + 1u;
             break;
         }
@@ -477,7 +502,7 @@ int run(uint cb, uint ip0, uint slot) {
             uvec2 sb = stack_base(slot, b);
             uint cnt = W(sb).v;
             if (cnt == 0u) { rec_err(RT_ADSTACK_UNDERFLOW, n, uvec2(b, 0u), P0, P0, P0); return 1; }
-            R[a] = W(addw(sb, cnt)).v;
+            rs(a, W(addw(sb, cnt)).v);
             W(sb).v = cnt - 1u;
             break;
         }
@@ -491,10 +516,12 @@ int run(uint cb, uint ip0, uint slot) {
 
         default: rec_err(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0); return 1;
         }
-        /* A backward jump is where a long-running thread notices another thread's error. */
-        if (next <= ip) {
+        /* A backward jump is where a long-running thread notices another thread's error and
+           the cancel word, every POLL_EVERY of them: each read is a load from L2 (or host
+           memory) on the loop's critical path. */
+        if (next <= ip && (++g_polls & (POLL_EVERY - 1u)) == 0u) {
             if (failed()) return 1;
-            if ((++g_polls & (CANCEL_EVERY - 1u)) == 0u && cancelled()) {
+            if (cancelled()) {
                 rec_err(RT_CANCELLED, n, P0, P0, P0, P0);
                 return 1;
             }
@@ -514,8 +541,27 @@ void serial_task() {
     uint slot = pc.nthreads;
     if ((pc.flags & FLAG_ZERO_SERIAL) != 0u) zero_counts(slot);
     uint nregs = tw(pc.task, 0u) >> 16;
-    for (uint i = 0u; i < nregs; i++) R[i] = 0u;
+    for (uint i = 0u; i < nregs; i++) rs(i, 0u);
     run(tw(pc.task, 1u), 0u, slot);
+}
+
+/* The grid-stride loop of a parallel task over total (<= 2^32 - 1 - nthreads) iterations: the
+   first runs the task's prologue, the later ones start at its body. */
+void par_loop32(uint total, uint ndim, uint e[3], uint s[3], uint idx_reg[3], uint cb, uint body) {
+    uint g = gl_GlobalInvocationID.x, ip0 = 0u;
+    uint t = g;
+    LONG_LOOP(t < total) {
+        uint q = t;
+        for (int d = int(ndim) - 1; d >= 1; d--) {
+            rs(idx_reg[d], q % e[d] + s[d]);
+            q /= e[d];
+        }
+        rs(idx_reg[0], q + s[0]);
+        if (run(cb, ip0, g) != 0) return;
+        ip0 = body;
+        t += pc.nthreads;
+    }
+    if (t < total) rec_err(RT_VK_STEPS, cb, P0, P0, P0, P0);
 }
 
 void parallel_task() {
@@ -529,7 +575,6 @@ void parallel_task() {
     uint ext_u[3] = uint[3](eu01 & 0xFFFFu, eu01 >> 16, eu2s0 & 0xFFFFu);
     uint start_u[3] = uint[3](eu2s0 >> 16, s12 & 0xFFFFu, s12 >> 16);
     uint idx_reg[3] = uint[3](ir01 & 0xFFFFu, ir01 >> 16, ir2 & 0xFFFFu);
-    uint ip0 = 0u; /* the first iteration runs the prologue; the later ones start at the body */
     /* dimension d over [start, stop): e[d] digits (stop - start, up to 2^32 - 1; none when
        stop <= start), the index register gets start + digit */
     uint e[3] = uint[3](1u, 1u, 1u);
@@ -542,17 +587,20 @@ void parallel_task() {
     }
     for (uint d = 0u; d < ndim; d++) if (e[d] == 0u) return;
     zero_counts(g);
-    for (uint i = 0u; i < nregs; i++) R[i] = 0u;
+    for (uint i = 0u; i < nregs; i++) rs(i, 0u);
 #if DVM_INT64
     uint64_t total = uint64_t(e[0]) * uint64_t(e[1]) * uint64_t(e[2]);
+    /* 32-bit index arithmetic when it is exact: a 64-bit division is a long call */
+    if (total <= uint64_t(0xFFFFFFFFu - pc.nthreads)) { par_loop32(uint(total), ndim, e, s, idx_reg, cb, ir2 >> 16); return; }
     uint64_t t = g;
+    uint ip0 = 0u; /* the first iteration runs the prologue; the later ones start at the body */
     LONG_LOOP(t < total) {
         uint64_t q = t;
         for (int d = int(ndim) - 1; d >= 1; d--) {
-            R[idx_reg[d]] = uint(q % uint64_t(e[d])) + s[d];
+            rs(idx_reg[d], uint(q % uint64_t(e[d])) + s[d]);
             q /= uint64_t(e[d]);
         }
-        R[idx_reg[0]] = uint(q) + s[0];
+        rs(idx_reg[0], uint(q) + s[0]);
         if (run(cb, ip0, g) != 0) return;
         ip0 = ir2 >> 16;
         t += pc.nthreads;
@@ -567,20 +615,7 @@ void parallel_task() {
         rec_err(RT_VK_RANGE32, tw(pc.task, 1u), P0, P0, P0, P0);
         return;
     }
-    total = lo2;
-    uint t = g;
-    LONG_LOOP(t < total) {
-        uint q = t;
-        for (int d = int(ndim) - 1; d >= 1; d--) {
-            R[idx_reg[d]] = q % e[d] + s[d];
-            q /= e[d];
-        }
-        R[idx_reg[0]] = q + s[0];
-        if (run(cb, ip0, g) != 0) return;
-        ip0 = ir2 >> 16;
-        t += pc.nthreads;
-    }
-    if (t < total) rec_err(RT_VK_STEPS, cb, P0, P0, P0, P0);
+    par_loop32(lo2, ndim, e, s, idx_reg, cb, ir2 >> 16);
 #endif
 }
 

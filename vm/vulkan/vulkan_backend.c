@@ -50,6 +50,13 @@ enum { FLAG_ZERO_SERIAL = DVM_VK_FLAG_ZERO_SERIAL };
 enum { RT_VK_RANGE32 = DVM_VK_RT_RANGE32, RT_VK_STEPS = DVM_VK_RT_STEPS }; /* interp.comp's backend-private error codes */
 enum { ERR_WORDS = DVM_VK_ERR_WORDS };
 #define WG_SIZE DVM_VK_WG_SIZE /* local_size_x of interp.comp */
+/* interp.comp reads a slot's address and length as one 16-byte load (slot_al) and a rank-2
+   shape as one 8-byte load: the slot table starts at a multiple of 4 words of the params
+   buffer (whose address is 16-byte aligned, as every buffer's). */
+#define SLOTS_AT(w) (((w) + 3u) & ~(size_t)3)
+_Static_assert(DVM_VK_SLOT_ADDR == 0 && DVM_VK_SLOT_LEN == 2 && DVM_VK_SLOT_WORDS % 4 == 0 && DVM_VK_SLOT_SHAPE % 2 == 0,
+               "slot_al: address and length are a slot's first 4 words");
+_Static_assert(ERR_WORDS % 4 == 0, "the params buffer's words before the uniforms");
 
 /* ---- the loader ---- */
 #define VK_GLOBAL_FNS(X) X(vkCreateInstance) X(vkEnumerateInstanceVersion)
@@ -213,6 +220,14 @@ struct dvm_loaded {
     dvm_buffer *nodes, *consts, *tasks;
 };
 
+/* One pipeline of the interpreter: its register-file class (interp.comp: REGS, REGS_SHARED). */
+typedef struct vk_pipe {
+    uint32_t regs;
+    int shared;
+    VkPipeline pipe;
+} vk_pipe;
+#define VK_MAX_PIPES 8 /* classes 16, 32, .., DVM_MAX_REGS (7) in shared memory, and the private one */
+
 struct dvm_backend {
     VkInstance inst;
     VkPhysicalDevice pd;
@@ -226,7 +241,14 @@ struct dvm_backend {
     int max_alloc_lowered; /* by the vk_max_alloc option (the message says so) */
     VkShaderModule shader;
     VkPipelineLayout layout;
-    VkPipeline pipe;
+    vk_pipe pipes[VK_MAX_PIPES]; /* per register-file class, created on first use (get_pipeline) */
+    int npipes;
+    VkPipeline pipe;             /* the smallest class's, created at open: the sizer's dispatches */
+    uint32_t shared_regs_max;    /* the largest class with its registers in shared memory */
+    VkPipelineCache pcache;
+    char cache_file[600];
+    int have_cache_path;
+    size_t cache_bytes;          /* the cache's size when last read or written */
     VkCommandPool pool;
     VkCommandBuffer cmd;
     VkFence fence;
@@ -501,26 +523,30 @@ static void *cache_read(dvm_backend *be, const char *path, size_t *len) {
     return data;
 }
 
-static void cache_write(dvm_backend *be, VkPipelineCache pc, const char *path) {
+/* Writes the cache file; 0 when written (a failure only costs a later compile). */
+static int cache_write(dvm_backend *be, VkPipelineCache pc, const char *path) {
     size_t n = 0;
-    if (D.vkGetPipelineCacheData(be->dev, pc, &n, NULL) != VK_SUCCESS || !n) return;
+    if (D.vkGetPipelineCacheData(be->dev, pc, &n, NULL) != VK_SUCCESS || !n) return -1;
     void *data = malloc(n);
-    if (!data) return;
+    if (!data) return -1;
+    int ok = 0;
     if (D.vkGetPipelineCacheData(be->dev, pc, &n, data) == VK_SUCCESS) {
         mkdir_p(path);
         char tmp[640];
-        if ((size_t)snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= sizeof tmp) { free(data); return; }
+        if ((size_t)snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= sizeof tmp) { free(data); return -1; }
         FILE *f = fopen(tmp, "wb");
         if (f) {
-            int ok = fwrite(data, 1, n, f) == n;
+            ok = fwrite(data, 1, n, f) == n;
             ok = (fclose(f) == 0) && ok;
-            if (!ok || rename(tmp, path) != 0) remove(tmp); /* the cache is an optimisation */
+            if (!ok || rename(tmp, path) != 0) { remove(tmp); ok = 0; } /* the cache is an optimisation */
         }
     }
     free(data);
+    return ok ? 0 : -1;
 }
 
-static int make_pipeline(dvm_backend *be, char *err, size_t errlen) {
+/* The interpreter's module, layout and pipeline cache (loaded from disk when present). */
+static int make_module(dvm_backend *be, char *err, size_t errlen) {
     const uint32_t *spv;
     size_t bytes;
     if (be->use_int64 && be->use_fatomic) { spv = dvm_spv_i1_f1; bytes = sizeof dvm_spv_i1_f1; }
@@ -537,33 +563,68 @@ static int make_pipeline(dvm_backend *be, char *err, size_t errlen) {
     r = D.vkCreatePipelineLayout(be->dev, &li, NULL, &be->layout);
     if (r != VK_SUCCESS) return vkfail(r, "vkCreatePipelineLayout", err, errlen);
 
-    char path[600];
-    int have_path = cache_path(be, spv, bytes, path, sizeof path) == 0;
+    be->have_cache_path = cache_path(be, spv, bytes, be->cache_file, sizeof be->cache_file) == 0;
     size_t clen = 0;
-    void *cdata = have_path ? cache_read(be, path, &clen) : NULL;
+    void *cdata = be->have_cache_path ? cache_read(be, be->cache_file, &clen) : NULL;
     VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
                                     .initialDataSize = clen, .pInitialData = cdata};
-    VkPipelineCache pc = VK_NULL_HANDLE;
-    if (D.vkCreatePipelineCache(be->dev, &ci, NULL, &pc) != VK_SUCCESS) {
+    if (D.vkCreatePipelineCache(be->dev, &ci, NULL, &be->pcache) != VK_SUCCESS) {
         ci.initialDataSize = 0; /* a cache the driver rejects is dropped, not fatal */
         ci.pInitialData = NULL;
         clen = 0;
-        if (D.vkCreatePipelineCache(be->dev, &ci, NULL, &pc) != VK_SUCCESS) pc = VK_NULL_HANDLE;
+        if (D.vkCreatePipelineCache(be->dev, &ci, NULL, &be->pcache) != VK_SUCCESS) be->pcache = VK_NULL_HANDLE;
     }
     free(cdata);
     be->cache_hit = clen > 0;
+    be->cache_bytes = clen;
+    return 0;
+}
 
+/* The register-file class of a task with nregs registers (interp.comp: REGS, REGS_SHARED):
+   a power of two from 16, in shared memory while a workgroup's files fit beside the sizer's
+   reduction array; above that the private file of DVM_MAX_REGS words. Few classes: each
+   costs one driver compile on its first use in a cold cache. */
+static void reg_class(const dvm_backend *be, uint32_t nregs, uint32_t *regs, int *shared) {
+    uint32_t r = 16;
+    while (r < nregs) r *= 2;
+    *shared = r <= be->shared_regs_max;
+    *regs = *shared ? r : DVM_MAX_REGS;
+}
+
+/* The pipeline of a register-file class, created on first use (from the pipeline cache when
+   it holds it; the cache file is rewritten when the driver added to it). */
+static int get_pipeline(dvm_backend *be, uint32_t nregs, VkPipeline *out, char *err, size_t errlen) {
+    uint32_t regs;
+    int shared;
+    reg_class(be, nregs, &regs, &shared);
+    for (int i = 0; i < be->npipes; i++)
+        if (be->pipes[i].regs == regs && be->pipes[i].shared == shared) { *out = be->pipes[i].pipe; return 0; }
+    if (be->npipes == VK_MAX_PIPES) { fmt(err, errlen, "vulkan: more register-file classes than pipelines"); return -1; }
+    const uint32_t spec[2] = {regs, shared ? VK_TRUE : VK_FALSE};
+    const VkSpecializationMapEntry me[2] = {{.constantID = 0, .offset = 0, .size = 4}, {.constantID = 1, .offset = 4, .size = 4}};
+    const VkSpecializationInfo si = {.mapEntryCount = 2, .pMapEntries = me, .dataSize = sizeof spec, .pData = spec};
     VkComputePipelineCreateInfo pi = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-                  .module = be->shader, .pName = "main"},
+                  .module = be->shader, .pName = "main", .pSpecializationInfo = &si},
         .layout = be->layout};
+    VkPipeline p;
     double t0 = now_ms();
-    r = D.vkCreateComputePipelines(be->dev, pc, 1, &pi, NULL, &be->pipe);
-    be->pipeline_ms = now_ms() - t0;
-    if (r == VK_SUCCESS && pc && have_path && !be->cache_hit) cache_write(be, pc, path);
-    if (pc) D.vkDestroyPipelineCache(be->dev, pc, NULL);
-    if (r != VK_SUCCESS) return vkfail(r, "vkCreateComputePipelines (the interpreter)", err, errlen);
+    VkResult r = D.vkCreateComputePipelines(be->dev, be->pcache, 1, &pi, NULL, &p);
+    be->pipeline_ms += now_ms() - t0;
+    if (r != VK_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "vkCreateComputePipelines (the interpreter, %u registers%s)", regs, shared ? " in shared memory" : "");
+        return vkfail(r, what, err, errlen);
+    }
+    be->pipes[be->npipes].regs = regs;
+    be->pipes[be->npipes].shared = shared;
+    be->pipes[be->npipes++].pipe = p;
+    size_t n = 0;
+    if (be->pcache && be->have_cache_path && D.vkGetPipelineCacheData(be->dev, be->pcache, &n, NULL) == VK_SUCCESS &&
+        n > be->cache_bytes && cache_write(be, be->pcache, be->cache_file) == 0)
+        be->cache_bytes = n;
+    *out = p;
     return 0;
 }
 
@@ -575,7 +636,8 @@ static void vk_close(dvm_backend *be) {
         buf_free(be, be->scratch);
         buf_free(be, be->dummy);
         buf_free(be, be->cancel);
-        if (be->pipe) D.vkDestroyPipeline(be->dev, be->pipe, NULL);
+        for (int i = 0; i < be->npipes; i++) D.vkDestroyPipeline(be->dev, be->pipes[i].pipe, NULL);
+        if (be->pcache) D.vkDestroyPipelineCache(be->dev, be->pcache, NULL);
         if (be->layout) D.vkDestroyPipelineLayout(be->dev, be->layout, NULL);
         if (be->shader) D.vkDestroyShaderModule(be->dev, be->shader, NULL);
         if (be->fence) D.vkDestroyFence(be->dev, be->fence, NULL);
@@ -654,7 +716,12 @@ static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errl
     if ((r = D.vkAllocateCommandBuffers(be->dev, &ca, &be->cmd)) != VK_SUCCESS) { vkfail(r, "vkAllocateCommandBuffers", err, errlen); goto fail; }
     VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     if ((r = D.vkCreateFence(be->dev, &fi, NULL, &be->fence)) != VK_SUCCESS) { vkfail(r, "vkCreateFence", err, errlen); goto fail; }
-    if (make_pipeline(be, err, errlen)) goto fail;
+    /* register files in shared memory: a workgroup's, beside the sizer's reduction array
+       (interp.comp: red, WG_SIZE values of 8 bytes) */
+    uint32_t smem = be->caps.props.limits.maxComputeSharedMemorySize;
+    be->shared_regs_max = 0;
+    for (uint32_t k = 16; k <= DVM_MAX_REGS && (uint64_t)k * WG_SIZE * 4 + WG_SIZE * 8 <= smem; k *= 2) be->shared_regs_max = k;
+    if (make_module(be, err, errlen) || get_pipeline(be, 1, &be->pipe, err, errlen)) goto fail;
     if (buf_new(be, 16, 0, &be->dummy, err, errlen)) goto fail;
     if (buf_new(be, 16, 2, &be->cancel, err, errlen)) goto fail;
     if (!be->cancel->map) { fmt(err, errlen, "vulkan: the cancel word's host-visible memory cannot be mapped"); goto fail; }
@@ -848,8 +915,12 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
             return -1;
         }
     }
+    /* each task's pipeline, before anything is recorded (a failure here writes nothing) */
+    VkPipeline tp;
+    for (uint32_t t = x->host_tasks; t < v->ntasks; t++)
+        if (get_pipeline(be, x->prog->tasks[v->task_begin + t].nregs, &tp, err, errlen)) return -1;
     /* params: error record | uniforms | slot table | stack table (gpu_abi.h) */
-    size_t o_uni = ERR_WORDS, o_slots = o_uni + x->nuniforms, o_stacks = o_slots + DVM_VK_SLOT_WORDS * (size_t)x->nslots;
+    size_t o_uni = ERR_WORDS, o_slots = SLOTS_AT(o_uni + x->nuniforms), o_stacks = o_slots + DVM_VK_SLOT_WORDS * (size_t)x->nslots;
     size_t words = o_stacks + DVM_VK_STACK_WORDS * (size_t)x->nstacks;
     uint32_t *h = calloc(words, 4);
     if (!h) { fmt(err, errlen, "vulkan: out of host memory"); return -1; }
@@ -876,12 +947,18 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
                   .stacks = pa + o_stacks * 4, .tasks = x->loaded->tasks->addr, .aux = be->dummy->addr, .cancel = be->cancel->addr,
                   .nthreads = (uint32_t)nthr, .stride_lo = (uint32_t)x->stride,
                   .stride_hi = (uint32_t)((uint64_t)x->stride >> 32), .nstacks = x->nstacks};
+    VkPipeline bound = be->pipe; /* stage_params binds it */
     int first_serial = !x->resume; /* a later window keeps what earlier ones pushed */
     /* the host ran the first host_tasks tasks (vm/launch.c): their results are in the uniforms */
     for (uint32_t t = x->host_tasks; t < v->ntasks; t++) {
         const dvm_task_desc *td = &x->prog->tasks[v->task_begin + t];
         pc.task = v->task_begin + t;
         pc.task_rel = t;
+        get_pipeline(be, td->nregs, &tp, err, errlen); /* made above: a lookup */
+        if (tp != bound) {
+            D.vkCmdBindPipeline(be->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, tp);
+            bound = tp;
+        }
         if (td->kind == DVM_TASK_SERIAL) {
             pc.mode = MODE_SERIAL;
             pc.flags = first_serial ? FLAG_ZERO_SERIAL : 0;
@@ -936,7 +1013,7 @@ static int vk_size_begin(dvm_backend *be, const dvm_size_plan *plan, dvm_sizing 
     if (!s || !block) { free(s); free(block); fmt(err, errlen, "vulkan: out of host memory"); return -1; }
     s->plan = plan;
     s->block = block;
-    size_t o_uni = ERR_WORDS, o_slots = o_uni + job->nuniforms, o = o_slots + DVM_VK_SLOT_WORDS * (size_t)job->nslots;
+    size_t o_uni = ERR_WORDS, o_slots = SLOTS_AT(o_uni + job->nuniforms), o = o_slots + DVM_VK_SLOT_WORDS * (size_t)job->nslots;
     o = (o + 1) & ~(size_t)1; /* 8-byte alignment for the 64-bit atomics */
     for (uint32_t g = 0; g < plan->nprogs; g++) {
         block[g] = o;
