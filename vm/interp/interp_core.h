@@ -797,19 +797,20 @@ DVM_FN int64_t dvm_size_eval(const dvm_size_env *s, uint32_t begin, uint32_t len
         const uint64_t bw_ = DVM_NODE_WORD(code + N_C);                                \
         const uint32_t bop_ = W_OP(bw_), ba_ = W_A(bw_);                              \
         const uint32_t bo_ = DVM_SELF_OTHER(bop_, ba_, W_B(bw_), W_C(bw_));            \
-        if (DVM_SELF_UPDATE(bop_, ba_, W_B(bw_), W_C(bw_)) && N_A != ba_ && N_B != ba_ && N_A != bo_) { \
+        const uint32_t bk_ = DVM_SU_IS(bop_, FMA_R) ? W_C(bw_) : bo_; /* k's register */ \
+        if (DVM_SELF_UPDATE(bop_, ba_, W_B(bw_), W_C(bw_)) && N_A != ba_ && N_B != ba_ && N_A != bo_ && N_A != bk_) { \
             int ok_ = 1;                                                               \
             FUSE_LANES_(ok_ &= RI(N_A) < RI(N_B));                                     \
             if (ok_) {                                                                 \
                 /* the node as r[a] * m + k (bc.h): m and k per lane */                 \
                 const int kc_ = DVM_SU_IS(bop_, FMA_K) || DVM_SU_IS(bop_, MUL_K) || DVM_SU_IS(bop_, ADD_K); \
                 const float kk_ = kc_ ? KF(W_C(bw_)) : 0.0f;                           \
-                const int mo_ = DVM_SU_IS(bop_, FMA_K) || DVM_SU_IS(bop_, MUL_R);      \
-                const int ko_ = DVM_SU_IS(bop_, ADD_R) || DVM_SU_IS(bop_, SUB_R);      \
+                const int mo_ = DVM_SU_IS(bop_, FMA_K) || DVM_SU_IS(bop_, MUL_R) || DVM_SU_IS(bop_, FMA_R); \
+                const int ko_ = DVM_SU_IS(bop_, ADD_R) || DVM_SU_IS(bop_, SUB_R) || DVM_SU_IS(bop_, FMA_R); \
                 FUSE_LANES_(const uint32_t n_ = RU(N_B) - RU(N_A) - 1u;                \
                             const float o_ = RF(bo_);                                  \
                             const float m_f_ = mo_ ? o_ : DVM_SU_IS(bop_, MUL_K) ? kk_ : 1.0f; \
-                            const float k_f_ = ko_ ? (DVM_SU_IS(bop_, SUB_R) ? -o_ : o_) \
+                            const float k_f_ = ko_ ? (DVM_SU_IS(bop_, SUB_R) ? -RF(bk_) : RF(bk_)) \
                                                    : (DVM_SU_IS(bop_, MUL_R) || DVM_SU_IS(bop_, MUL_K)) ? -0.0f : kk_; \
                             RREF(ba_) = DVM_F2U(dvm_fma_steps_(RF(ba_), m_f_, k_f_, n_)); \
                             SETU(N_A, RU(N_B)));                                       \
@@ -1308,6 +1309,7 @@ dvm_dispatch_:
     vmcase(FMAF) LANES_ALL(SETF(N_A, DVM_FMAF(RF(N_B), RF(N_C), RF(N_A)))); vmbreak;
     vmcase(FMAFK) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, DVM_FMAF(RF(N_A), RF(N_B), k_))); } vmbreak;
 #endif
+    vmcase(FMAFR) LANES_ALL(SETF(N_A, DVM_FMAF(RF(N_A), RF(N_B), RF(N_C)))); vmbreak;
     vmcase(LDADDF) LOAD_ADD_NODE(ROW1_(N_B, 0), ARR_IDX(N_B)); vmbreak;
     vmcase(LDADDFO) LOAD_ADD_NODE(ROW1K_(N_B, N_C), ARR_IDX_E(RK16(N_B, N_C))); vmbreak;
     vmcase(LDADDF2O) LOAD_ADD_NODE(ROW2O_(N_B, N_C), ARR2_IDX_E(RO(N_B), RO(N_C))); vmbreak;
