@@ -300,45 +300,71 @@ static int emit_fk(tctx *c, int op, const ir_expr *x, float k, int dst) {
     return d;
 }
 
-static int is_plain_mulf(const ir_expr *e) {
-    return e && e->kind == IR_BIN && e->op == DVM_OP_MULF && !is_fconst(e->a, NULL) && !is_fconst(e->b, NULL);
+/* A product that an add takes into one multiply-add: a MULF with at most one constant
+ * factor (two are folded before; a NaN constant is left out, as in is_fconst). */
+static int is_fma_product(const ir_expr *e) {
+    if (!e || e->kind != IR_BIN || e->op != DVM_OP_MULF) return 0;
+    int ka = e->a && e->a->kind == IR_CONST, kb = e->b && e->b->kind == IR_CONST;
+    if (ka && kb) return 0;
+    return (!ka || is_fconst(e->a, NULL)) && (!kb || is_fconst(e->b, NULL));
 }
 
-/* x*y + K -> FMAFK, x*y + acc -> FMAF, when the accumulator is the destination or a fresh
- * temporary (a product with a constant factor stays MULFK + add: as short, and exact). */
+/* Every f32 `x*y + z` and `z + x*y` is one multiply-add node, whatever the spelling of its
+ * operands (variables, parameters, literals, expressions), so that equivalent spellings get
+ * the same code (issue 26): a constant factor is a register (hoisted out of loops: CONST in
+ * the task's prologue), a constant addend is FMAFK's K, an addend in a register FMAFR's or
+ * FMAF's. The node is chosen so that no copy is needed where one can be avoided:
+ *   z*... into z (`s = s + x*y`)            FMAF  s, x, y
+ *   v*y + K into v (`v = v*rate + 0.01`)     FMAFK v, y, K
+ *   v*y + z into v (`v = v*rate + c`)        FMAFR v, y, z
+ *   an expression as the addend               FMAF  t, x, y  with t = the addend
+ *   an expression as a factor                 FMAFK / FMAFR t, y, z  with t = the factor
+ * and otherwise a copy of a variable into the destination first (as many nodes as MULF and
+ * ADDF). A loop whose body is `v = v * m + k` in any of these spellings is then one
+ * self-update node (bc.h, DVM_SELF_UPDATE), which the interpreters run fused. */
 static int try_fma(tctx *c, const ir_expr *e, int dst) {
     const ir_expr *m, *ac;
-    if (is_plain_mulf(e->a)) {
+    if (is_fma_product(e->a)) {
         m = e->a;
         ac = e->b;
-    } else if (is_plain_mulf(e->b)) {
+    } else if (is_fma_product(e->b)) {
         m = e->b;
         ac = e->a;
     } else {
         return -1;
     }
+    /* FMAF takes the factors in their order (x, y); FMAFK and FMAFR multiply the accumulator
+       by a register, so there x, the factor in the accumulator, is the one in the
+       destination, else an expression (evaluated straight into it), else a variable, and a
+       constant factor is y (a register hoisted out of loops) */
     const ir_expr *x = m->a, *y = m->b;
-    float k;
-    if (is_fconst(ac, &k)) {
-        int ki = kindex(c, k);
-        if (ki < 0) return -1;
-        int dx = var_reg_of(c, x), dy = var_reg_of(c, y);
-        if (dst >= 0 && dy == dst) { /* the multiplier in the destination: no copy */
-            const ir_expr *t = x; x = y; y = t;
-            int td = dx; dx = dy; dy = td;
+    int dx = var_reg_of(c, x), dy = var_reg_of(c, y);
+    const ir_expr *ax = x, *ay = y;
+    int adx = dx;
+    {
+        int ex = dx < 0 && x->kind != IR_CONST, ey = dy < 0 && y->kind != IR_CONST;
+        int swap = dst >= 0 && dx == dst ? 0
+                   : dst >= 0 && dy == dst ? 1
+                   : (ey && !ex) || (!ex && !ey && x->kind == IR_CONST);
+        if (swap) {
+            ax = y;
+            ay = x;
+            adx = dy;
         }
-        if (dst >= 0 && dx == dst) {
-            int ry = emit_expr(c, y, -1);
+    }
+    const int x_expr = adx < 0 && ax->kind != IR_CONST;
+    float k;
+    if (ac->kind == IR_CONST && !is_fconst(ac, NULL)) return -1; /* a NaN addend: MULF + ADDF */
+    int ki = is_fconst(ac, &k) ? kindex(c, k) : -1;
+    if (ki >= 0) {
+        if (dst >= 0 && adx == dst) {
+            int ry = emit_expr(c, ay, -1);
             out(c, DVM_OP_FMAFK, 0, dst, ry, ki);
             return dst;
         }
-        if (dx >= 0 && dy >= 0) return -1; /* two variables: MULF + ADDFK, as short */
-        if (dx >= 0) {
-            const ir_expr *t = x; x = y; y = t;
-        }
-        int ry = emit_expr(c, y, -1);
+        int ry = emit_expr(c, ay, -1);
         int acc = dst >= 0 && dst != ry ? dst : tmp(c);
-        emit_expr(c, x, acc);
+        emit_expr(c, ax, acc);
         out(c, DVM_OP_FMAFK, 0, acc, ry, ki);
         mov(c, dst, acc);
         return dst >= 0 ? dst : acc;
@@ -350,7 +376,21 @@ static int try_fma(tctx *c, const ir_expr *e, int dst) {
         out(c, DVM_OP_FMAF, 0, dst, rx, ry);
         return dst;
     }
-    if (dc >= 0 || ac->kind == IR_CONST) return -1; /* would need a copy: MULF + ADDF */
+    if (dst >= 0 && adx == dst) {
+        int ry = emit_expr(c, ay, -1);
+        int rc = emit_expr(c, ac, -1);
+        out(c, DVM_OP_FMAFR, 0, dst, ry, rc);
+        return dst;
+    }
+    if (x_expr && !(dc < 0 && ac->kind != IR_CONST)) { /* the factor is the expression */
+        int ry = emit_expr(c, ay, -1);
+        int rc = emit_expr(c, ac, -1);
+        int acc = dst >= 0 && dst != ry && dst != rc ? dst : tmp(c);
+        emit_expr(c, ax, acc);
+        out(c, DVM_OP_FMAFR, 0, acc, ry, rc);
+        mov(c, dst, acc);
+        return dst >= 0 ? dst : acc;
+    }
     int rx = emit_expr(c, x, -1);
     int ry = emit_expr(c, y, -1);
     int acc = dst >= 0 && dst != rx && dst != ry ? dst : tmp(c);
@@ -660,6 +700,118 @@ static int block_writes(const ir_block *b, int var) {
     return 0;
 }
 
+/* Whether a statement of b (not of loops nested in it, whose own the jumps are) is a continue. */
+static int block_continues(const ir_block *b) {
+    for (int i = 0; i < b->n; i++) {
+        const ir_stmt *s = b->s[i];
+        if (!s) continue;
+        if (s->kind == IR_CONTINUE) return 1;
+        if (s->kind == IR_IF && (block_continues(&s->body) || block_continues(&s->orelse))) return 1;
+    }
+    return 0;
+}
+
+/* Whether statement s, or one nested in it, stores to array slot `slot` (atomics included). */
+static int stmt_stores(const ir_stmt *s, int slot);
+static int block_stores(const ir_block *b, int slot) {
+    for (int i = 0; i < b->n; i++)
+        if (stmt_stores(b->s[i], slot)) return 1;
+    return 0;
+}
+static int stmt_stores(const ir_stmt *s, int slot) {
+    if (!s) return 0;
+    if ((s->kind == IR_STORE || s->kind == IR_ATOMIC) && s->slot == slot) return 1;
+    return block_stores(&s->body, slot) || block_stores(&s->orelse, slot);
+}
+
+/* Whether some statement of the variant being emitted stores to array slot `slot`. */
+static int variant_stores(tctx *c, int slot) {
+    const ir_variant *v = c->ev->v;
+    for (int t = 0; t < v->ntops; t++) {
+        const ir_top *top = &v->tops[t];
+        if (top->parallel ? block_stores(&top->body, slot) : stmt_stores(top->stmt, slot)) return 1;
+    }
+    return 0;
+}
+
+/* Whether e has the same value every time a loop whose body is `body` evaluates it: it reads
+ * no variable that the body assigns and no element of an array that the variant writes (every
+ * operation is deterministic; one that fails fails at its first evaluation). */
+static int loop_invariant(tctx *c, const ir_expr *e, const ir_block *body) {
+    if (!e) return 0;
+    switch (e->kind) {
+    case IR_CONST:
+    case IR_SHAPE:
+        return 1;
+    case IR_VAR:
+        return e->var >= 0 && e->var < c->k->nvars && (never_written(c, e) || !block_writes(body, e->var));
+    case IR_UN:
+        return loop_invariant(c, e->a, body);
+    case IR_BIN:
+        return loop_invariant(c, e->a, body) && loop_invariant(c, e->b, body);
+    case IR_LOAD:
+        if (e->slot < 0 || e->slot >= c->ev->v->nslots || variant_stores(c, e->slot)) return 0;
+        for (int i = 0; i < e->nidx && i < DVM_MAX_RANK; i++)
+            if (!loop_invariant(c, e->idx[i], body)) return 0;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Whether expression e reads variable var. */
+static int expr_reads_var(const ir_expr *e, int var) {
+    if (!e) return 0;
+    if (e->kind == IR_VAR) return e->var == var;
+    if (e->kind == IR_LOAD)
+        for (int i = 0; i < e->nidx && i < DVM_MAX_RANK; i++)
+            if (expr_reads_var(e->idx[i], var)) return 1;
+    return expr_reads_var(e->a, var) || expr_reads_var(e->b, var) || expr_reads_var(e->c, var);
+}
+
+/* Whether s is `j = j + 1` (either order). */
+static int is_increment(const ir_stmt *s, int j) {
+    if (!s || s->kind != IR_ASSIGN || s->var != j || !s->e || s->e->kind != IR_BIN || s->e->op != DVM_OP_ADDI) return 0;
+    const ir_expr *p = s->e->a, *q = s->e->b;
+    if (p && p->kind == IR_CONST) {
+        const ir_expr *t = p; p = q; q = t;
+    }
+    return p && p->kind == IR_VAR && p->var == j && q && q->kind == IR_CONST && q->k.i == 1;
+}
+
+/* A while loop that is a counted loop (issue 26: `for` and `while` get the same code):
+ *     while j < hi:          (j an i32 local, hi loop-invariant: loop_invariant)
+ *         body               (no assignment to j, no continue)
+ *         j += 1
+ *         tail               (assignments that do not read j: the adjoint's trip count)
+ * is `JGEI j, hi; B: body; tail; INCLT j, hi, ->B`, the code of `for j in range(j, hi)` with j
+ * itself as the counter, exactly: the test comes before every trip, j < hi <= INT32_MAX so
+ * j + 1 never wraps, hi is evaluated once instead of before every trip (the same value; an
+ * evaluation that fails, fails the first time, at the same place), nothing after the
+ * increment reads j or leaves the loop, break leaves j as the while does, and a normal exit
+ * leaves j = hi (or j, when the loop does not run), as `j += 1` does. Returns the index of
+ * the increment in the body and sets *rj and *hi_e, or returns -1. */
+static int counted_while(tctx *c, const ir_stmt *s, int *rj, const ir_expr **hi_e) {
+    const ir_expr *e = s->e;
+    if (!e || e->kind != IR_BIN || e->op != DVM_OP_LTI || !e->a || e->a->kind != IR_VAR) return -1;
+    int j = e->a->var;
+    if (j < 0 || j >= c->k->nvars || c->k->vars[j].storage != IR_LOCAL || c->k->vars[j].type != DVM_T_I32) return -1;
+    const ir_block *b = &s->body;
+    int p = b->n - 1;
+    while (p >= 0 && !is_increment(b->s[p], j)) {
+        const ir_stmt *t = b->s[p];
+        if (!t || t->kind != IR_ASSIGN || t->var == j || expr_reads_var(t->e, j)) return -1;
+        p--;
+    }
+    if (p < 0) return -1;
+    ir_block head = {b->s, p, p};
+    if (block_writes(&head, j) || block_continues(&head)) return -1;
+    if (!loop_invariant(c, e->b, b)) return -1;
+    *rj = vreg(c, j);
+    *hi_e = e->b;
+    return p;
+}
+
 static void push_loop(tctx *c, int brk, int cont) {
     if (c->nloops == c->caploops) {
         int nc = c->caploops ? c->caploops * 2 : 8;
@@ -750,6 +902,31 @@ static void emit_stmt(tctx *c, const ir_stmt *s) {
         break;
     }
     case IR_WHILE: {
+        const ir_expr *hi_e = NULL;
+        int rj = -1, pinc = counted_while(c, s, &rj, &hi_e);
+        if (pinc >= 0) {
+            c->line = s->line;
+            c->col = s->col;
+            int hi = never_written(c, hi_e) ? emit_expr(c, hi_e, -1) : emit_expr(c, hi_e, tmp(c));
+            int lbody = new_label(c), lnext = new_label(c), lend = new_label(c);
+            c->line = s->line;
+            c->col = s->col;
+            out(c, DVM_OP_JGEI, 0, rj, hi, lend);
+            place(c, lbody);
+            push_loop(c, lend, lnext);
+            c->loop_depth++;
+            for (int i = 0; i < s->body.n; i++)
+                if (i != pinc && s->body.s[i]) emit_stmt(c, s->body.s[i]);
+            c->loop_depth--;
+            c->nloops--;
+            place(c, lnext);
+            const ir_stmt *inc = s->body.s[pinc];
+            c->line = inc->line;
+            c->col = inc->col;
+            out(c, DVM_OP_INCLT, 0, rj, hi, lbody);
+            place(c, lend);
+            break;
+        }
         /* rotated: the test sits at the bottom, so an iteration costs one branch */
         int ltest = new_label(c), lbody = new_label(c), lend = new_label(c);
         out(c, DVM_OP_JMP, 0, ltest, 0, 0);
