@@ -700,13 +700,14 @@ static int block_writes(const ir_block *b, int var) {
     return 0;
 }
 
-/* Whether a statement of b (not of loops nested in it, whose own the jumps are) is a continue. */
-static int block_continues(const ir_block *b) {
+/* Whether a statement of b (not of loops nested in it, whose own the jumps are) is a `kind`
+ * (IR_CONTINUE or IR_BREAK). */
+static int block_jumps(const ir_block *b, int kind) {
     for (int i = 0; i < b->n; i++) {
         const ir_stmt *s = b->s[i];
         if (!s) continue;
-        if (s->kind == IR_CONTINUE) return 1;
-        if (s->kind == IR_IF && (block_continues(&s->body) || block_continues(&s->orelse))) return 1;
+        if (s->kind == kind) return 1;
+        if (s->kind == IR_IF && (block_jumps(&s->body, kind) || block_jumps(&s->orelse, kind))) return 1;
     }
     return 0;
 }
@@ -769,6 +770,21 @@ static int expr_reads_var(const ir_expr *e, int var) {
     return expr_reads_var(e->a, var) || expr_reads_var(e->b, var) || expr_reads_var(e->c, var);
 }
 
+/* Whether statement s, or one nested in it, reads variable var. */
+static int stmt_reads_var(const ir_stmt *s, int var);
+static int block_reads_var(const ir_block *b, int var) {
+    for (int i = 0; i < b->n; i++)
+        if (stmt_reads_var(b->s[i], var)) return 1;
+    return 0;
+}
+static int stmt_reads_var(const ir_stmt *s, int var) {
+    if (!s) return 0;
+    if (expr_reads_var(s->e, var) || expr_reads_var(s->e2, var)) return 1;
+    for (int i = 0; i < s->nidx && i < DVM_MAX_RANK; i++)
+        if (expr_reads_var(s->idx[i], var)) return 1;
+    return block_reads_var(&s->body, var) || block_reads_var(&s->orelse, var);
+}
+
 /* Whether s is `j = j + 1` (either order). */
 static int is_increment(const ir_stmt *s, int j) {
     if (!s || s->kind != IR_ASSIGN || s->var != j || !s->e || s->e->kind != IR_BIN || s->e->op != DVM_OP_ADDI) return 0;
@@ -805,11 +821,30 @@ static int counted_while(tctx *c, const ir_stmt *s, int *rj, const ir_expr **hi_
     }
     if (p < 0) return -1;
     ir_block head = {b->s, p, p};
-    if (block_writes(&head, j) || block_continues(&head)) return -1;
+    if (block_writes(&head, j) || block_jumps(&head, IR_CONTINUE)) return -1;
     if (!loop_invariant(c, e->b, b)) return -1;
     *rj = vreg(c, j);
     *hi_e = e->b;
     return p;
+}
+
+/* Whether the statement at index i > pinc of a counted while's body (counted_while) is an
+ * increment `w += 1` of an i32 local that nothing else in the loop reads or writes (the
+ * adjoint's trip count), in a body without break: every trip increments w once, so w gains
+ * the trip count, which is known before the loop (hi - j when j < hi, else 0, wrapping as the
+ * increments would), and the loop need not count it: the reverse sweep's recomputation of a
+ * loop whose body it does not need is then an empty loop, which the optimizer deletes. */
+static int hoisted_count(tctx *c, const ir_stmt *s, int pinc, int i) {
+    const ir_block *b = &s->body;
+    const ir_stmt *t = b->s[i];
+    if (i <= pinc || !t || t->kind != IR_ASSIGN || !is_increment(t, t->var)) return 0;
+    int w = t->var;
+    if (w < 0 || w >= c->k->nvars || c->k->vars[w].storage != IR_LOCAL || c->k->vars[w].type != DVM_T_I32) return 0;
+    if (block_jumps(b, IR_BREAK) || expr_reads_var(s->e, w)) return 0;
+    for (int q = 0; q < b->n; q++)
+        if (q != i && b->s[q] && (stmt_reads_var(b->s[q], w) || block_writes(&(const ir_block){(ir_stmt **)&b->s[q], 1, 1}, w)))
+            return 0;
+    return 1;
 }
 
 static void push_loop(tctx *c, int brk, int cont) {
@@ -911,12 +946,25 @@ static void emit_stmt(tctx *c, const ir_stmt *s) {
             int lbody = new_label(c), lnext = new_label(c), lend = new_label(c);
             c->line = s->line;
             c->col = s->col;
+            int trips = -1; /* (j < hi) * (hi - j), for hoisted_count's increments */
+            for (int i = pinc + 1; i < s->body.n; i++) {
+                if (!hoisted_count(c, s, pinc, i)) continue;
+                if (trips < 0) {
+                    int lt = tmp(c);
+                    trips = tmp(c);
+                    out(c, DVM_OP_LTI, 0, lt, rj, hi);
+                    out(c, DVM_OP_SUBI, 0, trips, hi, rj);
+                    out(c, DVM_OP_MULI, 0, trips, trips, lt);
+                }
+                int rw = vreg(c, s->body.s[i]->var);
+                out(c, DVM_OP_ADDI, 0, rw, rw, trips);
+            }
             out(c, DVM_OP_JGEI, 0, rj, hi, lend);
             place(c, lbody);
             push_loop(c, lend, lnext);
             c->loop_depth++;
             for (int i = 0; i < s->body.n; i++)
-                if (i != pinc && s->body.s[i]) emit_stmt(c, s->body.s[i]);
+                if (i != pinc && s->body.s[i] && !hoisted_count(c, s, pinc, i)) emit_stmt(c, s->body.s[i]);
             c->loop_depth--;
             c->nloops--;
             place(c, lnext);

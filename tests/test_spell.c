@@ -173,6 +173,27 @@ static int fused_loops(const dvm_program *p, const char *kernel, int *loops) {
     return n;
 }
 
+/* Backward jumps (loops) in all tasks of kernel's variant vk. */
+static int variant_loops(const dvm_program *p, const char *kernel, int vk) {
+    for (uint32_t k = 0; k < p->nkernels; k++) {
+        if (strcmp(p->strings + p->kernels[k].name, kernel)) continue;
+        const dvm_variant_desc *v = &p->kernels[k].v[vk];
+        int n = 0;
+        for (uint32_t t = 0; t < v->ntasks; t++) {
+            const dvm_task_desc *td = &p->tasks[v->task_begin + t];
+            for (uint32_t i = 0; i < td->code_len; i++) {
+                const dvm_node *d = &p->nodes[td->code_begin + i];
+                uint32_t target = d->op == DVM_OP_INCLT ? d->c : d->op == DVM_OP_JMP ? d->a
+                                  : (d->op == DVM_OP_JZ || d->op == DVM_OP_JNZ) ? d->b : UINT32_MAX;
+                n += target <= i;
+            }
+        }
+        return n;
+    }
+    CHECK(0, "no kernel '%s'", kernel);
+    return -1;
+}
+
 static dvm_context *ctx[2];
 
 /* Runs kernel forward and adjoint (y.grad = 1) on the CPU context without (0) or with (1) the
@@ -268,6 +289,11 @@ int main(void) {
           body_nodes(p, "dynloop_while"), body_nodes(p, "dynloop"));
     loops = 0;
     CHECK(fused_loops(p, "dynloop_while", &loops) == 1 && loops == 1, "dynloop_while: %d loops, not one fused one", loops);
+    /* its adjoint counts the trips without a loop (the reverse sweep recomputes the forward's
+       while only for its trip count): as many loops as dynloop's adjoint */
+    CHECK(variant_loops(p, "dynloop_while", DVM_V_ADJOINT) == variant_loops(p, "dynloop", DVM_V_ADJOINT),
+          "dynloop_while adjoint: %d loops, dynloop's %d", variant_loops(p, "dynloop_while", DVM_V_ADJOINT),
+          variant_loops(p, "dynloop", DVM_V_ADJOINT));
     for (int opt = 0; opt < 2; opt++) {
         float want[2 * N], got[2 * N];
         run(opt, "dynloop", 1, want);
