@@ -712,32 +712,37 @@ static int block_jumps(const ir_block *b, int kind) {
     return 0;
 }
 
-/* Whether statement s, or one nested in it, stores to array slot `slot` (atomics included). */
-static int stmt_stores(const ir_stmt *s, int slot);
-static int block_stores(const ir_block *b, int slot) {
+/* Whether statement s, or one nested in it, stores to an array slot whose elements have type
+ * `type` (atomics included). */
+static int stmt_stores(tctx *c, const ir_stmt *s, int type);
+static int block_stores(tctx *c, const ir_block *b, int type) {
     for (int i = 0; i < b->n; i++)
-        if (stmt_stores(b->s[i], slot)) return 1;
+        if (stmt_stores(c, b->s[i], type)) return 1;
     return 0;
 }
-static int stmt_stores(const ir_stmt *s, int slot) {
+static int stmt_stores(tctx *c, const ir_stmt *s, int type) {
     if (!s) return 0;
-    if ((s->kind == IR_STORE || s->kind == IR_ATOMIC) && s->slot == slot) return 1;
-    return block_stores(&s->body, slot) || block_stores(&s->orelse, slot);
+    if ((s->kind == IR_STORE || s->kind == IR_ATOMIC) &&
+        (s->slot < 0 || s->slot >= c->ev->v->nslots || slot_param(c, s->slot)->type == type))
+        return 1;
+    return block_stores(c, &s->body, type) || block_stores(c, &s->orelse, type);
 }
 
-/* Whether some statement of the variant being emitted stores to array slot `slot`. */
-static int variant_stores(tctx *c, int slot) {
+/* Whether some statement of the variant being emitted stores to an array of element type
+ * `type`: a launch may bind one array to several parameters (of one type), so a store to any
+ * of them may change the elements that a load of another reads. */
+static int variant_stores(tctx *c, int type) {
     const ir_variant *v = c->ev->v;
     for (int t = 0; t < v->ntops; t++) {
         const ir_top *top = &v->tops[t];
-        if (top->parallel ? block_stores(&top->body, slot) : stmt_stores(top->stmt, slot)) return 1;
+        if (top->parallel ? block_stores(c, &top->body, type) : stmt_stores(c, top->stmt, type)) return 1;
     }
     return 0;
 }
 
 /* Whether e has the same value every time a loop whose body is `body` evaluates it: it reads
- * no variable that the body assigns and no element of an array that the variant writes (every
- * operation is deterministic; one that fails fails at its first evaluation). */
+ * no variable that the body assigns and no element of an array of a type that the variant
+ * writes (every operation is deterministic; one that fails fails at its first evaluation). */
 static int loop_invariant(tctx *c, const ir_expr *e, const ir_block *body) {
     if (!e) return 0;
     switch (e->kind) {
@@ -751,7 +756,7 @@ static int loop_invariant(tctx *c, const ir_expr *e, const ir_block *body) {
     case IR_BIN:
         return loop_invariant(c, e->a, body) && loop_invariant(c, e->b, body);
     case IR_LOAD:
-        if (e->slot < 0 || e->slot >= c->ev->v->nslots || variant_stores(c, e->slot)) return 0;
+        if (e->slot < 0 || e->slot >= c->ev->v->nslots || variant_stores(c, slot_param(c, e->slot)->type)) return 0;
         for (int i = 0; i < e->nidx && i < DVM_MAX_RANK; i++)
             if (!loop_invariant(c, e->idx[i], body)) return 0;
         return 1;

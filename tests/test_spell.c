@@ -6,7 +6,8 @@
  * and its results (forward and adjoint) on the CPU are bit-equal to the benchmark
  * spelling's, with and without the optimizer. Then while loops that must not become counted
  * loops (a bound that the body writes, a continue, a read of the counter after its
- * increment) and ones that must keep their exact meaning (break, the counter's value after
+ * increment, a bound read from an array that a store through another parameter bound to the
+ * same array changes) and ones that must keep their exact meaning (break, the counter's value after
  * the loop, a loop that does not run) against values computed here in C. */
 #define _POSIX_C_SOURCE 200809L
 #include "bytecode/bc.h"
@@ -252,6 +253,49 @@ static void run(int opt, const char *kernel, int adjoint, float out[2 * N]) {
     dvm_module_destroy(m);
 }
 
+/* A while whose bound reads an array that a store may change: the launch binds one array to
+ * s and o, so the store changes the bound (5 or 1, then 2): the loop stops at j = 2. */
+static void test_alias(void) {
+    const char *src = "kernel al(s: i32[n], o: i32[n], y: f32[n]):\n"
+                      "    for i in range(n):\n"
+                      "        j = 0\n"
+                      "        while j < s[i]:\n"
+                      "            o[i] = 2\n"
+                      "            j += 1\n"
+                      "        y[i] = f32(j)\n";
+    for (int opt = 0; opt < 2; opt++) {
+        dvm_context *cx = ctx[opt];
+        dvm_module *m = NULL;
+        const dvm_kernel *k = NULL;
+        if (dvm_compile(cx, src, strlen(src), "alias.dvk", &m) != DVM_OK || dvm_kernel_find(cx, m, "al", &k) != DVM_OK) {
+            CHECK(0, "al: %s", dvm_errmsg(cx));
+            dvm_module_destroy(m);
+            return;
+        }
+        int64_t n[1] = {4};
+        dvm_array *sa, *y;
+        dvm_array_create(cx, DVM_I32, 1, n, &sa);
+        dvm_array_create(cx, DVM_F32, 1, n, &y);
+        const int32_t sv[4] = {5, 5, 1, 0};
+        dvm_array_write(cx, sa, sv, 4);
+        dvm_args *a = NULL;
+        dvm_args_create(cx, k, &a);
+        dvm_args_array(cx, a, "s", sa);
+        dvm_args_array(cx, a, "o", sa);
+        dvm_args_array(cx, a, "y", y);
+        dvm_launch_opts fwd = {DVM_FORWARD, 0, 0, 0};
+        CHECK(dvm_launch(cx, k, a, &fwd, NULL) == DVM_OK, "al (opt %d): %s", opt, dvm_errmsg(cx));
+        float got[4];
+        dvm_array_read(cx, y, got, 4);
+        CHECK(got[0] == 2 && got[1] == 2 && got[2] == 2 && got[3] == 0, "al (opt %d): j = %g %g %g %g, expected 2 2 2 0", opt,
+              (double)got[0], (double)got[1], (double)got[2], (double)got[3]);
+        dvm_args_destroy(a);
+        dvm_array_destroy(sa);
+        dvm_array_destroy(y);
+        dvm_module_destroy(m);
+    }
+}
+
 /* kernel against its benchmark spelling `base`: nodes per iteration, fused loops, results */
 static void same_as(const dvm_program *p, const char *base, const char *kernel, int loop) {
     CHECK(body_nodes(p, kernel) == body_nodes(p, base), "%s: %d nodes per iteration, %s has %d", kernel,
@@ -369,6 +413,7 @@ int main(void) {
         for (uint32_t i = 0; t && i < t->code_len; i++) inclt += p->nodes[t->code_begin + i].op == DVM_OP_INCLT;
         CHECK(inclt == 0, "%s: %d INCLT: a while that is not a counted loop became one", not_counted[w], inclt);
     }
+    test_alias();
     dvm_program_free(p);
     for (int i = 0; i < 2; i++) dvm_context_destroy(ctx[i]);
     if (fails) {
