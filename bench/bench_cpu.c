@@ -1,7 +1,10 @@
 /* bench_cpu.c: dvm's CPU backend against native C (gcc -O2, the same math), measured in the
  * same run, on 1 thread and on all threads. Also: compile time per kernel, blob load+verify
  * time, adjoint/forward time, the sizer's share of adjoint time, heap bytes vs the minimum.
- * Prints a markdown report to stdout. Usage: bench_cpu [--quick] */
+ * Prints a markdown report to stdout. Usage: bench_cpu [--quick] [--spellings]
+ * --spellings: only saxpy, dynloop and their other spellings (bench_kernels.h), launched in
+ * turn, round after round (30), the best round of each: on a loaded machine the spellings
+ * then see the same load, which separate best-of-5 runs do not. */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -78,6 +81,53 @@ static void c_hist(int nt, const int *k, int *h, long n) {
 
 static int reps = 5;
 
+/* --spellings: saxpy's and dynloop's spellings on ctx, each launched once a round, the best
+ * of `rounds` rounds (the first is a warm-up) into best[] (in the order of names[]) */
+#define NSPELL 8
+static const char *spell_names[NSPELL] = {"saxpy", "saxpy_comm", "saxpy_lit", "dynloop",
+                                          "dynloop_lit", "dynloop_par", "dynloop_while", "dynloop_comm"};
+static void spellings_round_robin(dvm_context *ctx, dvm_module *mod, int rounds, const float *x, const float *y,
+                                  const int *steps, long N, long ND, double best[NSPELL]) {
+    const dvm_kernel *k[NSPELL];
+    dvm_args *args[NSPELL];
+    dvm_array *arr[NSPELL][3];
+    for (int q = 0; q < NSPELL; q++) {
+        const int sax = q < 3;
+        const long n = sax ? N : ND;
+        CHECK(dvm_kernel_find(ctx, mod, spell_names[q], &k[q]));
+        CHECK(dvm_args_create(ctx, k[q], &args[q]));
+        int64_t shape[1] = {n};
+        CHECK(dvm_array_create(ctx, DVM_F32, 1, shape, &arr[q][0]));
+        CHECK(dvm_array_write(ctx, arr[q][0], x, n));
+        CHECK(dvm_array_create(ctx, sax ? DVM_F32 : DVM_I32, 1, shape, &arr[q][1]));
+        CHECK(dvm_array_write(ctx, arr[q][1], sax ? (const void *)y : (const void *)steps, n));
+        CHECK(dvm_array_create(ctx, DVM_F32, 1, shape, &arr[q][2]));
+        CHECK(dvm_args_array(ctx, args[q], "x", arr[q][0]));
+        if (sax) {
+            CHECK(dvm_args_array(ctx, args[q], "y", arr[q][1]));
+            CHECK(dvm_args_f32(ctx, args[q], "a", 1.5f));
+        } else {
+            CHECK(dvm_args_array(ctx, args[q], "steps", arr[q][1]));
+            CHECK(dvm_args_array(ctx, args[q], "y", arr[q][2]));
+            CHECK(dvm_args_f32(ctx, args[q], "rate", 0.97f));
+            if (!strcmp(spell_names[q], "dynloop_par")) CHECK(dvm_args_f32(ctx, args[q], "c", 0.01f));
+        }
+        best[q] = 1e30;
+    }
+    dvm_launch_opts o = {DVM_FORWARD, 0, 0, 0};
+    for (int r = 0; r < rounds; r++)
+        for (int q = 0; q < NSPELL; q++) {
+            double t0 = now_ms();
+            CHECK(dvm_launch(ctx, k[q], args[q], &o, NULL));
+            double t = now_ms() - t0;
+            if (r && t < best[q]) best[q] = t;
+        }
+    for (int q = 0; q < NSPELL; q++) {
+        dvm_args_destroy(args[q]);
+        for (int i = 0; i < 3; i++) dvm_array_destroy(arr[q][i]);
+    }
+}
+
 /* best-of-reps time of a dvm launch */
 static double time_dvm(dvm_context *ctx, const dvm_kernel *k, dvm_args *args, dvm_mode mode, dvm_launch_stats *last) {
     dvm_launch_opts o = {mode, 0, 0, 0};
@@ -108,7 +158,15 @@ static dvm_array *mk(dvm_context *ctx, dvm_dtype t, int rank, int64_t d0, int64_
 }
 
 int main(int argc, char **argv) {
-    int quick = argc > 1 && !strcmp(argv[1], "--quick");
+    int quick = 0, spellings = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--spellings")) spellings = 1;
+        else {
+            fprintf(stderr, "bench_cpu: unknown argument '%s' (usage: bench_cpu [--quick] [--spellings])\n", argv[i]);
+            return 2;
+        }
+    }
     long N = quick ? (1L << 20) : (1L << 24);
     long NT = quick ? (1L << 18) : (1L << 22);
     long ND = quick ? (1L << 16) : (1L << 20);
@@ -168,6 +226,27 @@ int main(int argc, char **argv) {
     }
     for (long i = 0; i < ND; i++) steps[i] = (int)(urand() * 64);
     for (long i = 0; i < SN * SN; i++) u[i] = (float)urand();
+
+    if (spellings) {
+        double best[2][NSPELL];
+        for (int t = 0; t < 2; t++) spellings_round_robin(ctxs[t], mods[t], quick ? 3 : 30, x, y, steps, N, ND, best[t]);
+        printf("| spelling (%s) | dvm 1T ms | / benchmark spelling 1T | dvm %dT ms | / benchmark spelling %dT |\n",
+               quick ? "quick sizes" : "saxpy 2^24, dynloop 2^20 x U[0,64) steps", all, all);
+        printf("| --- | --- | --- | --- | --- |\n");
+        for (int q = 0; q < NSPELL; q++) {
+            const int b = q < 3 ? 0 : 3;
+            printf("| %s | %.2f | %.2fx | %.2f | %.2fx |\n", spell_names[q], best[0][q], best[0][q] / best[0][b], best[1][q],
+                   best[1][q] / best[1][b]);
+        }
+        printf("\n(each launched in turn, best of %d rounds; / benchmark spelling: against saxpy or dynloop, 1.00x = as fast)\n",
+               quick ? 2 : 29);
+        for (int t = 0; t < 2; t++) {
+            dvm_module_destroy(mods[t]);
+            dvm_context_destroy(ctxs[t]);
+        }
+        free(x); free(y); free(yr); free(steps); free(keys); free(u);
+        return 0;
+    }
 
     /* the six benchmark kernels, then other spellings of saxpy and dynloop: kind[] is the
        benchmark kernel whose data, native reference and checks a row uses */
