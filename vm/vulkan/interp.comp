@@ -399,8 +399,8 @@ int run(uint cb, uint ip0, uint slot) {
                 uint steps = hi - R[a] - 1u;
                 if (self && a != ba && b != ba && a != bo && a != bk && steps < 65535u * 65535u) {
                     /* the node as v * m + k; fma, fused or not, gives the node's result: for
-                       FMAFK it is the node's own fma, and for the others one of its two steps
-                       is exact (x * 1, or + -0.0) */
+                       FMAFK and FMAFR it is the node's own fma, and for the others one of its
+                       two steps is exact (x * 1, or + -0.0) */
                     bool kc = su == SU_FMA_K || su == SU_MUL_K || su == SU_ADD_K;
                     float v = f(ba), o = f(bo), kk = kc ? K(bc) : 0.0;
                     float m = (su == SU_FMA_K || su == SU_MUL_R || su == SU_FMA_R) ? o : su == SU_MUL_K ? kk : 1.0;
