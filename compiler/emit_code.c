@@ -309,19 +309,21 @@ static int is_fma_product(const ir_expr *e) {
     return (!ka || is_fconst(e->a, NULL)) && (!kb || is_fconst(e->b, NULL));
 }
 
-/* Every f32 `x*y + z` and `z + x*y` is one multiply-add node, whatever the spelling of its
- * operands (variables, parameters, literals, expressions), so that equivalent spellings get
- * the same code (issue 26): a constant factor is a register (hoisted out of loops: CONST in
- * the task's prologue), a constant addend is FMAFK's K, an addend in a register FMAFR's or
- * FMAF's. The node is chosen so that no copy is needed where one can be avoided:
+/* An f32 `x*y + z` or `z + x*y` is one multiply-add node whenever that needs no copy of a
+ * variable, whatever the spelling of its operands (variables, parameters, literals,
+ * expressions, either order), so that equivalent spellings get the same code (issue 26): a
+ * constant factor is a register (a constant read in a loop is loaded once, at the task's
+ * start), a constant addend is FMAFK's K, an addend in a register FMAFR's or FMAF's:
  *   z*... into z (`s = s + x*y`)            FMAF  s, x, y
  *   v*y + K into v (`v = v*rate + 0.01`)     FMAFK v, y, K
  *   v*y + z into v (`v = v*rate + c`)        FMAFR v, y, z
  *   an expression as the addend               FMAF  t, x, y  with t = the addend
  *   an expression as a factor                 FMAFK / FMAFR t, y, z  with t = the factor
- * and otherwise a copy of a variable into the destination first (as many nodes as MULF and
- * ADDF). A loop whose body is `v = v * m + k` in any of these spellings is then one
- * self-update node (bc.h, DVM_SELF_UPDATE), which the interpreters run fused. */
+ * So a loop whose body is `v = v * m + k` in any spelling is one self-update node (bc.h,
+ * DVM_SELF_UPDATE), which the interpreters run fused. Where the node would need a copy of a
+ * variable first (`w = v*v + 0.5`, `w = a*b + c` into another w), the product and the sum stay
+ * two nodes (-1 here): as many, and a plain MULF/ADDF can be shared by the optimizer's CSE
+ * where a multiply-add, which reads its destination, cannot. */
 static int try_fma(tctx *c, const ir_expr *e, int dst) {
     const ir_expr *m, *ac;
     if (is_fma_product(e->a)) {
@@ -362,6 +364,7 @@ static int try_fma(tctx *c, const ir_expr *e, int dst) {
             out(c, DVM_OP_FMAFK, 0, dst, ry, ki);
             return dst;
         }
+        if (!x_expr) return -1; /* a copy of a variable: MULF/MULFK + ADDFK */
         int ry = emit_expr(c, ay, -1);
         int acc = dst >= 0 && dst != ry ? dst : tmp(c);
         emit_expr(c, ax, acc);
@@ -391,6 +394,7 @@ static int try_fma(tctx *c, const ir_expr *e, int dst) {
         mov(c, dst, acc);
         return dst >= 0 ? dst : acc;
     }
+    if (dc >= 0 || ac->kind == IR_CONST) return -1; /* a copy of the addend: MULF + ADDF */
     int rx = emit_expr(c, x, -1);
     int ry = emit_expr(c, y, -1);
     int acc = dst >= 0 && dst != rx && dst != ry ? dst : tmp(c);

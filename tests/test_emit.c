@@ -493,8 +493,7 @@ static void test_superinstructions(void) {
     push(&t->body, assign(a, bin(DVM_OP_ADDF, DVM_T_F32, V(a), load(x, DVM_T_F32, V(i), NULL)))); /* LDADDF */
     push(&t->body, assign(a, bin(DVM_OP_ADDF, DVM_T_F32, V(a), bin(DVM_OP_MULF, DVM_T_F32, V(b), V(b))))); /* FMAF */
     push(&t->body, assign(b, bin(DVM_OP_ADDF, DVM_T_F32, bin(DVM_OP_MULF, DVM_T_F32, V(a), V(a)), V(b)))); /* FMAF */
-    /* the addend is another variable: a copy of it, then FMAF (every x*y + z is one
-       multiply-add, whatever its operands: emit_code.c, try_fma) */
+    /* accumulator is another variable: no copy, plain MULF + ADDF */
     push(&t->body, assign(b, bin(DVM_OP_ADDF, DVM_T_F32, bin(DVM_OP_MULF, DVM_T_F32, V(a), V(a)), V(a))));
     /* NaN constant: never fused */
     push(&t->body, assign(b, bin(DVM_OP_ADDF, DVM_T_F32, V(a), kf(NAN))));
@@ -512,7 +511,7 @@ static void test_superinstructions(void) {
                 "LDADDF 0,1,0,0; "                /* a += x[i] */
                 "FMAF 0,1,2,2; "                  /* a = a + b*b */
                 "FMAF 0,2,1,1; "                  /* b = a*a + b */
-                "MOV 0,2,1,0; FMAF 0,2,1,1; "     /* b = a*a + a */
+                "MULF 0,3,1,1; ADDF 0,2,3,1; "    /* b = a*a + a */
                 "CONST 0,3,0,32704; ADDF 0,2,1,3; " /* b = a + nan */
                 "ST 0,0,2,0; END 0,0,0,0");
     CHECK(kf_at(p, 0) == 1.0f && kf_at(p, 1) == -2.0f && kf_at(p, 2) == 3.0f && kf_at(p, 3) == 4.0f,
@@ -556,7 +555,7 @@ static void test_fmafk_forms(void) {
                 "CONST 0,2,0,0; LD 0,1,0,0; "
                 "FMAFK 0,2,1,0; "             /* w = w*v + K (w is the destination) */
                 "SIN 0,2,1,0; FMAFK 0,2,1,0; " /* w = sin(v)*v + K: sin(v) straight into w */
-                "MOV 0,2,1,0; FMAFK 0,2,1,0; " /* w = v*v + K: a copy of v into w, then FMAFK */
+                "MULF 0,3,1,1; ADDFK 0,2,3,0; " /* w = v*v + K: two variables, no copy: exact form */
                 "ST 0,0,2,0; END 0,0,0,0");
     dvm_program_free(p);
 }
