@@ -37,7 +37,49 @@ static const char *SRC =
     "\n"
     "kernel hist(k: i32[n], h: i32[256]):\n"
     "    for i in range(n):\n"
-    "        h[k[i] % 256] += 1\n";
+    "        h[k[i] % 256] += 1\n"
+    /* Other spellings of saxpy and dynloop (issue 26: no speed that only one spelling gets).
+       Each takes its kernel's parameters (an unused one included), so the benchmarks pass
+       the same arguments; the literals are the values they pass (a = 1.5, rate = 0.97,
+       c = 0.01). */
+    "\n"
+    "kernel saxpy_comm(a: f32, x: f32[n], y: f32[n]):\n"
+    "    for i in range(n):\n"
+    "        y[i] = y[i] + x[i] * a\n"
+    "\n"
+    "kernel saxpy_lit(a: f32, x: f32[n], y: f32[n]):\n"
+    "    for i in range(n):\n"
+    "        y[i] = 1.5 * x[i] + y[i]\n"
+    "\n"
+    "kernel dynloop_lit(x: f32[n], steps: i32[n], y: f32[n], rate: f32):\n"
+    "    for i in range(n):\n"
+    "        v = x[i]\n"
+    "        for _ in range(steps[i]):\n"
+    "            v = v * 0.97 + 0.01\n"
+    "        y[i] = v\n"
+    "\n"
+    "kernel dynloop_par(x: f32[n], steps: i32[n], y: f32[n], rate: f32, c: f32):\n"
+    "    for i in range(n):\n"
+    "        v = x[i]\n"
+    "        for _ in range(steps[i]):\n"
+    "            v = v * rate + c\n"
+    "        y[i] = v\n"
+    "\n"
+    "kernel dynloop_while(x: f32[n], steps: i32[n], y: f32[n], rate: f32):\n"
+    "    for i in range(n):\n"
+    "        v = x[i]\n"
+    "        j = 0\n"
+    "        while j < steps[i]:\n"
+    "            v = v * rate + 0.01\n"
+    "            j += 1\n"
+    "        y[i] = v\n"
+    "\n"
+    "kernel dynloop_comm(x: f32[n], steps: i32[n], y: f32[n], rate: f32):\n"
+    "    for i in range(n):\n"
+    "        v = x[i]\n"
+    "        for _ in range(steps[i]):\n"
+    "            v = 0.01 + rate * v\n"
+    "        y[i] = v\n";
 
 /* The inputs' random numbers (xorshift64, uniform in [0, 1)): bench_cpu and bench_vulkan draw
  * the same sequence. */

@@ -233,24 +233,26 @@ int main(int argc, char **argv) {
     };
     char sz[64];
     double te;
-    // saxpy
-    if (use_kernel("saxpy")) {
+    // saxpy, and its other spellings (bench_kernels.h: the same math, a = 1.5)
+    for (const char *kname : {"saxpy", "saxpy_comm", "saxpy_lit"}) {
+        if (!use_kernel(kname)) continue;
         CK(cudaMemcpy(d0, x.data(), N * 4, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(d1, y.data(), N * 4, cudaMemcpyHostToDevice));
         k_saxpy<<<grid_blocks, 256>>>(1.5f, d0, d1, N);
         CK(cudaMemcpy(ref.data(), d1, N * 4, cudaMemcpyDeviceToHost));
         double tn = time_it([&] { k_saxpy<<<grid_blocks, 256>>>(1.5f, d0, d1, N); });
         dvm_array *X = mk(DVM_F32, 1, N, 0, x.data()), *Y = mk(DVM_F32, 1, N, 0, y.data());
-        dvm_args *a = args_for("saxpy");
+        dvm_args *a = args_for(kname);
         DV(dvm_args_f32(ctx, a, "a", 1.5f)); DV(dvm_args_array(ctx, a, "x", X)); DV(dvm_args_array(ctx, a, "y", Y));
-        const dvm_kernel *k; DV(dvm_kernel_find(ctx, mod, "saxpy", &k));
+        const dvm_kernel *k; DV(dvm_kernel_find(ctx, mod, kname, &k));
         dvm_launch_opts o; memset(&o, 0, sizeof o);
         DV(dvm_launch(ctx, k, a, &o, NULL));
         DV(dvm_array_read(ctx, Y, out.data(), N));
         double err = relerr(out.data(), ref.data(), N);
-        double td = time_dvm("saxpy", a, DVM_FORWARD, &te);
+        double td = time_dvm(kname, a, DVM_FORWARD, &te);
         snprintf(sz, sizeof sz, "2^%d", (int)log2((double)N));
-        row("saxpy", sz, tn, td, te, 12.0 * N, err);
+        row(!strcmp(kname, "saxpy") ? "saxpy" : !strcmp(kname, "saxpy_comm") ? "saxpy as y[i] + x[i] * a" : "saxpy as 1.5 * x[i] + y[i]",
+            sz, tn, td, te, 12.0 * N, err);
         dvm_args_destroy(a); dvm_array_destroy(X); dvm_array_destroy(Y);
     }
     // trans + its adjoint
@@ -284,8 +286,9 @@ int main(int argc, char **argv) {
         dvm_args_destroy(a); dvm_array_destroy(X); dvm_array_destroy(Y); dvm_array_destroy(GX); dvm_array_destroy(GY);
     }
     // the two data-dependent loops and their adjoints: the same arrays and trip counts; the
-    // native launches come in as lambdas (dynsin's adjoint also gets a tape of 64 steps)
-    auto loop_rows = [&](const char *kname, const char *flabel, const char *alabel, auto native_fwd, auto native_adj) {
+    // native launches come in as lambdas (dynsin's adjoint also gets a tape of 64 steps); rate
+    // is the loop's (the dynloop spellings with a literal have 0.97, and dynloop_par's c is 0.01)
+    auto loop_rows = [&](const char *kname, const char *flabel, const char *alabel, float rate, auto native_fwd, auto native_adj) {
         int *ds; CK(cudaMalloc(&ds, ND * 4));
         CK(cudaMemcpy(d0, x.data(), ND * 4, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(ds, steps.data(), ND * 4, cudaMemcpyHostToDevice));
@@ -295,7 +298,8 @@ int main(int argc, char **argv) {
         dvm_array *X = mk(DVM_F32, 1, ND, 0, x.data()), *S = mk(DVM_I32, 1, ND, 0, steps.data()), *Y = mk(DVM_F32, 1, ND, 0, NULL);
         dvm_args *a = args_for(kname);
         DV(dvm_args_array(ctx, a, "x", X)); DV(dvm_args_array(ctx, a, "steps", S)); DV(dvm_args_array(ctx, a, "y", Y));
-        DV(dvm_args_f32(ctx, a, "rate", 0.99f));
+        DV(dvm_args_f32(ctx, a, "rate", rate));
+        if (!strcmp(kname, "dynloop_par")) DV(dvm_args_f32(ctx, a, "c", 0.01f));
         double td = time_dvm(kname, a, DVM_FORWARD, &te);
         DV(dvm_array_read(ctx, Y, out.data(), ND));
         snprintf(sz, sizeof sz, "2^%d, 0..63 steps", (int)log2((double)ND));
@@ -319,12 +323,26 @@ int main(int argc, char **argv) {
         CK(cudaFree(ds));
     };
     if (use_kernel("dynloop"))
-        loop_rows("dynloop", "dynloop (v = v*rate + 0.01)", "dynloop adjoint (fwd+rev, no stack)",
+        loop_rows("dynloop", "dynloop (v = v*rate + 0.01)", "dynloop adjoint (fwd+rev, no stack)", 0.99f,
                   [&](int *ds) { k_dynloop<<<grid_blocks, 256>>>(d0, ds, d1, 0.99f, ND); },
                   [&](int *ds) { k_dynloop_adj<<<grid_blocks, 256>>>(d0, ds, d1, d2, d3, 0.99f, ND); });
+    // dynloop's other spellings (bench_kernels.h), each against the same native kernel
+    {
+        const char *spell[][3] = {{"dynloop_lit", "dynloop as v = v*0.97 + 0.01", "dynloop_lit adjoint"},
+                                  {"dynloop_par", "dynloop as v = v*rate + c", "dynloop_par adjoint"},
+                                  {"dynloop_while", "dynloop as a while with a counter", "dynloop_while adjoint"},
+                                  {"dynloop_comm", "dynloop as v = 0.01 + rate*v", "dynloop_comm adjoint"}};
+        for (auto &sp : spell) {
+            if (!use_kernel(sp[0])) continue;
+            const float r = !strcmp(sp[0], "dynloop_lit") ? 0.97f : 0.99f;
+            loop_rows(sp[0], sp[1], sp[2], r,
+                      [&](int *ds) { k_dynloop<<<grid_blocks, 256>>>(d0, ds, d1, r, ND); },
+                      [&](int *ds) { k_dynloop_adj<<<grid_blocks, 256>>>(d0, ds, d1, d2, d3, r, ND); });
+        }
+    }
     if (use_kernel("dynsin")) {
         float *tape; CK(cudaMalloc(&tape, 64L * ND * 4));
-        loop_rows("dynsin", "dynsin (v = sin(v)*rate + 0.01)", "dynsin adjoint (fwd+rev, adstack)",
+        loop_rows("dynsin", "dynsin (v = sin(v)*rate + 0.01)", "dynsin adjoint (fwd+rev, adstack)", 0.99f,
                   [&](int *ds) { k_dynsin<<<grid_blocks, 256>>>(d0, ds, d1, 0.99f, ND); },
                   [&](int *ds) { k_dynsin_adj<<<grid_blocks, 256>>>(d0, ds, d1, d2, d3, tape, 0.99f, ND); });
         CK(cudaFree(tape));

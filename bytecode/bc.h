@@ -41,7 +41,8 @@ enum dvm_su_form {
     DVM_SU_MUL_K = 3, /* r[a] * K[c] (a, a, K)                m = K     k = -0.0 */
     DVM_SU_ADD_R = 4, /* r[a] + r[o] (a, a, o or a, o, a)     m = 1     k = r[o] */
     DVM_SU_ADD_K = 5, /* r[a] + K[c] (a, a, K)                m = 1     k = K */
-    DVM_SU_SUB_R = 6  /* r[a] - r[o] (a, a, o)                m = 1     k = -r[o] */
+    DVM_SU_SUB_R = 6, /* r[a] - r[o] (a, a, o)                m = 1     k = -r[o] */
+    DVM_SU_FMA_R = 7  /* r[a] * r[b] + r[c], b != a, c != a   m = r[b]  k = r[c] */
 };
 
 enum dvm_op {
@@ -90,10 +91,13 @@ DVM_BC_FN int dvm_op_su_is(uint32_t op, uint32_t form) {
      : (DVM_SU_IS(op, MUL_R) || DVM_SU_IS(op, ADD_R)) ? (((b) == (a)) != ((c) == (a)))              \
      : (DVM_SU_IS(op, MUL_K) || DVM_SU_IS(op, ADD_K)) ? (b) == (a)                                  \
      : DVM_SU_IS(op, SUB_R)                            ? (b) == (a) && (c) != (a)                    \
+     : DVM_SU_IS(op, FMA_R)                            ? (b) != (a) && (c) != (a)                    \
                                                        : 0)
-/* a self-update's other register (a when it has none: MUL_K, ADD_K) */
+/* a self-update's other register (a when it has none: MUL_K, ADD_K; FMA_R has two: this one,
+ * m's, and c, k's) */
 #define DVM_SELF_OTHER(op, a, b, c)                                                                   \
-    (DVM_SU_IS(op, FMA_K) ? (b) : (DVM_SU_IS(op, MUL_K) || DVM_SU_IS(op, ADD_K)) ? (a) : (b) == (a) ? (c) : (b))
+    ((DVM_SU_IS(op, FMA_K) || DVM_SU_IS(op, FMA_R)) ? (b)                                             \
+     : (DVM_SU_IS(op, MUL_K) || DVM_SU_IS(op, ADD_K)) ? (a) : (b) == (a) ? (c) : (b))
 
 /* A node: 8 bytes, little-endian, no padding. */
 typedef struct dvm_node {

@@ -300,45 +300,74 @@ static int emit_fk(tctx *c, int op, const ir_expr *x, float k, int dst) {
     return d;
 }
 
-static int is_plain_mulf(const ir_expr *e) {
-    return e && e->kind == IR_BIN && e->op == DVM_OP_MULF && !is_fconst(e->a, NULL) && !is_fconst(e->b, NULL);
+/* A product that an add takes into one multiply-add: a MULF with at most one constant
+ * factor (two are folded before; a NaN constant is left out, as in is_fconst). */
+static int is_fma_product(const ir_expr *e) {
+    if (!e || e->kind != IR_BIN || e->op != DVM_OP_MULF) return 0;
+    int ka = e->a && e->a->kind == IR_CONST, kb = e->b && e->b->kind == IR_CONST;
+    if (ka && kb) return 0;
+    return (!ka || is_fconst(e->a, NULL)) && (!kb || is_fconst(e->b, NULL));
 }
 
-/* x*y + K -> FMAFK, x*y + acc -> FMAF, when the accumulator is the destination or a fresh
- * temporary (a product with a constant factor stays MULFK + add: as short, and exact). */
+/* An f32 `x*y + z` or `z + x*y` is one multiply-add node whenever that needs no copy of a
+ * variable, whatever the spelling of its operands (variables, parameters, literals,
+ * expressions, either order), so that equivalent spellings get the same code (issue 26): a
+ * constant factor is a register (a constant read in a loop is loaded once, at the task's
+ * start), a constant addend is FMAFK's K, an addend in a register FMAFR's or FMAF's:
+ *   z*... into z (`s = s + x*y`)            FMAF  s, x, y
+ *   v*y + K into v (`v = v*rate + 0.01`)     FMAFK v, y, K
+ *   v*y + z into v (`v = v*rate + c`)        FMAFR v, y, z
+ *   an expression as the addend               FMAF  t, x, y  with t = the addend
+ *   an expression as a factor                 FMAFK / FMAFR t, y, z  with t = the factor
+ * So a loop whose body is `v = v * m + k` in any spelling is one self-update node (bc.h,
+ * DVM_SELF_UPDATE), which the interpreters run fused. Where the node would need a copy of a
+ * variable first (`w = v*v + 0.5`, `w = a*b + c` into another w), the product and the sum stay
+ * two nodes (-1 here): as many, and a plain MULF/ADDF can be shared by the optimizer's CSE
+ * where a multiply-add, which reads its destination, cannot. */
 static int try_fma(tctx *c, const ir_expr *e, int dst) {
     const ir_expr *m, *ac;
-    if (is_plain_mulf(e->a)) {
+    if (is_fma_product(e->a)) {
         m = e->a;
         ac = e->b;
-    } else if (is_plain_mulf(e->b)) {
+    } else if (is_fma_product(e->b)) {
         m = e->b;
         ac = e->a;
     } else {
         return -1;
     }
+    /* FMAF takes the factors in their order (x, y); FMAFK and FMAFR multiply the accumulator
+       by a register, so there x, the factor in the accumulator, is the one in the
+       destination, else an expression (evaluated straight into it), else a variable, and a
+       constant factor is y (a register hoisted out of loops) */
     const ir_expr *x = m->a, *y = m->b;
-    float k;
-    if (is_fconst(ac, &k)) {
-        int ki = kindex(c, k);
-        if (ki < 0) return -1;
-        int dx = var_reg_of(c, x), dy = var_reg_of(c, y);
-        if (dst >= 0 && dy == dst) { /* the multiplier in the destination: no copy */
-            const ir_expr *t = x; x = y; y = t;
-            int td = dx; dx = dy; dy = td;
+    int dx = var_reg_of(c, x), dy = var_reg_of(c, y);
+    const ir_expr *ax = x, *ay = y;
+    int adx = dx;
+    {
+        int ex = dx < 0 && x->kind != IR_CONST, ey = dy < 0 && y->kind != IR_CONST;
+        int swap = dst >= 0 && dx == dst ? 0
+                   : dst >= 0 && dy == dst ? 1
+                   : (ey && !ex) || (!ex && !ey && x->kind == IR_CONST);
+        if (swap) {
+            ax = y;
+            ay = x;
+            adx = dy;
         }
-        if (dst >= 0 && dx == dst) {
-            int ry = emit_expr(c, y, -1);
+    }
+    const int x_expr = adx < 0 && ax->kind != IR_CONST;
+    float k;
+    if (ac->kind == IR_CONST && !is_fconst(ac, NULL)) return -1; /* a NaN addend: MULF + ADDF */
+    int ki = is_fconst(ac, &k) ? kindex(c, k) : -1;
+    if (ki >= 0) {
+        if (dst >= 0 && adx == dst) {
+            int ry = emit_expr(c, ay, -1);
             out(c, DVM_OP_FMAFK, 0, dst, ry, ki);
             return dst;
         }
-        if (dx >= 0 && dy >= 0) return -1; /* two variables: MULF + ADDFK, as short */
-        if (dx >= 0) {
-            const ir_expr *t = x; x = y; y = t;
-        }
-        int ry = emit_expr(c, y, -1);
+        if (!x_expr) return -1; /* a copy of a variable: MULF/MULFK + ADDFK */
+        int ry = emit_expr(c, ay, -1);
         int acc = dst >= 0 && dst != ry ? dst : tmp(c);
-        emit_expr(c, x, acc);
+        emit_expr(c, ax, acc);
         out(c, DVM_OP_FMAFK, 0, acc, ry, ki);
         mov(c, dst, acc);
         return dst >= 0 ? dst : acc;
@@ -350,7 +379,22 @@ static int try_fma(tctx *c, const ir_expr *e, int dst) {
         out(c, DVM_OP_FMAF, 0, dst, rx, ry);
         return dst;
     }
-    if (dc >= 0 || ac->kind == IR_CONST) return -1; /* would need a copy: MULF + ADDF */
+    if (dst >= 0 && adx == dst) {
+        int ry = emit_expr(c, ay, -1);
+        int rc = emit_expr(c, ac, -1);
+        out(c, DVM_OP_FMAFR, 0, dst, ry, rc);
+        return dst;
+    }
+    if (x_expr && !(dc < 0 && ac->kind != IR_CONST)) { /* the factor is the expression */
+        int ry = emit_expr(c, ay, -1);
+        int rc = emit_expr(c, ac, -1);
+        int acc = dst >= 0 && dst != ry && dst != rc ? dst : tmp(c);
+        emit_expr(c, ax, acc);
+        out(c, DVM_OP_FMAFR, 0, acc, ry, rc);
+        mov(c, dst, acc);
+        return dst >= 0 ? dst : acc;
+    }
+    if (dc >= 0 || ac->kind == IR_CONST) return -1; /* a copy of the addend: MULF + ADDF */
     int rx = emit_expr(c, x, -1);
     int ry = emit_expr(c, y, -1);
     int acc = dst >= 0 && dst != rx && dst != ry ? dst : tmp(c);
@@ -660,6 +704,158 @@ static int block_writes(const ir_block *b, int var) {
     return 0;
 }
 
+/* Whether a statement of b (not of loops nested in it, whose own the jumps are) is a `kind`
+ * (IR_CONTINUE or IR_BREAK). */
+static int block_jumps(const ir_block *b, int kind) {
+    for (int i = 0; i < b->n; i++) {
+        const ir_stmt *s = b->s[i];
+        if (!s) continue;
+        if (s->kind == kind) return 1;
+        if (s->kind == IR_IF && (block_jumps(&s->body, kind) || block_jumps(&s->orelse, kind))) return 1;
+    }
+    return 0;
+}
+
+/* Whether statement s, or one nested in it, stores to an array slot whose elements have type
+ * `type` (atomics included). */
+static int stmt_stores(tctx *c, const ir_stmt *s, int type);
+static int block_stores(tctx *c, const ir_block *b, int type) {
+    for (int i = 0; i < b->n; i++)
+        if (stmt_stores(c, b->s[i], type)) return 1;
+    return 0;
+}
+static int stmt_stores(tctx *c, const ir_stmt *s, int type) {
+    if (!s) return 0;
+    if ((s->kind == IR_STORE || s->kind == IR_ATOMIC) &&
+        (s->slot < 0 || s->slot >= c->ev->v->nslots || slot_param(c, s->slot)->type == type))
+        return 1;
+    return block_stores(c, &s->body, type) || block_stores(c, &s->orelse, type);
+}
+
+/* Whether some statement of the variant being emitted stores to an array of element type
+ * `type`: a launch may bind one array to several parameters (of one type), so a store to any
+ * of them may change the elements that a load of another reads. */
+static int variant_stores(tctx *c, int type) {
+    const ir_variant *v = c->ev->v;
+    for (int t = 0; t < v->ntops; t++) {
+        const ir_top *top = &v->tops[t];
+        if (top->parallel ? block_stores(c, &top->body, type) : stmt_stores(c, top->stmt, type)) return 1;
+    }
+    return 0;
+}
+
+/* Whether e has the same value every time a loop whose body is `body` evaluates it: it reads
+ * no variable that the body assigns and no element of an array of a type that the variant
+ * writes (every operation is deterministic; one that fails fails at its first evaluation). */
+static int loop_invariant(tctx *c, const ir_expr *e, const ir_block *body) {
+    if (!e) return 0;
+    switch (e->kind) {
+    case IR_CONST:
+    case IR_SHAPE:
+        return 1;
+    case IR_VAR:
+        return e->var >= 0 && e->var < c->k->nvars && (never_written(c, e) || !block_writes(body, e->var));
+    case IR_UN:
+        return loop_invariant(c, e->a, body);
+    case IR_BIN:
+        return loop_invariant(c, e->a, body) && loop_invariant(c, e->b, body);
+    case IR_LOAD:
+        if (e->slot < 0 || e->slot >= c->ev->v->nslots || variant_stores(c, slot_param(c, e->slot)->type)) return 0;
+        for (int i = 0; i < e->nidx && i < DVM_MAX_RANK; i++)
+            if (!loop_invariant(c, e->idx[i], body)) return 0;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Whether expression e reads variable var. */
+static int expr_reads_var(const ir_expr *e, int var) {
+    if (!e) return 0;
+    if (e->kind == IR_VAR) return e->var == var;
+    if (e->kind == IR_LOAD)
+        for (int i = 0; i < e->nidx && i < DVM_MAX_RANK; i++)
+            if (expr_reads_var(e->idx[i], var)) return 1;
+    return expr_reads_var(e->a, var) || expr_reads_var(e->b, var) || expr_reads_var(e->c, var);
+}
+
+/* Whether statement s, or one nested in it, reads variable var. */
+static int stmt_reads_var(const ir_stmt *s, int var);
+static int block_reads_var(const ir_block *b, int var) {
+    for (int i = 0; i < b->n; i++)
+        if (stmt_reads_var(b->s[i], var)) return 1;
+    return 0;
+}
+static int stmt_reads_var(const ir_stmt *s, int var) {
+    if (!s) return 0;
+    if (expr_reads_var(s->e, var) || expr_reads_var(s->e2, var)) return 1;
+    for (int i = 0; i < s->nidx && i < DVM_MAX_RANK; i++)
+        if (expr_reads_var(s->idx[i], var)) return 1;
+    return block_reads_var(&s->body, var) || block_reads_var(&s->orelse, var);
+}
+
+/* Whether s is `j = j + 1` (either order). */
+static int is_increment(const ir_stmt *s, int j) {
+    if (!s || s->kind != IR_ASSIGN || s->var != j || !s->e || s->e->kind != IR_BIN || s->e->op != DVM_OP_ADDI) return 0;
+    const ir_expr *p = s->e->a, *q = s->e->b;
+    if (p && p->kind == IR_CONST) {
+        const ir_expr *t = p; p = q; q = t;
+    }
+    return p && p->kind == IR_VAR && p->var == j && q && q->kind == IR_CONST && q->k.i == 1;
+}
+
+/* A while loop that is a counted loop (issue 26: `for` and `while` get the same code):
+ *     while j < hi:          (j an i32 local, hi loop-invariant: loop_invariant)
+ *         body               (no assignment to j, no continue)
+ *         j += 1
+ *         tail               (assignments that do not read j: the adjoint's trip count)
+ * is `JGEI j, hi; B: body; tail; INCLT j, hi, ->B`, the code of `for j in range(j, hi)` with j
+ * itself as the counter, exactly: the test comes before every trip, j < hi <= INT32_MAX so
+ * j + 1 never wraps, hi is evaluated once instead of before every trip (the same value; an
+ * evaluation that fails, fails the first time, at the same place), nothing after the
+ * increment reads j or leaves the loop, break leaves j as the while does, and a normal exit
+ * leaves j = hi (or j, when the loop does not run), as `j += 1` does. Returns the index of
+ * the increment in the body and sets *rj and *hi_e, or returns -1. */
+static int counted_while(tctx *c, const ir_stmt *s, int *rj, const ir_expr **hi_e) {
+    const ir_expr *e = s->e;
+    if (!e || e->kind != IR_BIN || e->op != DVM_OP_LTI || !e->a || e->a->kind != IR_VAR) return -1;
+    int j = e->a->var;
+    if (j < 0 || j >= c->k->nvars || c->k->vars[j].storage != IR_LOCAL || c->k->vars[j].type != DVM_T_I32) return -1;
+    const ir_block *b = &s->body;
+    int p = b->n - 1;
+    while (p >= 0 && !is_increment(b->s[p], j)) {
+        const ir_stmt *t = b->s[p];
+        if (!t || t->kind != IR_ASSIGN || t->var == j || expr_reads_var(t->e, j)) return -1;
+        p--;
+    }
+    if (p < 0) return -1;
+    ir_block head = {b->s, p, p};
+    if (block_writes(&head, j) || block_jumps(&head, IR_CONTINUE)) return -1;
+    if (!loop_invariant(c, e->b, b)) return -1;
+    *rj = vreg(c, j);
+    *hi_e = e->b;
+    return p;
+}
+
+/* Whether the statement at index i > pinc of a counted while's body (counted_while) is an
+ * increment `w += 1` of an i32 local that nothing else in the loop reads or writes (the
+ * adjoint's trip count), in a body without break: every trip increments w once, so w gains
+ * the trip count, which is known before the loop (hi - j when j < hi, else 0, wrapping as the
+ * increments would), and the loop need not count it: the reverse sweep's recomputation of a
+ * loop whose body it does not need is then an empty loop, which the optimizer deletes. */
+static int hoisted_count(tctx *c, const ir_stmt *s, int pinc, int i) {
+    const ir_block *b = &s->body;
+    const ir_stmt *t = b->s[i];
+    if (i <= pinc || !t || t->kind != IR_ASSIGN || !is_increment(t, t->var)) return 0;
+    int w = t->var;
+    if (w < 0 || w >= c->k->nvars || c->k->vars[w].storage != IR_LOCAL || c->k->vars[w].type != DVM_T_I32) return 0;
+    if (block_jumps(b, IR_BREAK) || expr_reads_var(s->e, w)) return 0;
+    for (int q = 0; q < b->n; q++)
+        if (q != i && b->s[q] && (stmt_reads_var(b->s[q], w) || block_writes(&(const ir_block){(ir_stmt **)&b->s[q], 1, 1}, w)))
+            return 0;
+    return 1;
+}
+
 static void push_loop(tctx *c, int brk, int cont) {
     if (c->nloops == c->caploops) {
         int nc = c->caploops ? c->caploops * 2 : 8;
@@ -750,6 +946,44 @@ static void emit_stmt(tctx *c, const ir_stmt *s) {
         break;
     }
     case IR_WHILE: {
+        const ir_expr *hi_e = NULL;
+        int rj = -1, pinc = counted_while(c, s, &rj, &hi_e);
+        if (pinc >= 0) {
+            c->line = s->line;
+            c->col = s->col;
+            int hi = never_written(c, hi_e) ? emit_expr(c, hi_e, -1) : emit_expr(c, hi_e, tmp(c));
+            int lbody = new_label(c), lnext = new_label(c), lend = new_label(c);
+            c->line = s->line;
+            c->col = s->col;
+            int trips = -1; /* (j < hi) * (hi - j), for hoisted_count's increments */
+            for (int i = pinc + 1; i < s->body.n; i++) {
+                if (!hoisted_count(c, s, pinc, i)) continue;
+                if (trips < 0) {
+                    int lt = tmp(c);
+                    trips = tmp(c);
+                    out(c, DVM_OP_LTI, 0, lt, rj, hi);
+                    out(c, DVM_OP_SUBI, 0, trips, hi, rj);
+                    out(c, DVM_OP_MULI, 0, trips, trips, lt);
+                }
+                int rw = vreg(c, s->body.s[i]->var);
+                out(c, DVM_OP_ADDI, 0, rw, rw, trips);
+            }
+            out(c, DVM_OP_JGEI, 0, rj, hi, lend);
+            place(c, lbody);
+            push_loop(c, lend, lnext);
+            c->loop_depth++;
+            for (int i = 0; i < s->body.n; i++)
+                if (i != pinc && s->body.s[i] && !hoisted_count(c, s, pinc, i)) emit_stmt(c, s->body.s[i]);
+            c->loop_depth--;
+            c->nloops--;
+            place(c, lnext);
+            const ir_stmt *inc = s->body.s[pinc];
+            c->line = inc->line;
+            c->col = inc->col;
+            out(c, DVM_OP_INCLT, 0, rj, hi, lbody);
+            place(c, lend);
+            break;
+        }
         /* rotated: the test sits at the bottom, so an iteration costs one branch */
         int ltest = new_label(c), lbody = new_label(c), lend = new_label(c);
         out(c, DVM_OP_JMP, 0, ltest, 0, 0);

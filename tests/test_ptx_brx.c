@@ -124,7 +124,7 @@ static const char *HEAD = "//\n"
                           ")\n"
                           ";\n";
 
-/* The opcode register's definition before the marker: its low 8 bits, as interp_core.h's N_OP. */
+/* The opcode register's definition before the marker: its low 8 bits, as interp_run.h's N_OP. */
 static const char *opcode_def = "\tand.b32  \t%r9, %r1, 255;\n";
 
 /* One kernel: `pre` before the marker, then the marker on %r9 (switch NAME), then `body`;

@@ -113,9 +113,9 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < nrows; i++) fprintf(o, "const uint OP_%s = %du;\n", rows[i].name, rows[i].num);
     /* the self-update forms (bc.h, enum dvm_su_form) and each opcode's (ops.def, DVM_SU) */
     fprintf(o, "const uint SU_NONE = %uu, SU_FMA_K = %uu, SU_MUL_R = %uu, SU_MUL_K = %uu, SU_ADD_R = %uu, "
-               "SU_ADD_K = %uu, SU_SUB_R = %uu;\n",
+               "SU_ADD_K = %uu, SU_SUB_R = %uu, SU_FMA_R = %uu;\n",
             (unsigned)DVM_SU_NONE, (unsigned)DVM_SU_FMA_K, (unsigned)DVM_SU_MUL_R, (unsigned)DVM_SU_MUL_K,
-            (unsigned)DVM_SU_ADD_R, (unsigned)DVM_SU_ADD_K, (unsigned)DVM_SU_SUB_R);
+            (unsigned)DVM_SU_ADD_R, (unsigned)DVM_SU_ADD_K, (unsigned)DVM_SU_SUB_R, (unsigned)DVM_SU_FMA_R);
     fprintf(o, "uint su_form(uint op) {\n    switch (op) {\n");
     for (size_t i = 0; i < nrows; i++) {
         unsigned form = (rows[i].props >> DVM_SU_SHIFT) & 7u;

@@ -347,6 +347,84 @@ kernel su(x: f32[n], m: i32[n], y: f32[n], c: f32):
 ''', 'su', {'x': F(23, lo=-0.9, hi=0.9), 'm': I(23, lo=0, hi=24), 'y': F(23), 'c': 0.75}, _self_updates, grad=True)
 
 
+# spellings of one self-update loop that all compile to one fused node (issue 26: compiler/
+# emit_code.c, try_fma and counted_while): both factors and the addend as parameters (FMAFR),
+# commuted, a literal factor (a hoisted register) with a literal or parameter addend, and while
+# loops with a counter: a plain one, one with a break that starts past its bound for some
+# elements (the counter's value after the loop is read), and ones that stay while loops (the
+# bound written in the body, the counter read after its increment)
+def _spellings(d):
+    for i in range(len(d['x'])):
+        t, r, c, m = d['x'][i], d['r'], d['c'], d['m'][i]
+        v, w, u, q, s, b, e, z = t, t, t, t, t, t, t, t
+        for _ in range(m):
+            v = v * r + c
+            w = c + r * w
+            u = u * 0.75 + 0.125
+            q = 0.75 * q + c
+        j = 0
+        while j < m:
+            s = s * r + 0.125
+            j += 1
+        k = 3
+        while k < m:
+            if b > 0.5:
+                break
+            b = b * 1.5 + 0.25
+            k += 1
+        h, lim = 0, m
+        while h < lim:
+            e = e * r + c
+            lim -= 1
+            h += 1
+        g = 0
+        while g < m:
+            g += 1
+            z = z * r + 0.0625 * g
+        d['y'][i] = v + w + u + q + s + b + e + z + 0.01 * (j + k + h + g)
+case('spellings', '''
+kernel sp(x: f32[n], m: i32[n], y: f32[n], r: f32, c: f32):
+    for i in range(n):
+        t = x[i]
+        v = t
+        for _ in range(m[i]):
+            v = v * r + c
+        w = t
+        for _ in range(m[i]):
+            w = c + r * w
+        u = t
+        for _ in range(m[i]):
+            u = u * 0.75 + 0.125
+        q = t
+        for _ in range(m[i]):
+            q = 0.75 * q + c
+        j = 0
+        s = t
+        while j < m[i]:
+            s = s * r + 0.125
+            j += 1
+        k = 3
+        b = t
+        while k < m[i]:
+            if b > 0.5:
+                break
+            b = b * 1.5 + 0.25
+            k += 1
+        h = 0
+        lim = m[i]
+        e = t
+        while h < lim:
+            e = e * r + c
+            lim -= 1
+            h += 1
+        g = 0
+        z = t
+        while g < m[i]:
+            g += 1
+            z = z * r + 0.0625 * f32(g)
+        y[i] = v + w + u + q + s + b + e + z + 0.01 * f32(j + k + h + g)
+''', 'sp', {'x': F(23, lo=-0.9, hi=0.9), 'm': I(23, lo=0, hi=24), 'y': F(23), 'r': 0.75, 'c': 0.125}, _spellings, grad=True)
+
 # runs of FMAF/FMAFK nodes into one register, which the scalar C interpreter runs in one
 # handler (interp_ops.h): v * v + K (the factor is the accumulator: the run stops), the three
 # forms of FMAF (factor b the accumulator, neither, factor c the accumulator), two

@@ -163,19 +163,20 @@
         const uint64_t bw_ = DVM_NODE_WORD(code + N_C);                                \
         const uint32_t bop_ = W_OP(bw_), ba_ = W_A(bw_);                              \
         const uint32_t bo_ = DVM_SELF_OTHER(bop_, ba_, W_B(bw_), W_C(bw_));            \
-        if (DVM_SELF_UPDATE(bop_, ba_, W_B(bw_), W_C(bw_)) && N_A != ba_ && N_B != ba_ && N_A != bo_) { \
+        const uint32_t bk_ = DVM_SU_IS(bop_, FMA_R) ? W_C(bw_) : bo_; /* k's register */ \
+        if (DVM_SELF_UPDATE(bop_, ba_, W_B(bw_), W_C(bw_)) && N_A != ba_ && N_B != ba_ && N_A != bo_ && N_A != bk_) { \
             int ok_ = 1;                                                               \
             FUSE_LANES_(ok_ &= RI(N_A) < RI(N_B));                                     \
             if (ok_) {                                                                 \
                 /* the node as r[a] * m + k (bc.h): m and k per lane */                 \
                 const int kc_ = DVM_SU_IS(bop_, FMA_K) || DVM_SU_IS(bop_, MUL_K) || DVM_SU_IS(bop_, ADD_K); \
                 const float kk_ = kc_ ? KF(W_C(bw_)) : 0.0f;                           \
-                const int mo_ = DVM_SU_IS(bop_, FMA_K) || DVM_SU_IS(bop_, MUL_R);      \
-                const int ko_ = DVM_SU_IS(bop_, ADD_R) || DVM_SU_IS(bop_, SUB_R);      \
+                const int mo_ = DVM_SU_IS(bop_, FMA_K) || DVM_SU_IS(bop_, MUL_R) || DVM_SU_IS(bop_, FMA_R); \
+                const int ko_ = DVM_SU_IS(bop_, ADD_R) || DVM_SU_IS(bop_, SUB_R) || DVM_SU_IS(bop_, FMA_R); \
                 FUSE_LANES_(const uint32_t n_ = RU(N_B) - RU(N_A) - 1u;                \
                             const float o_ = RF(bo_);                                  \
                             const float m_f_ = mo_ ? o_ : DVM_SU_IS(bop_, MUL_K) ? kk_ : 1.0f; \
-                            const float k_f_ = ko_ ? (DVM_SU_IS(bop_, SUB_R) ? -o_ : o_) \
+                            const float k_f_ = ko_ ? (DVM_SU_IS(bop_, SUB_R) ? -RF(bk_) : RF(bk_)) \
                                                    : (DVM_SU_IS(bop_, MUL_R) || DVM_SU_IS(bop_, MUL_K)) ? -0.0f : kk_; \
                             RREF(ba_) = DVM_F2U(dvm_fma_steps_(RF(ba_), m_f_, k_f_, n_)); \
                             SETU(N_A, RU(N_B)));                                       \

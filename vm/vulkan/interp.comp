@@ -416,17 +416,19 @@ int run(uint cb, uint ip0, uint slot) {
                 bool self = su == SU_FMA_K ? bb != ba
                             : (su == SU_MUL_R || su == SU_ADD_R) ? ((bb == ba) != (bc == ba))
                             : (su == SU_MUL_K || su == SU_ADD_K) ? bb == ba
-                            : su == SU_SUB_R ? (bb == ba && bc != ba) : false;
-                uint bo = su == SU_FMA_K ? bb : (su == SU_MUL_K || su == SU_ADD_K) ? ba : bb == ba ? bc : bb;
+                            : su == SU_SUB_R ? (bb == ba && bc != ba)
+                            : su == SU_FMA_R ? (bb != ba && bc != ba) : false;
+                uint bo = (su == SU_FMA_K || su == SU_FMA_R) ? bb : (su == SU_MUL_K || su == SU_ADD_K) ? ba : bb == ba ? bc : bb;
+                uint bk = su == SU_FMA_R ? bc : bo; /* k's register */
                 uint steps = hi - rg(a) - 1u;
-                if (self && a != ba && b != ba && a != bo && steps < 65535u * 65535u) {
+                if (self && a != ba && b != ba && a != bo && a != bk && steps < 65535u * 65535u) {
                     /* the node as v * m + k; fma, fused or not, gives the node's result: for
-                       FMAFK it is the node's own fma, and for the others one of its two steps
-                       is exact (x * 1, or + -0.0) */
+                       FMAFK and FMAFR it is the node's own fma, and for the others one of its
+                       two steps is exact (x * 1, or + -0.0) */
                     bool kc = su == SU_FMA_K || su == SU_MUL_K || su == SU_ADD_K;
                     float v = f(ba), o = f(bo), kk = kc ? K(bc) : 0.0;
-                    float m = (su == SU_FMA_K || su == SU_MUL_R) ? o : su == SU_MUL_K ? kk : 1.0;
-                    float k = (su == SU_ADD_R) ? o : su == SU_SUB_R ? -o
+                    float m = (su == SU_FMA_K || su == SU_MUL_R || su == SU_FMA_R) ? o : su == SU_MUL_K ? kk : 1.0;
+                    float k = (su == SU_ADD_R || su == SU_FMA_R) ? f(bk) : su == SU_SUB_R ? -o
                             : (su == SU_MUL_R || su == SU_MUL_K) ? uintBitsToFloat(0x80000000u) : kk; /* -0.0 */
                     uint q = steps / 65535u, r = steps - q * 65535u;
                     for (uint oi = 0u; oi <= q; oi++) {
@@ -513,6 +515,7 @@ int run(uint cb, uint ip0, uint slot) {
         case OP_KDIVF: { precise float t = K(c) / f(b); setf(a, t); break; }
         case OP_FMAF: setf(a, fma(f(b), f(c), f(a))); break;
         case OP_FMAFK: setf(a, fma(f(a), f(b), K(c))); break;
+        case OP_FMAFR: setf(a, fma(f(a), f(b), f(c))); break;
 
         default: rec_err(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0); return 1;
         }
