@@ -82,9 +82,8 @@ uvec2 P(int v) { return uvec2(uint(v), v < 0 ? 0xFFFFFFFFu : 0u); }
 const uvec2 P0 = uvec2(0u);
 
 bool failed() { return WC(pc.err).v != 0u; }
-/* Backward jumps between two reads of the error and cancel words (interp_run.h,
-   DVM_POLL_EVERY and DVM_CANCEL_EVERY). */
-const uint POLL_EVERY = 64u;
+/* Backward jumps between two reads of the cancel word (interp_run.h, DVM_CANCEL_EVERY). */
+const uint CANCEL_EVERY = 64u;
 uint g_polls = 0u;
 bool cancelled() { return WV(pc.cancel).v != 0u; }
 
@@ -519,12 +518,12 @@ int run(uint cb, uint ip0, uint slot) {
 
         default: rec_err(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0); return 1;
         }
-        /* A backward jump is where a long-running thread notices another thread's error and
-           the cancel word, every POLL_EVERY of them: each read is a load from L2 (or host
-           memory) on the loop's critical path. */
-        if (next <= ip && (++g_polls & (POLL_EVERY - 1u)) == 0u) {
+        /* A backward jump is where a long-running thread notices another thread's error
+           (every jump: once one thread has seen the cancel word, the rest stop at once) and,
+           every CANCEL_EVERY of them, the cancel word (in host memory on some devices). */
+        if (next <= ip) {
             if (failed()) return 1;
-            if (cancelled()) {
+            if ((++g_polls & (CANCEL_EVERY - 1u)) == 0u && cancelled()) {
                 rec_err(RT_CANCELLED, n, P0, P0, P0, P0);
                 return 1;
             }
