@@ -2,9 +2,11 @@
 
 Every peer runs the same kernels on the same data, written in its own idiom (Warp: @wp.kernel
 and wp.Tape; Quadrants: @qd.kernel on ndarrays and kernel.grad; JAX: jnp array code,
-lax.fori_loop for the data-dependent loops, jax.grad). Before any timing, each peer's forward
-values and gradients are checked against dvm's; a peer that disagrees is reported and not
-timed on that kernel. A peer that cannot be imported is skipped with the reason.
+lax.fori_loop for the data-dependent loops, jax.vjp). Before any timing, the forward values and
+gradients of dvm and of each peer are checked against a float64 numpy reference of the kernel's
+math (its gradients checked against central differences by tests/test_peers.py); one that
+disagrees is reported and not timed on that kernel. A peer that cannot be imported is skipped
+with the reason.
 
 Timing: one warm-up call (it compiles), then the median of --reps calls, each waited for.
 "forward" is one launch; "gradient" is forward + reverse with the gradients zeroed and seeded
@@ -796,6 +798,9 @@ def main():
             cpus = sorted(os.sched_getaffinity(0))
             if a.threads < len(cpus):
                 os.sched_setaffinity(0, cpus[:a.threads])
+    # JAX takes 75% of the GPU's memory at its first use unless told not to, which would leave
+    # too little to the peers that allocate after it; each allocates what it uses instead
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     import numpy as np
 
     folder = tempfile.mkdtemp(prefix="dvm-peers-")
