@@ -2,9 +2,11 @@
 
 Every peer runs the same kernels on the same data, written in its own idiom (Warp: @wp.kernel
 and wp.Tape; Quadrants: @qd.kernel on ndarrays and kernel.grad; JAX: jnp array code,
-lax.fori_loop for the data-dependent loops, jax.grad). Before any timing, each peer's forward
-values and gradients are checked against dvm's; a peer that disagrees is reported and not
-timed on that kernel. A peer that cannot be imported is skipped with the reason.
+lax.fori_loop for the data-dependent loops, jax.vjp). Before any timing, the forward values and
+gradients of dvm and of each peer are checked against a float64 numpy reference of the kernel's
+math (its gradients checked against central differences by tests/test_peers.py); one that
+disagrees is reported and not timed on that kernel. A peer that cannot be imported is skipped
+with the reason.
 
 Timing: one warm-up call (it compiles), then the median of --reps calls, each waited for.
 "forward" is one launch; "gradient" is forward + reverse with the gradients zeroed and seeded
@@ -214,6 +216,62 @@ EDIT_DVK = """kernel dynsin(x: f32[n], steps: i32[n], y: f32[n]):
             v = sin(v) * %r + 0.01
         y[i] = v
 """
+
+
+def reference(np, kname, d):
+    """The kernel's output and its gradients ({input: w-weighted vector-Jacobian product}) in
+    float64 numpy, from the math of the .dvk source: the one yardstick for every peer, dvm too,
+    so a wrong gradient is reported whichever side has it."""
+    f64 = lambda a: np.asarray(a, np.float64)
+    a, rate, c = float(np.float32(A)), float(np.float32(RATE)), float(np.float32(0.01))
+    if kname == "saxpy":
+        x, y, w = f64(d["x"]), f64(d["y"]), f64(d["w"])
+        return a * x + y, {"x": a * w, "y": w}
+    if kname == "trans":
+        v, w = f64(d["x"]), f64(d["w"])
+        y = np.sin(v) * np.cos(v) + np.exp(-v * v) + np.log(1.0 + v * v) + np.tanh(v)
+        dy = np.cos(2 * v) - 2 * v * np.exp(-v * v) + 2 * v / (1.0 + v * v) + 1.0 - np.tanh(v) ** 2
+        return y, {"x": w * dy}
+    if kname in ("dynloop", "dynsin"):
+        v, steps, g = f64(d["x"]), d["steps"], f64(d["w"])
+        # forward with every step's chain factor; the product of the factors is dy/dx
+        dydx = np.ones_like(v)
+        for s in range(int(steps.max()) if steps.size else 0):
+            live = s < steps
+            if kname == "dynloop":
+                dydx = np.where(live, dydx * rate, dydx)
+                v = np.where(live, v * rate + c, v)
+            else:
+                dydx = np.where(live, dydx * np.cos(v) * rate, dydx)
+                v = np.where(live, np.sin(v) * rate + c, v)
+        return v, {"x": g * dydx}
+    if kname == "stencil":
+        u, w = f64(d["u"]), f64(d["w"])
+        y, g = u.copy(), w.copy()
+        inner = w[1:-1, 1:-1]
+        y[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]) - u[1:-1, 1:-1]
+        g[1:-1, 1:-1] = -inner  # an interior v reads its own u with weight -1, no copy
+        for sl in ((slice(None, -2), slice(1, -1)), (slice(2, None), slice(1, -1)),
+                   (slice(1, -1), slice(None, -2)), (slice(1, -1), slice(2, None))):
+            g[sl] += 0.25 * inner
+        return y, {"u": g}
+    return np.bincount(d["k"] % 256, minlength=256).astype(np.int32), {}
+
+
+def disagreement(np, mode, who, kname, got, want):
+    """None when `got` (a forward output, or {input: gradient} for mode "gradient") matches the
+    float64 reference `want`, else what differs."""
+    if mode == "forward":
+        return close(np, got, want, "%s %s forward" % (who, kname))
+    if not isinstance(got, dict):
+        return "%s %s gradient: %s, not {input: gradient}" % (who, kname, type(got).__name__)
+    for n in want:
+        if n not in got:
+            return "%s %s d/d%s: missing" % (who, kname, n)
+        note = close(np, got[n], want[n], "%s %s d/d%s" % (who, kname, n))
+        if note:
+            return note
+    return None
 
 
 def edit_reference(np, c, n):
@@ -642,7 +700,9 @@ class Jax:
         self.k = import_file(path, "jax_kernels")
 
     def _fn(self, kname, d):
-        """(f, args, names of the differentiated args): f(*args) is the kernel's output."""
+        """(f, args, names): f(*args) is the kernel's output, the first len(names) args are the
+        differentiated inputs. Every array is an argument, none a closed-over constant, which
+        XLA could fold into the compiled program (the other peers read them at run time too)."""
         jax, k = self.jax, self.k
         put = lambda a: jax.device_put(a, self.dev)
         if kname == "saxpy":
@@ -650,8 +710,10 @@ class Jax:
         if kname == "trans":
             return k.trans, [put(d["x"])], ["x"]
         if kname in ("dynloop", "dynsin"):
-            f, s, nmax = getattr(k, kname), put(d["steps"]), int(d["steps"].max())
-            return (lambda x: f(x, s, RATE, nmax)), [put(d["x"])], ["x"]
+            # fori_loop needs a bound known at trace time to be reverse-differentiable: the
+            # largest trip count, each element masked past its own
+            f, nmax = getattr(k, kname), int(d["steps"].max())
+            return (lambda x, s: f(x, s, RATE, nmax)), [put(d["x"]), put(d["steps"])], ["x"]
         if kname == "stencil":
             return k.stencil, [put(d["u"])], ["u"]
         return k.hist, [put(d["k"])], []
@@ -665,14 +727,19 @@ class Jax:
     def grad(self, kname, d):
         jax = self.jax
         f, args, names = self._fn(kname, d)
+        nd = len(names)
         w = jax.device_put(d["w"], self.dev)
-        # the weighted sum's gradient is the vector-Jacobian product with the seed w
-        loss = lambda *a: (f(*a) * w).sum()
-        g = jax.jit(jax.grad(loss, argnums=tuple(range(len(args)))))
+
+        # the output and its vector-Jacobian product with the seed w: what the other peers'
+        # forward + reverse leave in hand (jax.grad of a weighted sum would skip the output)
+        def step(w, *a):
+            y, pull = jax.vjp(lambda *diff: f(*diff, *a[nd:]), *a[:nd])
+            return y, pull(w)
+        g = jax.jit(step)
 
         def run():
-            return jax.block_until_ready(g(*args))
-        return run, lambda: {n: self.np.asarray(v) for n, v in zip(names, run())}
+            return jax.block_until_ready(g(w, *args))
+        return run, lambda: {n: self.np.asarray(v) for n, v in zip(names, run()[1])}
 
     def edit_grad(self, folder, c, np, n):
         jax = self.jax
@@ -691,16 +758,19 @@ class Jax:
 
 # ------------------------------------------------------------------ reference checks
 def close(np, got, ref, what):
-    """Float tolerance: relative to the largest magnitude of the reference."""
+    """Float tolerance: relative to the largest magnitude of the reference (float32 results of
+    these kernels against float64 stay under 1e-5; a wrong derivative is off by far more)."""
     got, ref = np.asarray(got), np.asarray(ref)
     if got.shape != ref.shape:
-        return "%s: shape %s, dvm's %s" % (what, got.shape, ref.shape)
+        return "%s: shape %s, the reference's %s" % (what, got.shape, ref.shape)
     if ref.dtype.kind == "i":
         bad = int((got != ref).sum())
         return None if bad == 0 else "%s: %d entries differ" % (what, bad)
-    scale = max(float(np.abs(ref).max()), 1e-30)
-    err = float(np.abs(got.astype(np.float64) - ref).max()) / scale
-    return None if err < 1e-4 else "%s: max error %.2e of max |dvm| %.3g" % (what, err, scale)
+    if not np.all(np.isfinite(got)):
+        return "%s: %d entries not finite" % (what, int((~np.isfinite(got)).sum()))
+    scale = max(float(np.abs(ref).max()), 1e-30) if ref.size else 1.0
+    err = float(np.abs(got.astype(np.float64) - ref).max()) / scale if ref.size else 0.0
+    return None if err < 1e-4 else "%s: max error %.2e of max |reference| %.3g" % (what, err, scale)
 
 
 def fmt_ms(t):
@@ -728,6 +798,9 @@ def main():
             cpus = sorted(os.sched_getaffinity(0))
             if a.threads < len(cpus):
                 os.sched_setaffinity(0, cpus[:a.threads])
+    # JAX takes 75% of the GPU's memory at its first use unless told not to, which would leave
+    # too little to the peers that allocate after it; each allocates what it uses instead
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     import numpy as np
 
     folder = tempfile.mkdtemp(prefix="dvm-peers-")
@@ -772,28 +845,26 @@ def run(a, np, reps, edits, folder):
         for kname in (KERNELS if mode == "forward" else GRAD_KERNELS):
             d = data[kname]
             print("peers.py: %s %s ..." % (kname, mode), file=sys.stderr, flush=True)
+            want = reference(np, kname, d)[0 if mode == "forward" else 1]
             mk = dvm.forward if mode == "forward" else dvm.grad
             drun, dcheck = mk(kname, d)
-            ref = dcheck()
-            tdvm = median_ms(drun, reps)
+            note = disagreement(np, mode, "dvm", kname, dcheck(), want)
+            if note:
+                print("not timed (disagrees with the float64 reference): " + note)
+            tdvm = None if note else median_ms(drun, reps)
             row = [kname, tdvm]
             for p in peers:
                 t, note = None, None
                 try:
                     prun, pcheck = (p.forward if mode == "forward" else p.grad)(kname, d)
-                    got = pcheck()
-                    if mode == "forward":
-                        note = close(np, got, ref, "%s %s forward" % (p.name, kname))
-                    else:
-                        for n in ref:
-                            note = note or close(np, got[n], ref[n], "%s %s d/d%s" % (p.name, kname, n))
+                    note = disagreement(np, mode, p.name, kname, pcheck(), want)
                     if note is None:
                         t = median_ms(prun, reps)
                 except Exception as e:
                     note = "%s %s %s: %s: %s" % (p.name, kname, mode, type(e).__name__,
                                                  (str(e).strip().splitlines() or [""])[0])
                 if note:
-                    print("not timed (disagrees with dvm or fails): " + note)
+                    print("not timed (disagrees with the float64 reference, or fails): " + note)
                 row.append(t)
             rows.append(row)
         tables[mode] = rows
@@ -809,7 +880,7 @@ def run(a, np, reps, edits, folder):
         print("|" + " --- |" * len(hdr))
         for row in tables[mode]:
             k, tdvm, ts = row[0], row[1], row[2:]
-            ratios = ["-" if t is None else "%.2fx" % (t / tdvm) for t in ts]
+            ratios = ["-" if t is None or tdvm is None else "%.2fx" % (t / tdvm) for t in ts]
             print("| " + " | ".join([k, fmt_ms(tdvm)] + [fmt_ms(t) for t in ts] + ratios) + " |")
         print()
 

@@ -16,11 +16,19 @@
 #   --fetch DIR     only download into DIR the wheels for Python 3.12, manylinux x86_64:
 #                   warp-lang, quadrants and their dependencies, numpy, and scikit-build-core
 #                   (dvm's build); then stop. Carry DIR to the machine without network.
-#                   A wheel over 48 MiB is split into NAME.partNN files (the device machine
-#                   takes 64 MiB a call: carry them in successive calls); --wheels joins them.
+#                   A wheel over 48 MiB (warp-lang's, 149 MiB) is repacked as NAME.tar.xz of
+#                   its files (xz packs its native libraries into about 100 MiB) and split into
+#                   48 MiB parts NAME.tar.xz.partNN (the device machine takes 64 MiB a call:
+#                   carry them in successive calls); --wheels joins the parts (any sizes, in the
+#                   order of NN) and zips the files into NAME again. A part missing (00 to NN
+#                   not all there) or a join that does not unpack leaves that wheel out, saying so.
 # On the GPU machine (no network; python3 a venv with numpy, torch, jax, cupy):
 #   bench/peers.sh --system-site --wheels DIR --dvm-opt -C --dvm-opt cmake.define.DVM_CUDA=ON \
 #     --dvm-opt -C --dvm-opt cmake.define.DVM_CUDA_ARCHS=90 -- --device cuda
+# There, what an earlier call left inside the checkout's copy (beside a carried folder too)
+# was gone by the next call: each call that carries a part copies it to a folder outside the
+# checkout (/tmp/wheels, say), and the last one gives that folder to --wheels (warp-lang's 101
+# MiB take three calls, quadrants' 40 MiB a fourth or room in one of them).
 # dvm is installed from this checkout with `pip install .`. A peer that does not install is
 # skipped, saying pip's last line, and peers.py runs without it.
 set -euo pipefail
@@ -48,21 +56,57 @@ if [ -n "$fetch" ]; then
   "$py" -m pip download --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
     --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_34_x86_64 \
     --implementation cp -d "$fetch" warp-lang quadrants numpy "scikit-build-core>=0.10"
-  # the device machine takes at most 64 MiB a call: a larger wheel (warp-lang's) goes in
-  # 48 MiB parts NAME.partNN, carried one call each and joined by --wheels
+  # the device machine takes at most 64 MiB a call: a larger wheel (warp-lang's) goes as an
+  # xz tar of its files, in 48 MiB parts NAME.tar.xz.partNN, carried one call each; --wheels
+  # joins them and zips the wheel again
   for f in "$fetch"/*.whl; do
     if [ "$(stat -c %s "$f")" -gt $((48 << 20)) ]; then
-      split -b 48M -d "$f" "$f.part" && rm "$f"
+      t=$(mktemp -d)
+      "$py" -m zipfile -e "$f" "$t"
+      tar -C "$t" -cf - . | xz -6 -T0 > "$f.tar.xz"
+      rm -rf "$t" "$f"
+      if [ "$(stat -c %s "$f.tar.xz")" -gt $((48 << 20)) ]; then
+        split -b 48M -d "$f.tar.xz" "$f.tar.xz.part" && rm "$f.tar.xz"
+      fi
     fi
   done
   ls -l "$fetch"
   exit 0
 fi
 if [ -n "$wheels" ]; then
-  for p in "$wheels"/*.whl.part00; do
+  for p in "$wheels"/*.part00; do
     [ -e "$p" ] || continue
-    w=${p%.part00}
-    [ -e "$w" ] || cat "$w".part[0-9][0-9] > "$w"
+    f=${p%.part00}
+    [ -e "$f" ] || [ -e "${f%.tar.xz}" ] && continue
+    parts=("$f".part[0-9][0-9])
+    last=${parts[-1]##*.part}
+    if [ ${#parts[@]} -ne $((10#$last + 1)) ]; then
+      echo "peers.sh: $f: parts 00 to $last, but ${#parts[@]} of them here (one not carried?): not joined"
+      continue
+    fi
+    cat "${parts[@]}" > "$f"
+  done
+  for x in "$wheels"/*.whl.tar.xz; do
+    [ -e "$x" ] || continue
+    w=${x%.tar.xz}
+    [ -e "$w" ] && continue
+    t=$(mktemp -d)
+    if ! tar -C "$t" -xJf "$x"; then
+      echo "peers.sh: $x does not unpack: its wheel is not made"
+      rm -rf "$t"
+      [ -e "$x.part00" ] && rm -f "$x"  # joined here from parts: joined again next time
+      continue
+    fi
+    # stored, not deflated: only pip reads it, once
+    "$py" -c 'import os, sys, zipfile
+root, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(out + ".tmp", "w", zipfile.ZIP_STORED) as z:
+    for d, dirs, files in sorted(os.walk(root)):
+        dirs.sort()
+        for n in sorted(files):
+            z.write(os.path.join(d, n), os.path.relpath(os.path.join(d, n), root))
+os.replace(out + ".tmp", out)' "$t" "$w"
+    rm -rf "$t"
   done
 fi
 

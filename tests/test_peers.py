@@ -4,7 +4,10 @@ Usage: test_peers.py SOURCE_DIR LIBDVM
 The package is python/dvm with the build's libdvm.so beside it, in a temporary folder on
 PYTHONPATH (what `pip install .` would lay out). Checks:
 - peers.py's kernels are bench/bench_kernels.h's (the same source text);
-- `peers.py --quick --peers dvm` prints the forward, gradient and edit-to-gradient tables;
+- its float64 reference (the yardstick of dvm and every peer) has the gradients of central
+  differences, and its check reports a wrong gradient, a missing one and a wrong output;
+- `peers.py --quick --peers dvm` prints the forward, gradient and edit-to-gradient tables,
+  with dvm's values and gradients agreeing with the reference;
 - a peer that cannot be imported is skipped with a message naming it and why, and
   --require makes its absence an error.
 Exits 77 (skipped) when numpy is missing."""
@@ -43,6 +46,50 @@ import peers  # noqa: E402
 
 check(peers.DVK.strip() == c_src.strip(), "peers.py's DVK is bench_kernels.h's SRC")
 
+import numpy as np  # noqa: E402
+
+# the reference's gradients are the derivatives of its forward: central differences of
+# sum(w * y) in float64 on small data (steps are integers, not differentiated)
+small = {"saxpy": 16, "trans": 16, "dynloop": 16, "dynsin": 16, "stencil": 5, "hist": 16}
+data = peers.make_data(np, small, seed=3)
+for k in peers.GRAD_KERNELS:
+    d = {n: (a.astype(np.float64) if a.dtype == np.float32 else a) for n, a in data[k].items()}
+    _, grads = peers.reference(np, k, d)
+    worst = 0.0
+    for n, g in grads.items():
+        for idx in np.ndindex(d[n].shape):
+            fd = []
+            for h in (1e-6, -1e-6):
+                e = dict(d)
+                e[n] = d[n].copy()
+                e[n][idx] += h
+                fd.append(float((peers.reference(np, k, e)[0] * d["w"]).sum()))
+            worst = max(worst, abs((fd[0] - fd[1]) / 2e-6 - g[idx]))
+    check(worst < 1e-6, "reference gradient of %s matches central differences (max error %.1e)" % (k, worst))
+
+# the check reports what is wrong, in any peer's gradient or output
+d = data["dynsin"]
+y, grads = peers.reference(np, "dynsin", d)
+g32 = {"x": grads["x"].astype(np.float32)}
+check(peers.disagreement(np, "gradient", "p", "dynsin", g32, grads) is None, "the float32 gradient passes")
+off = {"x": g32["x"].copy()}
+off["x"][3] *= 1.01
+check(peers.disagreement(np, "gradient", "p", "dynsin", off, grads) is not None, "a gradient 1% off is reported")
+# the reverse pass that replays the loop without its overwritten values (cos of the last v)
+naive = d["w"] * (np.cos(y) * peers.RATE) ** d["steps"]
+note = peers.disagreement(np, "gradient", "p", "dynsin", {"x": naive}, grads)
+check(note is not None and "p dynsin d/dx" in note, "a replayed-loop gradient of dynsin is reported: %s" % note)
+check("missing" in (peers.disagreement(np, "gradient", "p", "dynsin", {}, grads) or ""), "a missing gradient")
+nan = {"x": g32["x"].copy()}
+nan["x"][0] = np.nan
+check(peers.disagreement(np, "gradient", "p", "dynsin", nan, grads) is not None, "a NaN in a gradient")
+check(peers.disagreement(np, "forward", "p", "dynsin", (y * 1.001).astype(np.float32), y) is not None,
+      "a wrong forward value is reported")
+h = peers.reference(np, "hist", data["hist"])[0]
+h2 = h.copy()
+h2[0] += 1
+check(peers.disagreement(np, "forward", "p", "hist", h2, h) is not None, "one histogram count off is reported")
+
 tmp = tempfile.mkdtemp(prefix="dvm-test-peers-")
 try:
     pkg = os.path.join(tmp, "dvm")
@@ -64,6 +111,7 @@ try:
 
     rc, out = peers_py("--peers", "dvm")
     check(rc == 0, "peers.py --quick --peers dvm exits 0", out)
+    check("not timed" not in out, "dvm's values and gradients agree with the float64 reference", out)
     for title in ("### Forward (one launch), cpu", "### Gradient (forward + reverse", "### Edit to first gradient"):
         check(title in out, "prints the table '%s'" % title, out)
     for k in peers.KERNELS:
