@@ -84,6 +84,7 @@ class _Context:
         self.is_cpu = backend == "cpu"
         self.description = L.context_device(self.h).decode("utf-8", "replace")
         self.lock = threading.RLock()
+        self.util = None  # the package's own kernels on this device (_util_run), compiled on first use
 
     def __repr__(self):
         return "<dvm device %s: %s>" % (self.name, self.description)
@@ -275,12 +276,32 @@ class Array:
                 _raise(st, self._ctx)
 
     def assign(self, values):
-        """Copies values (a numpy array, a dvm.Array or a number) into this array."""
+        """Copies values (a numpy array, a dvm.Array or a number) into this array. A number, or
+        an array of the same shape and dtype on the same device, is copied on the device."""
+        if self._host is None and self.size:
+            if isinstance(values, Array) and values._ctx is self._ctx and values.shape == self.shape \
+                    and values.dtype == self.dtype:
+                if values is not self:
+                    _util_run(self._ctx, "copy", self.dtype, self.ndim, a=self, b=values)
+                return self
+            if isinstance(values, numbers.Integral if self.dtype == "i32" else numbers.Real) and \
+                    not isinstance(values, (bool, np.bool_)):
+                _util_run(self._ctx, "fill", self.dtype, self.ndim, a=self, v=values)
+                return self
         if isinstance(values, Array):
             values = values.numpy()
         if np.isscalar(values):
             values = np.full(self.shape, values, _NP[self.dtype])
         self._write(np.asarray(values))
+        return self
+
+    def _add_(self, other):
+        """self += other, elementwise (f32, same shape, same device), without a host copy
+        where the arrays live on a device."""
+        if self._host is not None and other._host is not None:
+            self._host += other._host
+        elif self.size:
+            _util_run(self._ctx, "acc", self.dtype, self.ndim, a=self, b=other)
         return self
 
     def zero_(self):
@@ -548,6 +569,47 @@ class _KState:
 
 
 _tls = threading.local()
+
+
+def _util_source():
+    """The package's own kernels (fill, copy, accumulate) for arrays of rank 1 to 4: what
+    Array.assign, zero_ and the tape's gradient sums run on the array's device, where a round
+    trip through numpy would copy the whole array to the host and back."""
+    out = []
+    for t in ("f32", "i32"):
+        for r in range(1, 5):
+            dims = ", ".join("d%d" % k for k in range(r))
+            par = ["i0", "i1", "i2"][:min(r, 3)]
+            head = ("for i0 in range(d0):" if r == 1 else
+                    "for %s in ndrange(%s):" % (", ".join(par), ", ".join("d%d" % k for k in range(len(par)))))
+            idx = ", ".join("i%d" % k for k in range(r))
+            inner, ind = "", "        "
+            if r == 4:
+                inner, ind = "        for i3 in range(d3):\n", "            "
+            ops = [("fill", "v: %s" % t, "a[%s] = v" % idx), ("copy", "b: %s[%s]" % (t, dims), "a[%s] = b[%s]" % (idx, idx))]
+            if t == "f32":
+                ops.append(("acc", "b: %s[%s]" % (t, dims), "a[%s] = a[%s] + b[%s]" % (idx, idx, idx)))
+            for name, p2, body in ops:
+                out.append("kernel %s_%s_%d(a: %s[%s], %s):\n    %s\n%s%s%s\n" % (
+                    name, t, r, t, dims, p2, head, inner, ind, body))
+    return "\n".join(out)
+
+
+def _util_run(ctx, op, dtype, rank, **kw):
+    """Runs the package's kernel `op` on ctx for arrays of dtype and rank, never recorded on
+    a tape (it is not part of the user's program)."""
+    mod = ctx.util
+    if mod is None:
+        mod = ctx.util = compile(_util_source(), "<dvm package>", device=ctx)
+    k = mod["%s_%s_%d" % (op, dtype, rank)]
+    ks = k._state(ctx)
+    with ctx.lock:
+        args, post, _ = k._bind(ks, L.FORWARD, kw, None, False)
+        st = L.launch(ctx.h, ks.k, args, _F32_OPTS[0], None)
+        if st != L.OK:
+            _raise(st, ctx, launch=True)
+        for f in post:
+            f()
 
 
 def _current_tape():
@@ -853,6 +915,13 @@ class Kernel:
 
 
 def _write_seed(d, seed, kname, label):
+    # a number or an f32 dvm.Array of the same shape on d's device: written on the device
+    if isinstance(seed, Array) and seed._ctx is d._ctx and seed.shape == d.shape and seed.dtype == "f32":
+        d.assign(seed)
+        return
+    if isinstance(seed, numbers.Real) and not isinstance(seed, (bool, np.bool_)):
+        d.assign(float(seed))
+        return
     if isinstance(seed, Array):
         seed = seed.numpy()
     if isinstance(seed, numbers.Number):

@@ -156,6 +156,8 @@ class Tape:
         for a, g in bound:
             if id(a) in seeds or a.grad is None:
                 a.grad = g
+            elif isinstance(a.grad, Array) and a.grad._ctx is g._ctx and a.grad.shape == g.shape and a.grad.dtype == "f32":
+                a.grad._add_(g)  # on the device: no copy through the host
             else:
                 a.grad.assign(a.grad.numpy() + g.numpy())
         return self

@@ -147,3 +147,38 @@ def test_dlpack_gpu_array(device):
         # a copy to the host when asked for one
         np.testing.assert_array_equal(np.from_dlpack(a, device="cpu", copy=True) if np.__version__ >= "2.1"
                                       else a.numpy(), [0, 1, 2, 3])
+
+
+def test_assign_zero_add_on_device(device, monkeypatch):
+    """assign (a number, a same-shape array), zero_() and the tape's gradient sum (_add_) at
+    every rank and dtype, against numpy; on a device they run there, never through the host
+    (Array.numpy would be a host copy: it is made to fail while they run)."""
+    rng = np.random.default_rng(3)
+    for shape in [(7,), (3, 5), (2, 3, 4), (2, 3, 2, 3)]:
+        for dt in (np.float32, np.int32):
+            x = (rng.standard_normal(shape) * 10).astype(dt)
+            y = (rng.standard_normal(shape) * 10).astype(dt)
+            a, b = dvm.array(x), dvm.array(y)
+            with monkeypatch.context() as m:
+                if a.device != "cpu":
+                    m.setattr(dvm.Array, "numpy", lambda self: pytest.fail("a host copy"))
+                a.assign(b)
+                c1 = None
+                a2 = dvm.array(x)
+                a2.assign(7)
+                a3 = dvm.array(x)
+                a3.zero_()
+                if dt == np.float32:
+                    c1 = dvm.array(x)
+                    c1._add_(b)
+                    a4 = dvm.array(x)
+                    a4.assign(-2.5)
+            assert np.array_equal(a.numpy(), y)
+            assert (a2.numpy() == 7).all() and (a3.numpy() == 0).all()
+            if c1 is not None:
+                assert np.array_equal(c1.numpy(), x + y) and (a4.numpy() == -2.5).all()
+            b.assign(x)  # the source is unchanged by the copy, and can be written after it
+            assert np.array_equal(b.numpy(), x) and np.array_equal(a.numpy(), y)
+    i = dvm.array(np.zeros(4, np.int32))
+    i.assign(2.7)  # a fraction into i32: numpy's conversion, as before
+    assert (i.numpy() == 2).all()

@@ -115,3 +115,19 @@ def test_tape_errors(mod):
             bad.f(x=x, i=np.array([99], np.int32))
     assert len(tape) == 0  # a failed launch records nothing
     np.testing.assert_array_equal(x.numpy(), X0)
+
+
+def test_backward_accumulates_on_device(mod, monkeypatch):
+    """A second backward adds to .grad: twice the central-difference gradient, the sum
+    computed on the device (no host copy of the gradients) and seeds given as a number."""
+    x, v = dvm.array(X0, requires_grad=True), dvm.array(V0)
+    L, target = dvm.zeros((1,)), dvm.array(TARGET)
+    tape = dvm.Tape()
+    record(mod, tape, x, v, L, target)
+    tape.backward(grads={L: 1.0})
+    with monkeypatch.context() as m:
+        if x.device != "cpu":
+            m.setattr(dvm.Array, "numpy", lambda self: pytest.fail("a host copy"))
+        tape.backward(grads={L: 1.0})
+    fd = central_diff(lambda p: reference_loss(p, V0), X0)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * fd, rtol=2e-3, atol=2e-4)
