@@ -288,6 +288,13 @@ class Array:
                     not isinstance(values, (bool, np.bool_)):
                 _util_run(self._ctx, "fill", self.dtype, self.ndim, a=self, v=values)
                 return self
+        if self._host is not None:  # the cpu device: in place, numpy's conversions
+            if isinstance(values, Array) and values._host is not None and values.shape == self.shape:
+                np.copyto(self._host, values._host, casting="unsafe")
+                return self
+            if np.isscalar(values):
+                self._host.fill(values)
+                return self
         if isinstance(values, Array):
             values = values.numpy()
         if np.isscalar(values):
