@@ -745,8 +745,9 @@ static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errl
        thread ran 1.8x slower, and 2x or 4x the threads gained nothing). A launch without
        adstacks therefore takes private register files and 4x the threads (its threads need no
        heap slots): saxpy 2.22 -> 1.37 ms, the 5-point stencil 4.8 -> 3.0 ms, the sin loop
-       4.95 -> 2.9 ms (H100). With adstacks each thread's heap slot costs memory: 65536 threads
-       and shared files, which beat private ones at that count (saxpy 2.27 against 3.00 ms). */
+       4.95 -> 2.9 ms (H100). With adstacks each thread has a heap slot: 4x the threads only while
+       that heap stays small (vk_thread_cap), else 65536 and shared files, which beat private
+       ones at that count (saxpy 2.27 against 3.00 ms). */
     int cpu = be->caps.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     uint64_t cap = cpu ? (1u << 18) : 65536, cap_ns = cpu ? cap : 4 * cap;
     if (opts && opts->gpu_threads > 0) cap = cap_ns = (uint64_t)opts->gpu_threads;
