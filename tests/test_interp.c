@@ -1230,7 +1230,8 @@ static void test_cancel_points(void)
 
 /* The CPU's blocks (CPU_BLOCK = 64 lanes) on every path: a plain task (atomic add, max and min
  * into elements of its own row and into shared bins, index registers in arithmetic), a masked
- * one (a branch per lane), a 2-D one whose rows cross blocks, a start on the last dimension; run
+ * one (a branch per lane), a 2-D one whose rows cross blocks, a start on the last dimension, a
+ * data-dependent loop (masked lanes with their own trip counts, the loop fused); run
  * on one thread (the atomics plain: dvm_run_*_alone), on one thread without the AVX2 copy, on 3
  * threads (atomics) and with cpu_lanes, each against the same result computed here. */
 static void test_blocks(void)
@@ -1286,14 +1287,37 @@ static void test_blocks(void)
     N(DVM_OP_ATOMADDF2, 6, 0, 1, 11);
     N(DVM_OP_END, 0, 0, 0, 0);
     end_task(t);
+    /* task 3 (a data-dependent loop, masked lanes): v = 0; i % 5 times v = v * 2 + 1 (a
+       one-node loop, fused); o7[i] = v */
+    t = task(DVM_TASK_PARALLEL, 1);
+    t->ext_u[0] = 0;
+    t->start_u[0] = 2;
+    t->idx_reg[0] = 0;
+    CI(10, 5);
+    CI(2, 0);
+    CF(6, 2.0f);
+    const uint16_t one = K(f2u(1.0f));
+    N(DVM_OP_MODI, 0, 3, 0, 10);
+    CF(4, 0.0f);
+    const uint16_t jg = rel(t);
+    N(DVM_OP_JGEI, 0, 2, 3, 0);
+    N(DVM_OP_MOV, 0, 5, 2, 0);
+    const uint16_t body = rel(t);
+    N(DVM_OP_FMAFK, 0, 4, 6, one);
+    N(DVM_OP_INCLT, 0, 5, 3, body);
+    nodes[t->code_begin + jg].c = rel(t);
+    N(DVM_OP_ST, 7, 0, 4, 0);
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
 
-    static uint32_t x[HI], bins[7], mx[14], o3[HI], o4[HI], o5[R * C], g[R * C];
-    static uint32_t wx[HI], wbins[7], wmx[14], wo3[HI], wo4[HI], wo5[R * C], wg[R * C];
+    static uint32_t x[HI], bins[7], mx[14], o3[HI], o4[HI], o5[R * C], g[R * C], o7[HI];
+    static uint32_t wx[HI], wbins[7], wmx[14], wo3[HI], wo4[HI], wo5[R * C], wg[R * C], wo7[HI];
     const uint32_t SENT = 0xDEADBEEFu;
     for (int i = 0; i < HI; i++) {
         wx[i] = f2u(0.5f * (float)i + (i >= S ? (float)i : 0.0f));
         wo3[i] = i >= S ? (uint32_t)(3 * i) : SENT;
         wo4[i] = i >= S && (i & 1) ? (uint32_t)(i + 5) : SENT;
+        wo7[i] = i >= S ? f2u((float)((1 << (i % 5)) - 1)) : SENT;
     }
     memset(wbins, 0, sizeof wbins);
     for (int b = 0; b < 7; b++) wmx[b] = f2u(-1.0f), wmx[7 + b] = f2u(1e9f);
@@ -1315,7 +1339,7 @@ static void test_blocks(void)
         {"cpu_lanes", {.threads = 1, .cpu_lanes = 1}},
     };
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
-        for (int i = 0; i < HI; i++) x[i] = f2u(0.5f * (float)i), o3[i] = o4[i] = SENT;
+        for (int i = 0; i < HI; i++) x[i] = f2u(0.5f * (float)i), o3[i] = o4[i] = o7[i] = SENT;
         memset(bins, 0, sizeof bins);
         for (int b = 0; b < 7; b++) mx[b] = f2u(-1.0f), mx[7 + b] = f2u(1e9f);
         for (int i = 0; i < R * C; i++) o5[i] = SENT, g[i] = f2u(1.0f);
@@ -1330,6 +1354,7 @@ static void test_blocks(void)
         A.shape[5 * DVM_MAX_RANK] = R, A.shape[5 * DVM_MAX_RANK + 1] = C;
         arr1(&A, 6, g, R * C);
         A.shape[6 * DVM_MAX_RANK] = R, A.shape[6 * DVM_MAX_RANK + 1] = C;
+        arr1(&A, 7, o7, HI);
         uint32_t uni[6] = {HI, 0, S, R, C, C0};
         char err[128];
         dvm_backend *saved = be;
@@ -1348,7 +1373,7 @@ static void test_blocks(void)
         const struct { const char *name; const uint32_t *got, *want; int n; } cmp[] = {
             {"x (ATOMADDF)", x, wx, HI}, {"bins (ATOMADDI)", bins, wbins, 7}, {"max/min", mx, wmx, 14},
             {"o3 (ST of 3 * i)", o3, wo3, HI}, {"o4 (masked ST)", o4, wo4, HI},
-            {"o5 (2-D ST2)", o5, wo5, R * C}, {"g (ATOMADDF2)", g, wg, R * C}};
+            {"o5 (2-D ST2)", o5, wo5, R * C}, {"g (ATOMADDF2)", g, wg, R * C}, {"o7 (loop)", o7, wo7, HI}};
         for (size_t k = 0; k < sizeof cmp / sizeof cmp[0]; k++)
             for (int i = 0; i < cmp[k].n; i++)
                 if (cmp[k].got[i] != cmp[k].want[i]) {

@@ -529,9 +529,11 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
         /* lanes: plain for a task with no conditional branch, else masked (the GPU backends' rule) */
         const dvm_task_flow fl = dvm_task_flow_of(p->nodes, t);
         const int masked = fl.cond != 0;
-        /* blocks: no loops (lanes would wait for each other's trips) and no adstacks (a heap
-           slot per lane) */
-        const int blk = lanes == 1 && !heap && fl.loops == 0 && t->kind == DVM_TASK_PARALLEL;
+        /* blocks: every parallel task without adstacks (a heap slot per lane). A task with a
+           data-dependent loop too: its lanes wait for each other's trips (masked), but each
+           node's dispatch is still paid once for the block (the FMA loop 1.35x faster, its
+           adjoint 1.5x, on one thread) */
+        const int blk = lanes == 1 && !heap && t->kind == DVM_TASK_PARALLEL;
         const int rowable = blk && fl.fixed_idx && t->ndim <= 2;
         if (t->kind == DVM_TASK_SERIAL) {
             uint32_t regs[DVM_MAX_REGS];
