@@ -433,6 +433,41 @@ static int cpu_arrays(uint32_t nslots, dvm_buffer *const *arrays, const int64_t 
     return 0;
 }
 
+/* Whether no two iterations of parallel task t write one array element, so that its atomics
+ * may be plain with several threads too (the alone runs): its index registers are registers
+ * 0..ndim-1 and no node writes them (fl->fixed_idx), every node that writes an array writes the
+ * element of the iteration's own indices (x[i] in 1-D, u[i, j] in 2-D, no offset), and no node
+ * adds into a uniform. Each element then has one writer, the iteration of its index: an
+ * adjoint's `x.grad[i] += ...` (saxpy's, a map's, a loop's per element). */
+static int cpu_task_private(const dvm_node *code, const dvm_task_desc *t, const dvm_task_flow *fl)
+{
+    if (t->kind != DVM_TASK_PARALLEL || !fl->fixed_idx || t->ndim < 1 || t->ndim > 2) return 0;
+    for (uint32_t k = 0; k < t->code_len; k++) {
+        const dvm_node *n = &code[k];
+        if (n->op == DVM_OP_ATOMADDU) return 0;
+        if (!dvm_slot_write_op(n->op)) continue;
+        int own;
+        if (t->ndim == 1) {
+            switch (n->op) {
+            case DVM_OP_ST: case DVM_OP_ATOMADDF: case DVM_OP_ATOMADDI: case DVM_OP_ATOMMAXF:
+            case DVM_OP_ATOMMINF: case DVM_OP_ATOMMAXI: case DVM_OP_ATOMMINI: own = n->a == 0; break;
+            case DVM_OP_ATOMADDFO: own = n->a == 0 && n->c == 0; break;
+            default: own = 0; break;
+            }
+        } else {
+            switch (n->op) {
+            case DVM_OP_ST2: case DVM_OP_ATOMADDF2: own = n->a == 0 && n->b == 1; break;
+            case DVM_OP_ATOMADDF2O:
+                own = DVM_OFS_REG(n->a) == 0 && DVM_OFS_OFF(n->a) == 0 && DVM_OFS_REG(n->b) == 1 && DVM_OFS_OFF(n->b) == 0;
+                break;
+            default: own = 0; break;
+            }
+        }
+        if (!own) return 0;
+    }
+    return 1;
+}
+
 /* The cancel word of an exec that has none (a job built by hand) */
 static const volatile uint32_t cpu_never_cancelled = 0;
 
@@ -520,7 +555,7 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
         return -1;
     }
     /* one thread: the launch's atomics may be plain (dvm_run_alone) */
-    const int alone = nthreads == 1;
+    const int one_thread = nthreads == 1;
     const dvm_variant_desc *var = x->var;
     /* the host ran the first host_tasks tasks (vm/launch.c): their results are in the uniforms */
     for (uint32_t ti = x->host_tasks; ti < var->ntasks; ti++) {
@@ -535,6 +570,8 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
            adjoint 1.5x, on one thread) */
         const int blk = lanes == 1 && !heap && t->kind == DVM_TASK_PARALLEL;
         const int rowable = blk && fl.fixed_idx && t->ndim <= 2;
+        /* plain atomics: on one thread, or where each element has one writer */
+        const int alone = one_thread || cpu_task_private(p->nodes + t->code_begin, t, &fl);
         if (t->kind == DVM_TASK_SERIAL) {
             uint32_t regs[DVM_MAX_REGS];
             memset(regs, 0, sizeof(uint32_t) * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));
