@@ -468,6 +468,16 @@ static int cpu_task_private(const dvm_node *code, const dvm_task_desc *t, const 
     return 1;
 }
 
+/* Whether task t adds, or takes a max or min, into memory that other iterations may share: an
+ * atomic node, unless every write of the task is to its own iteration's element (private). */
+static int cpu_task_shares(const dvm_node *code, const dvm_task_desc *t, int private_)
+{
+    if (private_) return 0;
+    for (uint32_t k = 0; k < t->code_len; k++)
+        if (code[k].op == DVM_OP_ATOMADDU || dvm_op_effect(code[k].op) == DVM_E_ATOMIC) return 1;
+    return 0;
+}
+
 /* The cancel word of an exec that has none (a job built by hand) */
 static const volatile uint32_t cpu_never_cancelled = 0;
 
@@ -564,14 +574,18 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
         /* lanes: plain for a task with no conditional branch, else masked (the GPU backends' rule) */
         const dvm_task_flow fl = dvm_task_flow_of(p->nodes, t);
         const int masked = fl.cond != 0;
+        /* plain atomics: on one thread, or where each element has one writer */
+        const int private_ = cpu_task_private(p->nodes + t->code_begin, t, &fl);
+        const int alone = one_thread || private_;
         /* blocks: every parallel task without adstacks (a heap slot per lane). A task with a
            data-dependent loop too: its lanes wait for each other's trips (masked), but each
            node's dispatch is still paid once for the block (the FMA loop 1.35x faster, its
-           adjoint 1.5x, on one thread) */
-        const int blk = lanes == 1 && !heap && t->kind == DVM_TASK_PARALLEL;
+           adjoint 1.5x, on one thread); unless it adds into shared memory, whose f32 sums
+           would then depend on how the loop's trips interleave across lanes (an unrolled loop
+           and the same loop rolled would differ in the last bits on one thread) */
+        const int blk = lanes == 1 && !heap && t->kind == DVM_TASK_PARALLEL &&
+                        (fl.loops == 0 || !cpu_task_shares(p->nodes + t->code_begin, t, private_));
         const int rowable = blk && fl.fixed_idx && t->ndim <= 2;
-        /* plain atomics: on one thread, or where each element has one writer */
-        const int alone = one_thread || cpu_task_private(p->nodes + t->code_begin, t, &fl);
         if (t->kind == DVM_TASK_SERIAL) {
             uint32_t regs[DVM_MAX_REGS];
             memset(regs, 0, sizeof(uint32_t) * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));
