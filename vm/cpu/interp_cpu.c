@@ -468,14 +468,19 @@ static int cpu_task_private(const dvm_node *code, const dvm_task_desc *t, const 
     return 1;
 }
 
-/* Whether task t adds, or takes a max or min, into memory that other iterations may share: an
- * atomic node, unless every write of the task is to its own iteration's element (private). */
-static int cpu_task_shares(const dvm_node *code, const dvm_task_desc *t, int private_)
+/* Whether a task with a loop runs in blocks: not when it adds (or takes a max or min) into
+ * memory that other iterations may share (an atomic node, unless the task is private), and not
+ * when it calls library math (sin, exp, pow: DVM_F_MATH), which masked lanes compute for every
+ * lane, the waiting ones too (the sin loop was 1.25x slower in blocks than one iteration per
+ * call on one thread, its lanes' trips U[0, 64)). */
+static int cpu_loop_blocks(const dvm_node *code, const dvm_task_desc *t, int private_)
 {
-    if (private_) return 0;
-    for (uint32_t k = 0; k < t->code_len; k++)
-        if (code[k].op == DVM_OP_ATOMADDU || dvm_op_effect(code[k].op) == DVM_E_ATOMIC) return 1;
-    return 0;
+    for (uint32_t k = 0; k < t->code_len; k++) {
+        const uint32_t op = code[k].op;
+        if (dvm_op_table[op].flags & DVM_F_MATH) return 0;
+        if (!private_ && (op == DVM_OP_ATOMADDU || dvm_op_effect(op) == DVM_E_ATOMIC)) return 0;
+    }
+    return 1;
 }
 
 /* The cancel word of an exec that has none (a job built by hand) */
@@ -582,9 +587,10 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
            node's dispatch is still paid once for the block (the FMA loop 1.35x faster, its
            adjoint 1.5x, on one thread); unless it adds into shared memory, whose f32 sums
            would then depend on how the loop's trips interleave across lanes (an unrolled loop
-           and the same loop rolled would differ in the last bits on one thread) */
+           and the same loop rolled would differ in the last bits on one thread), or calls
+           library math (cpu_loop_blocks) */
         const int blk = lanes == 1 && !heap && t->kind == DVM_TASK_PARALLEL &&
-                        (fl.loops == 0 || !cpu_task_shares(p->nodes + t->code_begin, t, private_));
+                        (fl.loops == 0 || cpu_loop_blocks(p->nodes + t->code_begin, t, private_));
         const int rowable = blk && fl.fixed_idx && t->ndim <= 2;
         if (t->kind == DVM_TASK_SERIAL) {
             uint32_t regs[DVM_MAX_REGS];
