@@ -19,7 +19,7 @@ static int same_f(float a, float b) { return (isnan(a) && isnan(b)) || f2u(a) ==
 /* ---- launching ---- */
 static dvm_backend *be;
 static const dvm_backend_vtbl *vt = &dvm_backend_cpu;
-#define NARR 4
+#define NARR 8
 typedef struct arrays {
     uint32_t n;             /* slots used */
     uint32_t *data[NARR];   /* host copies, read back after exec */
@@ -746,7 +746,7 @@ static void test_parallel(void)
        thread records it in out2. The task has no loop, so the CPU runs it in blocks of
        CPU_BLOCK iterations (vm/cpu/interp_cpu.c), each lane with its own registers: the
        counter then numbers the blocks, in row-major order. */
-    const int block = 16; /* CPU_BLOCK */
+    const int block = 64; /* CPU_BLOCK */
     for (int dims = 2; dims <= 3; dims++) {
         reset();
         t = task(DVM_TASK_PARALLEL, dims);
@@ -1228,6 +1228,162 @@ static void test_cancel_points(void)
     cancel_word = NULL;
 }
 
+/* The CPU's blocks (CPU_BLOCK = 64 lanes) on every path: a plain task (atomic add, max and min
+ * into elements of its own row and into shared bins, index registers in arithmetic), a masked
+ * one (a branch per lane), a 2-D one whose rows cross blocks, a start on the last dimension, a
+ * data-dependent loop (masked lanes with their own trip counts, the loop fused); run
+ * on one thread (the atomics plain: dvm_run_*_alone), on one thread without the AVX2 copy, on 3
+ * threads (atomics) and with cpu_lanes, each against the same result computed here. */
+static void test_blocks(void)
+{
+    enum { S = 3, HI = 1003, R = 5, C0 = 3, C = 150 }; /* 1-D over [S, HI); 2-D over [0, R) x [C0, C) */
+    reset();
+    /* task 0 (plain): x[i] += (float)i, bins[i % 7] += 1, mx[i % 7] max= i, mx[7 + i % 7] min= i,
+       o3[i] = 3 * i */
+    dvm_task_desc *t = task(DVM_TASK_PARALLEL, 1);
+    t->ext_u[0] = 0;
+    t->start_u[0] = 2;
+    t->idx_reg[0] = 0;
+    CI(10, 7);
+    CI(11, 1);
+    CI(12, 3);
+    N(DVM_OP_I2F, 0, 5, 0, 0);
+    N(DVM_OP_ATOMADDF, 0, 0, 5, 0);
+    N(DVM_OP_MODI, 0, 6, 0, 10);
+    N(DVM_OP_ATOMADDI, 1, 6, 11, 0);
+    N(DVM_OP_ATOMMAXF, 2, 6, 5, 0);
+    N(DVM_OP_ADDIK, 0, 7, 6, 7);
+    N(DVM_OP_ATOMMINF, 2, 7, 5, 0);
+    N(DVM_OP_MULI, 0, 8, 0, 12);
+    N(DVM_OP_ST, 3, 0, 8, 0);
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+    /* task 1 (masked): odd i only, o4[i] = i + 5 */
+    t = task(DVM_TASK_PARALLEL, 1);
+    t->ext_u[0] = 0;
+    t->start_u[0] = 2;
+    t->idx_reg[0] = 0;
+    CI(10, 2);
+    N(DVM_OP_MODI, 0, 6, 0, 10);
+    const uint16_t jz = rel(t);
+    N(DVM_OP_JZ, 0, 6, 0, 0);
+    N(DVM_OP_ADDIK, 0, 7, 0, 5);
+    N(DVM_OP_ST, 4, 0, 7, 0);
+    nodes[t->code_begin + jz].b = rel(t);
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+    /* task 2 (2-D, plain): o5[i, j] = i * 1000 + j, g[i, j] += 1.5 */
+    t = task(DVM_TASK_PARALLEL, 2);
+    t->ext_u[0] = 3;
+    t->ext_u[1] = 4;
+    t->start_u[1] = 5;
+    t->idx_reg[0] = 0;
+    t->idx_reg[1] = 1;
+    CI(10, 1000);
+    CF(11, 1.5f);
+    N(DVM_OP_MULI, 0, 2, 0, 10);
+    N(DVM_OP_ADDI, 0, 2, 2, 1);
+    N(DVM_OP_ST2, 5, 0, 1, 2);
+    N(DVM_OP_ATOMADDF2, 6, 0, 1, 11);
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+    /* task 3 (a data-dependent loop, masked lanes): v = 0; i % 5 times v = v * 2 + 1 (a
+       one-node loop, fused); o7[i] = v */
+    t = task(DVM_TASK_PARALLEL, 1);
+    t->ext_u[0] = 0;
+    t->start_u[0] = 2;
+    t->idx_reg[0] = 0;
+    CI(10, 5);
+    CI(2, 0);
+    CF(6, 2.0f);
+    const uint16_t one = K(f2u(1.0f));
+    N(DVM_OP_MODI, 0, 3, 0, 10);
+    CF(4, 0.0f);
+    const uint16_t jg = rel(t);
+    N(DVM_OP_JGEI, 0, 2, 3, 0);
+    N(DVM_OP_MOV, 0, 5, 2, 0);
+    const uint16_t body = rel(t);
+    N(DVM_OP_FMAFK, 0, 4, 6, one);
+    N(DVM_OP_INCLT, 0, 5, 3, body);
+    nodes[t->code_begin + jg].c = rel(t);
+    N(DVM_OP_ST, 7, 0, 4, 0);
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+
+    static uint32_t x[HI], bins[7], mx[14], o3[HI], o4[HI], o5[R * C], g[R * C], o7[HI];
+    static uint32_t wx[HI], wbins[7], wmx[14], wo3[HI], wo4[HI], wo5[R * C], wg[R * C], wo7[HI];
+    const uint32_t SENT = 0xDEADBEEFu;
+    for (int i = 0; i < HI; i++) {
+        wx[i] = f2u(0.5f * (float)i + (i >= S ? (float)i : 0.0f));
+        wo3[i] = i >= S ? (uint32_t)(3 * i) : SENT;
+        wo4[i] = i >= S && (i & 1) ? (uint32_t)(i + 5) : SENT;
+        wo7[i] = i >= S ? f2u((float)((1 << (i % 5)) - 1)) : SENT;
+    }
+    memset(wbins, 0, sizeof wbins);
+    for (int b = 0; b < 7; b++) wmx[b] = f2u(-1.0f), wmx[7 + b] = f2u(1e9f);
+    for (int i = S; i < HI; i++) {
+        wbins[i % 7]++;
+        if ((float)i > u2f(wmx[i % 7])) wmx[i % 7] = f2u((float)i);
+        if ((float)i < u2f(wmx[7 + i % 7])) wmx[7 + i % 7] = f2u((float)i);
+    }
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) {
+            wo5[i * C + j] = j >= C0 ? (uint32_t)(i * 1000 + j) : SENT;
+            wg[i * C + j] = f2u(j >= C0 ? 2.5f : 1.0f);
+        }
+
+    static const struct { const char *what; dvm_backend_opts o; } runs[] = {
+        {"1 thread", {.threads = 1}},
+        {"1 thread, no AVX2", {.threads = 1, .cpu_no_avx2 = 1}},
+        {"3 threads", {.threads = 3}},
+        {"cpu_lanes", {.threads = 1, .cpu_lanes = 1}},
+    };
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        for (int i = 0; i < HI; i++) x[i] = f2u(0.5f * (float)i), o3[i] = o4[i] = o7[i] = SENT;
+        memset(bins, 0, sizeof bins);
+        for (int b = 0; b < 7; b++) mx[b] = f2u(-1.0f), mx[7 + b] = f2u(1e9f);
+        for (int i = 0; i < R * C; i++) o5[i] = SENT, g[i] = f2u(1.0f);
+        arrays A;
+        memset(&A, 0, sizeof A);
+        arr1(&A, 0, x, HI);
+        arr1(&A, 1, bins, 7);
+        arr1(&A, 2, mx, 14);
+        arr1(&A, 3, o3, HI);
+        arr1(&A, 4, o4, HI);
+        arr1(&A, 5, o5, R * C);
+        A.shape[5 * DVM_MAX_RANK] = R, A.shape[5 * DVM_MAX_RANK + 1] = C;
+        arr1(&A, 6, g, R * C);
+        A.shape[6 * DVM_MAX_RANK] = R, A.shape[6 * DVM_MAX_RANK + 1] = C;
+        arr1(&A, 7, o7, HI);
+        uint32_t uni[6] = {HI, 0, S, R, C, C0};
+        char err[128];
+        dvm_backend *saved = be;
+        be = vt->open(&runs[r].o, err, sizeof err);
+        CHECK(be != NULL, "%s: open: %s", runs[r].what, err);
+        if (!be) {
+            be = saved;
+            continue;
+        }
+        dvm_rt_error rt;
+        memset(&rt, 0, sizeof rt);
+        const int rc = launch(&A, uni, 6, NULL, &rt);
+        vt->close(be);
+        be = saved;
+        CHECK(rc == 0, "blocks, %s: status %d code %d", runs[r].what, rc, rt.code);
+        const struct { const char *name; const uint32_t *got, *want; int n; } cmp[] = {
+            {"x (ATOMADDF)", x, wx, HI}, {"bins (ATOMADDI)", bins, wbins, 7}, {"max/min", mx, wmx, 14},
+            {"o3 (ST of 3 * i)", o3, wo3, HI}, {"o4 (masked ST)", o4, wo4, HI},
+            {"o5 (2-D ST2)", o5, wo5, R * C}, {"g (ATOMADDF2)", g, wg, R * C}, {"o7 (loop)", o7, wo7, HI}};
+        for (size_t k = 0; k < sizeof cmp / sizeof cmp[0]; k++)
+            for (int i = 0; i < cmp[k].n; i++)
+                if (cmp[k].got[i] != cmp[k].want[i]) {
+                    CHECK(0, "blocks, %s: %s[%d] expected 0x%08x, got 0x%08x", runs[r].what, cmp[k].name, i,
+                          cmp[k].want[i], cmp[k].got[i]);
+                    break;
+                }
+    }
+}
+
 int main(void)
 {
     char err[256];
@@ -1249,6 +1405,7 @@ int main(void)
     test_parallel();
     test_parallel_starts();
     test_atomics();
+    test_blocks();
     test_size();
     test_max_reducer();
     test_max_reducer_cap();

@@ -64,17 +64,37 @@ static inline void dvm_cpu_atomic_max_i64(int64_t *p, int64_t v)
     }
 }
 
+/* Alone: the runs of a task that runs on one thread (serial tasks, and every task of a launch
+ * on one thread: tasks run one after another, and nothing else may touch the launch's arrays
+ * while it runs, docs/c-api.md) do their atomic adds, max and min as plain read-modify-writes,
+ * the same operations in the same order as the atomics' (a CAS loop was three quarters of the
+ * stencil's adjoint on one thread), and a block's adds vectorize. CPU_ALONE_ (0 or 1) is set
+ * around each inclusion of interp_run.h: the macros read it where the handlers expand. */
+static inline void dvm_cpu_add_f32(uint32_t *p, float v) { *p = dvm_cpu_f2u(dvm_cpu_u2f(*p) + v); }
+static inline void dvm_cpu_max_f32(uint32_t *p, float v) { if (v > dvm_cpu_u2f(*p)) *p = dvm_cpu_f2u(v); }
+static inline void dvm_cpu_min_f32(uint32_t *p, float v) { if (v < dvm_cpu_u2f(*p)) *p = dvm_cpu_f2u(v); }
+static inline void dvm_cpu_max_i32(uint32_t *p, int32_t v) { if (v > (int32_t)*p) *p = (uint32_t)v; }
+static inline void dvm_cpu_min_i32(uint32_t *p, int32_t v) { if (v < (int32_t)*p) *p = (uint32_t)v; }
+
 #define DVM_FN static inline
-#define DVM_ATOMIC_ADD_F32(p, v) dvm_cpu_atomic_add_f32((p), (v))
-#define DVM_ATOMIC_ADD_I32(p, v) ((void)__atomic_fetch_add((p), (uint32_t)(v), __ATOMIC_RELAXED))
-#define DVM_ATOMIC_MAX_I32(p, v) dvm_cpu_atomic_max_i32((p), (v))
-#define DVM_ATOMIC_MIN_I32(p, v) dvm_cpu_atomic_min_i32((p), (v))
-#define DVM_ATOMIC_MAX_F32(p, v) dvm_cpu_atomic_max_f32((p), (v))
-#define DVM_ATOMIC_MIN_F32(p, v) dvm_cpu_atomic_min_f32((p), (v))
+#define DVM_ATOMIC_ADD_F32(p, v) (CPU_ALONE_ ? dvm_cpu_add_f32((p), (v)) : dvm_cpu_atomic_add_f32((p), (v)))
+#define DVM_ATOMIC_ADD_I32(p, v) \
+    (CPU_ALONE_ ? (void)(*(p) += (uint32_t)(v)) : (void)__atomic_fetch_add((p), (uint32_t)(v), __ATOMIC_RELAXED))
+#define DVM_ATOMIC_MAX_I32(p, v) (CPU_ALONE_ ? dvm_cpu_max_i32((p), (v)) : dvm_cpu_atomic_max_i32((p), (v)))
+#define DVM_ATOMIC_MIN_I32(p, v) (CPU_ALONE_ ? dvm_cpu_min_i32((p), (v)) : dvm_cpu_atomic_min_i32((p), (v)))
+#define DVM_ATOMIC_MAX_F32(p, v) (CPU_ALONE_ ? dvm_cpu_max_f32((p), (v)) : dvm_cpu_atomic_max_f32((p), (v)))
+#define DVM_ATOMIC_MIN_F32(p, v) (CPU_ALONE_ ? dvm_cpu_min_f32((p), (v)) : dvm_cpu_atomic_min_f32((p), (v)))
 #define DVM_ATOMIC_CAS_I32(p, e, d) dvm_cpu_cas_u32((p), (e), (d))
 #define DVM_ATOMIC_MAX_I64(p, v) dvm_cpu_atomic_max_i64((p), (v))
 #define DVM_LOAD_ERR(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define CPU_ALONE_ 0
 #include "vm/interp/interp_run.h"
+#undef CPU_ALONE_
+#define CPU_ALONE_ 1
+#define DVM_RUN_NAME dvm_run_alone
+#include "vm/interp/interp_run.h"
+#undef CPU_ALONE_
+#define CPU_ALONE_ 0 /* the lanes below (cpu_lanes, for testing) keep the atomics */
 /* cpu_lanes (dvm_context_opts): parallel tasks run CPU_LANES iterations per call through the lane
  * interpreters that the CUDA and HIP backends use (engine_lanes.h): plain lanes for
  * a task with no conditional branch, masked lanes (DVM_MASKED) for the rest, chosen by the
@@ -88,25 +108,53 @@ static inline void dvm_cpu_atomic_max_i64(int64_t *p, int64_t v)
 #define DVM_MASKED 1
 #define DVM_RUN_NAME dvm_run_mlanes
 #include "vm/interp/interp_run.h"
+#undef CPU_ALONE_
 /* Blocks: a parallel task without loops or adstacks runs CPU_BLOCK consecutive iterations per
  * call, one node at a time over the whole block (the dispatch paid once per block, the work in
  * between loops over the lanes), with the row path (engine_lanes.h, DVM_ROW_STEP 1) taking a
  * block's affine accesses x[i + k], u[i + a, j + b] as contiguous runs. Masked where the task
  * branches. */
-#define CPU_BLOCK 16
-#define DVM_ROW_STEP 1
-#define DVM_LANES CPU_BLOCK
-#define DVM_RUN_NAME dvm_run_blk
-#include "vm/interp/interp_run.h"
-#define DVM_LANES CPU_BLOCK
-#define DVM_MASKED 1
-#define DVM_RUN_NAME dvm_run_mblk
-#include "vm/interp/interp_run.h"
-#undef DVM_ROW_STEP
+#define CPU_BLOCK 64
+typedef unsigned __int128 cpu_mask; /* a block's lanes, and the row flag (DVM_ROW_FLAG_OF) */
+#define CPU_SFX _base
+#include "vm/cpu/cpu_blocks.h"
+#undef CPU_SFX
+/* On x86-64 the blocks also get an AVX2 copy (256-bit vectors for the lane loops, against
+ * SSE2's 128), taken where the CPU has AVX2 (cpu_open). AVX2 without FMA: a * b + c is never
+ * fused, so both copies give the same bits. The stencil and saxpy ran 1.5-1.7x faster on one
+ * thread. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CPU_HAVE_AVX2_COPY 1
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#define CPU_SFX _avx2
+#include "vm/cpu/cpu_blocks.h"
+#undef CPU_SFX
+#pragma GCC pop_options
+#endif
+#undef CPU_ALONE_
+
+typedef int dvm_blk_fn(const dvm_env *, uint32_t, const dvm_task_desc *, const int32_t *, int64_t, uint32_t *,
+                       uint32_t, cpu_mask);
+/* the block runs, [avx2][alone][masked] */
+static dvm_blk_fn *const cpu_blk_fns[2][2][2] = {
+    {{dvm_run_blk_base, dvm_run_mblk_base}, {dvm_run_blk_alone_base, dvm_run_mblk_alone_base}},
+#ifdef CPU_HAVE_AVX2_COPY
+    {{dvm_run_blk_avx2, dvm_run_mblk_avx2}, {dvm_run_blk_alone_avx2, dvm_run_mblk_alone_avx2}},
+#else
+    {{dvm_run_blk_base, dvm_run_mblk_base}, {dvm_run_blk_alone_base, dvm_run_mblk_alone_base}},
+#endif
+};
+
+/* a thread's register file: DVM_MAX_REGS registers of up to CPU_BLOCK lanes (256 KiB: in
+   the backend, not on the OpenMP threads' stacks) */
+#define CPU_REG_WORDS ((size_t)DVM_MAX_REGS * CPU_BLOCK)
 
 struct dvm_backend {
     int threads;
     int lanes; /* 1, or CPU_LANES (the cpu_lanes option) */
+    uint32_t *regs; /* threads register files of CPU_REG_WORDS (a context runs one launch at a time) */
+    int avx2;       /* the blocks' AVX2 copy runs (the CPU has AVX2, and not opts->cpu_no_avx2) */
     char name[192];
 };
 struct dvm_buffer {
@@ -211,15 +259,30 @@ static dvm_backend *cpu_open(const dvm_backend_opts *opts, char *err, size_t err
         got = omp_get_num_threads();
     }
     if (got >= 1 && got < be->threads) be->threads = got; /* OMP_THREAD_LIMIT, OMP_DYNAMIC */
+    be->regs = calloc((size_t)be->threads * CPU_REG_WORDS, sizeof(uint32_t));
+    if (!be->regs) {
+        if (err && errlen)
+            snprintf(err, errlen, "cpu backend: cannot allocate the register files of %d threads (%zu bytes); "
+                                  "ask for fewer threads", be->threads, (size_t)be->threads * CPU_REG_WORDS * 4u);
+        free(be);
+        return NULL;
+    }
     be->lanes = opts && opts->cpu_lanes ? CPU_LANES : 1;
+#ifdef CPU_HAVE_AVX2_COPY
+    be->avx2 = __builtin_cpu_supports("avx2") && !(opts && opts->cpu_no_avx2);
+#endif
     char model[128];
     cpu_model(model, sizeof model);
-    snprintf(be->name, sizeof be->name, "cpu: %s, %d threads (OpenMP)%s", model, be->threads,
-             be->lanes > 1 ? ", lanes (cpu_lanes)" : "");
+    snprintf(be->name, sizeof be->name, "cpu: %s, %d threads (OpenMP)%s%s", model, be->threads,
+             be->avx2 ? ", AVX2" : "", be->lanes > 1 ? ", lanes (cpu_lanes)" : "");
     return be;
 }
 
-static void cpu_close(dvm_backend *be) { free(be); }
+static void cpu_close(dvm_backend *be)
+{
+    if (be) free(be->regs);
+    free(be);
+}
 
 static int cpu_probe(char *out, size_t outlen)
 {
@@ -370,6 +433,56 @@ static int cpu_arrays(uint32_t nslots, dvm_buffer *const *arrays, const int64_t 
     return 0;
 }
 
+/* Whether no two iterations of parallel task t write one array element, so that its atomics
+ * may be plain with several threads too (the alone runs): its index registers are registers
+ * 0..ndim-1 and no node writes them (fl->fixed_idx), every node that writes an array writes the
+ * element of the iteration's own indices (x[i] in 1-D, u[i, j] in 2-D, no offset), and no node
+ * adds into a uniform. Each element then has one writer, the iteration of its index: an
+ * adjoint's `x.grad[i] += ...` (saxpy's, a map's, a loop's per element). */
+static int cpu_task_private(const dvm_node *code, const dvm_task_desc *t, const dvm_task_flow *fl)
+{
+    if (t->kind != DVM_TASK_PARALLEL || !fl->fixed_idx || t->ndim < 1 || t->ndim > 2) return 0;
+    for (uint32_t k = 0; k < t->code_len; k++) {
+        const dvm_node *n = &code[k];
+        if (n->op == DVM_OP_ATOMADDU) return 0;
+        if (!dvm_slot_write_op(n->op)) continue;
+        int own;
+        if (t->ndim == 1) {
+            switch (n->op) {
+            case DVM_OP_ST: case DVM_OP_ATOMADDF: case DVM_OP_ATOMADDI: case DVM_OP_ATOMMAXF:
+            case DVM_OP_ATOMMINF: case DVM_OP_ATOMMAXI: case DVM_OP_ATOMMINI: own = n->a == 0; break;
+            case DVM_OP_ATOMADDFO: own = n->a == 0 && n->c == 0; break;
+            default: own = 0; break;
+            }
+        } else {
+            switch (n->op) {
+            case DVM_OP_ST2: case DVM_OP_ATOMADDF2: own = n->a == 0 && n->b == 1; break;
+            case DVM_OP_ATOMADDF2O:
+                own = DVM_OFS_REG(n->a) == 0 && DVM_OFS_OFF(n->a) == 0 && DVM_OFS_REG(n->b) == 1 && DVM_OFS_OFF(n->b) == 0;
+                break;
+            default: own = 0; break;
+            }
+        }
+        if (!own) return 0;
+    }
+    return 1;
+}
+
+/* Whether a task with a loop runs in blocks: not when it adds (or takes a max or min) into
+ * memory that other iterations may share (an atomic node, unless the task is private), and not
+ * when it calls library math (sin, exp, pow: DVM_F_MATH), which masked lanes compute for every
+ * lane, the waiting ones too (the sin loop was 1.25x slower in blocks than one iteration per
+ * call on one thread, its lanes' trips U[0, 64)). */
+static int cpu_loop_blocks(const dvm_node *code, const dvm_task_desc *t, int private_)
+{
+    for (uint32_t k = 0; k < t->code_len; k++) {
+        const uint32_t op = code[k].op;
+        if (dvm_op_table[op].flags & DVM_F_MATH) return 0;
+        if (!private_ && (op == DVM_OP_ATOMADDU || dvm_op_effect(op) == DVM_E_ATOMIC)) return 0;
+    }
+    return 1;
+}
+
 /* The cancel word of an exec that has none (a job built by hand) */
 static const volatile uint32_t cpu_never_cancelled = 0;
 
@@ -456,6 +569,8 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
         cpu_msg(err, errlen, "cpu backend: exec needs a heap slot per lane%s", "");
         return -1;
     }
+    /* one thread: the launch's atomics may be plain (dvm_run_alone) */
+    const int one_thread = nthreads == 1;
     const dvm_variant_desc *var = x->var;
     /* the host ran the first host_tasks tasks (vm/launch.c): their results are in the uniforms */
     for (uint32_t ti = x->host_tasks; ti < var->ntasks; ti++) {
@@ -464,15 +579,24 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
         /* lanes: plain for a task with no conditional branch, else masked (the GPU backends' rule) */
         const dvm_task_flow fl = dvm_task_flow_of(p->nodes, t);
         const int masked = fl.cond != 0;
-        /* blocks: no loops (lanes would wait for each other's trips) and no adstacks (a heap
-           slot per lane) */
-        const int blk = lanes == 1 && !heap && fl.loops == 0 && t->kind == DVM_TASK_PARALLEL;
+        /* plain atomics: on one thread, or where each element has one writer */
+        const int private_ = cpu_task_private(p->nodes + t->code_begin, t, &fl);
+        const int alone = one_thread || private_;
+        /* blocks: every parallel task without adstacks (a heap slot per lane). A task with a
+           data-dependent loop too: its lanes wait for each other's trips (masked), but each
+           node's dispatch is still paid once for the block (the FMA loop 1.35x faster, its
+           adjoint 1.5x, on one thread); unless it adds into shared memory, whose f32 sums
+           would then depend on how the loop's trips interleave across lanes (an unrolled loop
+           and the same loop rolled would differ in the last bits on one thread), or calls
+           library math (cpu_loop_blocks) */
+        const int blk = lanes == 1 && !heap && t->kind == DVM_TASK_PARALLEL &&
+                        (fl.loops == 0 || cpu_loop_blocks(p->nodes + t->code_begin, t, private_));
         const int rowable = blk && fl.fixed_idx && t->ndim <= 2;
         if (t->kind == DVM_TASK_SERIAL) {
             uint32_t regs[DVM_MAX_REGS];
             memset(regs, 0, sizeof(uint32_t) * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));
             int32_t idx[3] = {0, 0, 0};
-            dvm_run(&env, task_index, t, idx, nts, regs, 0);
+            dvm_run_alone(&env, task_index, t, idx, nts, regs, 0);
         } else {
             int64_t ext[DVM_MAX_PAR_DIMS] = {1, 1, 1}, total = 1;
             int nd = t->ndim < 1 ? 1 : (t->ndim > DVM_MAX_PAR_DIMS ? DVM_MAX_PAR_DIMS : t->ndim);
@@ -504,7 +628,7 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
 #pragma omp parallel num_threads(nthreads)
                 {
                     int tid = omp_get_thread_num();
-                    uint32_t regs[DVM_MAX_REGS * CPU_BLOCK];
+                    uint32_t *const regs = be->regs + (size_t)tid * CPU_REG_WORDS;
                     memset(regs, 0, sizeof(uint32_t) * (blk ? CPU_BLOCK : lanes) * (t->nregs < DVM_MAX_REGS ? t->nregs : DVM_MAX_REGS));
                     if (heap)
                         for (int l = 0; l < lanes; l++) dvm_thread_begin(&env, (int64_t)tid * lanes + l);
@@ -523,18 +647,25 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
                             r /= ext[d];
                         }
                         if (blk) {
+                            dvm_blk_fn *const run = cpu_blk_fns[be->avx2][alone][masked];
                             for (int64_t it = b; it < e; it += CPU_BLOCK) {
                                 int32_t lidx[3 * CPU_BLOCK];
-                                uint32_t have = 0;
+                                cpu_mask have = 0;
                                 const int n = e - it < CPU_BLOCK ? (int)(e - it) : CPU_BLOCK;
                                 /* one row: lane l at lane 0's + l in the last dimension */
                                 const int row = (int64_t)idx[nd - 1] + n <= ext[nd - 1];
-                                if (row) {
+                                if (rowable && row && n == CPU_BLOCK) {
+                                    /* the row path: lane 0's indices say every lane's (DVM_ROW_INDEX) */
+                                    memcpy(lidx, idx, sizeof idx);
+                                    have = ~(cpu_mask)0 >> (128 - CPU_BLOCK) | DVM_ROW_FLAG_OF(cpu_mask);
+                                    idx[nd - 1] += n - 1;
+                                    cpu_next_idx(idx, nd, ext);
+                                } else if (row) {
                                     for (int l = 0; l < CPU_BLOCK; l++) {
                                         lidx[3 * l] = idx[0], lidx[3 * l + 1] = idx[1], lidx[3 * l + 2] = idx[2];
                                         lidx[3 * l + nd - 1] = idx[nd - 1] + (l < n ? l : 0);
                                     }
-                                    have = (1u << n) - 1u;
+                                    have = ~(cpu_mask)0 >> (128 - n);
                                     idx[nd - 1] += n - 1;
                                     cpu_next_idx(idx, nd, ext);
                                 } else {
@@ -544,21 +675,20 @@ static int cpu_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *
                                             continue;
                                         }
                                         memcpy(lidx + 3 * l, idx, sizeof idx);
-                                        have |= 1u << l;
+                                        have |= (cpu_mask)1 << l;
                                         cpu_next_idx(idx, nd, ext);
                                     }
                                 }
-                                if (rowable && row && n == CPU_BLOCK) have |= DVM_ROW_FLAG;
                                 const uint32_t start = primed ? t->body : 0u;
                                 primed = 1; /* lane 0 always has an iteration: every lane runs the prologue */
-                                if ((masked ? dvm_run_mblk : dvm_run_blk)(&env, task_index, t, lidx, (int64_t)tid, regs, start, have))
+                                if (run(&env, task_index, t, lidx, (int64_t)tid, regs, start, have))
                                     break;
                             }
                             continue;
                         }
                         if (lanes == 1) {
                             for (int64_t it = b; it < e; it++) {
-                                if (dvm_run(&env, task_index, t, idx, tid, regs, primed ? t->body : 0)) break;
+                                if ((alone ? dvm_run_alone : dvm_run)(&env, task_index, t, idx, tid, regs, primed ? t->body : 0)) break;
                                 primed = 1;
                                 cpu_next_idx(idx, nd, ext);
                             }

@@ -13,6 +13,15 @@
  *   the row path (the includer's DVM_ROW_STEP): affine array accesses of lanes one row apart
  *                take one bounds check for all lanes and no per-lane index (ROW1_, ROW2_). */
 #define DVM_LANEMASK_ 1 /* m_: the lanes that run this node (all lanes with an iteration, unless masked lanes parted) */
+/* DVM_LANE_MASK_T (optional, the includer's): the type of `have` and of the lane masks, an
+ * unsigned integer type with more bits than DVM_LANES (its top bit is the row flag,
+ * DVM_ROW_FLAG_OF): uint32_t by default (up to 31 lanes); the CPU's blocks take uint64_t. */
+#ifndef DVM_LANE_MASK_T
+#define DVM_LANE_MASK_T uint32_t
+#endif
+#define LMASK_ DVM_LANE_MASK_T
+#define LBIT_(l) ((LMASK_)1 << (l))                                   /* lane l's bit */
+#define LALL_ ((LMASK_)~(LMASK_)0 >> (sizeof(LMASK_) * 8u - DVM_LANES)) /* every lane's bit */
 #ifdef DVM_MASKED
 #define DVM_MASKED_ 1
 #define DONE_ 0xFFFFFFFFu /* the node index of a lane that has finished, or has no iteration */
@@ -94,7 +103,7 @@
 #define ROW_WRITE_(row)                                                                \
     do {                                                                               \
         uint32_t *const rw_ = (row);                                                   \
-        if (m_ != (1u << DVM_LANES) - 1u) {                                            \
+        if (m_ != LALL_) {                                                             \
             DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++)                          \
                 wv_[l_] = ((m_ >> l_) & 1u) ? wv_[l_] : rw_[l_];                      \
         }                                                                              \
@@ -146,8 +155,8 @@
  * way (the stencil's bounds tests were 8% slower with the select form everywhere). */
 #ifdef DVM_MASKED_
 #define CBRANCH_HEAD_(lane_, tgt)                                                      \
-        uint32_t t_ = 0;                                                               \
-        LANES_ALL(int c_; lane_; t_ |= (uint32_t)(c_ != 0) << l_);                     \
+        LMASK_ t_ = 0;                                                                 \
+        LANES_ALL(int c_; lane_; t_ |= (LMASK_)(c_ != 0) << l_);                       \
         t_ &= m_;                                                                      \
         CONV_MARK();                                                                   \
         const uint32_t tg_ = (uint32_t)(tgt), nx_ = pc + 1u
@@ -192,7 +201,7 @@
         CBRANCH_HEAD_(lane_, tgt);                                                     \
         const int stay_ = LOOP_STAY_(t_); /* every thread at this node votes first */  \
         if (tg_ < nx_ && (t_ != 0u || stay_)) {                                        \
-            const uint32_t lv_ = m_ ^ t_;                                              \
+            const LMASK_ lv_ = m_ ^ t_;                                                \
             LANES_ALL(lp_[l_] = ((lv_ >> l_) & 1u) ? nx_ : lp_[l_]);                   \
             wnext_ = lv_ != 0u && nx_ < wnext_ ? nx_ : wnext_;                         \
             m_ = t_;                                                                   \
@@ -232,7 +241,7 @@
 #ifdef DVM_ROW_STEP
 #define ROW_STEP_ ((uint32_t)DVM_ROW_STEP)
 #define ROW_SPAN_ (ROW_STEP_ * (uint32_t)(DVM_LANES - 1))
-#define ROW_ALL_ (m_ == (1u << DVM_LANES) - 1u)
+#define ROW_ALL_ (m_ == LALL_)
 /* ROW_I_(d): lane 0's index d, the value of its register d (the row path's index registers are
  * registers 0 .. ndim - 1, never written): from the caller's idx, not from the register file
  * (whose 32-bit reads of one lane, a thread's file 36 words from the next one's, met 4-way
@@ -278,7 +287,7 @@
 #endif
 /* the run's signature, state, index registers and tail */
 #define ENGINE_NONE_RUNS_ (m_ == 0u) /* the call has nothing to run */
-#define ENGINE_PARAMS_ , uint32_t have
+#define ENGINE_PARAMS_ , LMASK_ have
 #ifdef DVM_MASKED_
 #define ENGINE_MASKED_STATE_()                                                         \
     uint32_t wnext_ = DONE_;                                                           \
@@ -288,20 +297,29 @@
 #define ENGINE_MASKED_STATE_()
 #endif
 #ifdef DVM_ROW_STEP
-#define ENGINE_ROW_STATE_() const uint32_t rows_ = (have & DVM_ROW_FLAG) ? (uint32_t)t->ndim : 0u /* the row path (ROW1_) */
+#define ENGINE_ROW_STATE_() const uint32_t rows_ = (have & DVM_ROW_FLAG_OF(LMASK_)) ? (uint32_t)t->ndim : 0u /* the row path (ROW1_) */
 #else
 #define ENGINE_ROW_STATE_()
 #endif
 #define ENGINE_STATE_()                                                                \
-    uint32_t m_ = have & ((1u << DVM_LANES) - 1u);                                     \
+    LMASK_ m_ = have & LALL_;                                                          \
     ENGINE_MASKED_STATE_();                                                            \
     ENGINE_ROW_STATE_()
 /* every lane's index d, as one row: a lane without an iteration has lane 0's indices (the
-   caller's), in registers no running lane reads */
+   caller's), in registers no running lane reads. DVM_ROW_INDEX (optional, the includer's, with
+   DVM_ROW_STEP): a run with the row flag reads lane 0's indices only (idx[0..2]; the caller
+   need not fill the other lanes'), lane l's being lane 0's + l * DVM_ROW_STEP in the last
+   dimension, as the flag says. */
+#if defined(DVM_ROW_INDEX) && defined(DVM_ROW_STEP)
+#define ROW_IDX_(d) (rows_ != 0u ? (uint32_t)idx[d] + ((d) + 1u == rows_ ? ROW_STEP_ * (uint32_t)l_ : 0u) \
+                                 : (uint32_t)idx[3 * l_ + (d)])
+#else
+#define ROW_IDX_(d) ((uint32_t)idx[3 * l_ + (d)])
+#endif
 #define ENGINE_PUT_INDEX_(r, d, st)                                                    \
     do {                                                                               \
         uint32_t w_[DVM_LANES];                                                        \
-        DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) w_[l_] = (uint32_t)idx[3 * l_ + (d)] + (st); \
+        DVM_UNROLL for (int l_ = 0; l_ < DVM_LANES; l_++) w_[l_] = ROW_IDX_(d) + (st); \
         ROW_PUT_(ROW_AT_(r), w_);                                                      \
     } while (0)
 #ifdef DVM_MASKED_
@@ -314,7 +332,7 @@ dvm_select_:                                                                    
         if (lo_ == DONE_) RET(0);                                                      \
         m_ = 0u;                                                                       \
         wnext_ = DONE_;                                                                \
-        LANES_ALL(if (lp_[l_] == lo_) m_ |= 1u << l_; else if (lp_[l_] < wnext_) wnext_ = lp_[l_]); \
+        LANES_ALL(if (lp_[l_] == lo_) m_ |= LBIT_(l_); else if (lp_[l_] < wnext_) wnext_ = lp_[l_]); \
         pc = lo_;                                                                      \
         CONV_MARK(); /* the thread may have moved on: the warp votes */                \
         vmdispatch();                                                                  \

@@ -210,7 +210,9 @@ DVM_FN uint64_t dvm_node_word_(const dvm_node *ip) { uint64_t w; DVM_MEMCPY_(&w,
 #ifndef DVM_STG
 #define DVM_STG(p, v) (*(p) = (v))
 #endif
-/* A lane run's `have` bit: the row path (below, ROW1_ and ROW2_) may be taken. */
+/* A lane run's `have` bit: the row path (below, ROW1_ and ROW2_) may be taken; the top bit of
+ * the lane mask type (engine_lanes.h, DVM_LANE_MASK_T): DVM_ROW_FLAG for uint32_t. */
+#define DVM_ROW_FLAG_OF(T) ((T)1 << (sizeof(T) * 8u - 1u))
 #define DVM_ROW_FLAG 0x80000000u
 
 #ifndef DVM_LOAD_ERR

@@ -466,5 +466,10 @@ dvm_finish_:
 #undef ENGINE_MASKED_STATE_
 #undef ENGINE_ROW_STATE_
 #undef ENGINE_PUT_INDEX_
+#undef ROW_IDX_
+#undef LMASK_
+#undef LBIT_
+#undef LALL_
+#undef DVM_LANE_MASK_T
 #undef ENGINE_TAIL_
 #undef ENGINE_NONE_RUNS_
