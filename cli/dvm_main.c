@@ -75,6 +75,8 @@ static const char *help_launch =
     "                            the CUDA and HIP backends (checks them without a GPU)\n"
     "  --gpu-threads N           cuda, hip, vulkan: at most N device threads run a parallel\n"
     "                            task, each taking every N-th iteration\n"
+    "  --vk-lanes N              vulkan: each device thread runs N iterations of a parallel\n"
+    "                            task at once, 1 or 4 (default: 4 on GPUs, 1 on CPU devices)\n"
     "\n"
     "Ctrl-C (SIGINT) cancels a running launch at its next loop iteration: dvm prints\n"
     "'dvm: interrupted', writes no output files and exits with status 130; a second\n"
@@ -156,7 +158,7 @@ static int parse_count(const char *s, long long lo, long long max, long long *ou
 
 typedef struct opts {
     const char *backend, *out;
-    long long device, ad_stack, default_ad_stack, threads, gpu_threads;
+    long long device, ad_stack, default_ad_stack, threads, gpu_threads, vk_lanes;
     double timeout; /* seconds; 0: none */
     int time, in_place, cpu_lanes;
     int no_opt, no_partition, unroll; /* the compiler's switches (compile, disasm, run, grad, jvp) */
@@ -195,7 +197,7 @@ static int take_compile_option(const char *cmd, int argc, char **argv, int *i, o
 static int take_option(const char *cmd, int argc, char **argv, int *i, opts *o) {
     const char *a = argv[*i], *val = NULL;
     static const char *const with_value[] = {"--backend", "--device", "--out", "--ad-stack-size", "--default-ad-stack-size",
-                                             "--threads", "--timeout", "--gpu-threads"};
+                                             "--threads", "--timeout", "--gpu-threads", "--vk-lanes"};
     if (strncmp(a, "--", 2) != 0) return 0;
     if (!strcmp(a, "--time")) {
         o->time = 1;
@@ -276,6 +278,13 @@ static int take_option(const char *cmd, int argc, char **argv, int *i, opts *o) 
         if (parse_count(val, 1, INT32_MAX, &v)) break;
         o->gpu_threads = v;
         return 1;
+    case 8:
+        if (parse_count(val, 1, 4, &v) || (v != 1 && v != 4)) {
+            usage_error(cmd, "--vk-lanes must be 1 or 4, not '%s'", val);
+            return -1;
+        }
+        o->vk_lanes = v;
+        return 1;
     }
     fprintf(stderr, "dvm: error: %s needs a %s integer, not '%s'\n(see `dvm %s --help`)\n", with_value[which],
             which == 1 ? "non-negative" : "positive", val, cmd);
@@ -334,6 +343,7 @@ static dvm_context *open_ctx(const char *cmd, const opts *o, int *rc) {
         co.unroll = o->unroll;
         co.cpu_lanes = o->cpu_lanes;
         co.gpu_threads = (int)o->gpu_threads;
+        co.vk_lanes = (int)o->vk_lanes;
     }
     dvm_context *ctx = NULL;
     dvm_status st = dvm_context_create(&co, &ctx);

@@ -90,6 +90,9 @@ typedef struct dvm_context_opts {
                                 devices without native f32 atomic adds */
     int64_t vk_max_alloc;    /* vulkan: > 0 lowers the largest single allocation to this many
                                 bytes (a larger one is a clear error); 0 = the device's limit */
+    int vk_lanes;            /* vulkan: iterations of a parallel task an invocation runs: 1, or
+                                4 where the launch allows it (no adstacks), also on CPU devices
+                                such as lavapipe; 0 = 4 on GPUs, 1 on CPU devices */
 } dvm_context_opts;
 
 /* Creates a context on a backend. On failure *out is still set (unless NULL) so that

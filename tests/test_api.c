@@ -61,10 +61,10 @@ int main(void) {
         dvm_context_destroy(c2);
     }
     /* a switch out of its range (docs/c-api.md, "Context options") names itself */
-    for (int t = 0; t < 9; t++) {
+    for (int t = 0; t < 11; t++) {
         dvm_context_opts bad = {.backend = "cpu"};
-        static const char *const name[9] = {"no_opt", "no_partition", "unroll", "unroll", "cpu_lanes",
-                                            "gpu_threads", "vk_no_int64", "vk_no_float_atomics", "vk_max_alloc"};
+        static const char *const name[11] = {"no_opt", "no_partition", "unroll", "unroll", "cpu_lanes", "gpu_threads",
+                                             "vk_no_int64", "vk_no_float_atomics", "vk_max_alloc", "vk_lanes", "vk_lanes"};
         switch (t) {
         case 0: bad.no_opt = 2; break;
         case 1: bad.no_partition = -1; break;
@@ -74,11 +74,14 @@ int main(void) {
         case 5: bad.gpu_threads = -1; break;
         case 6: bad.vk_no_int64 = 2; break;
         case 7: bad.vk_no_float_atomics = -1; break;
-        default: bad.vk_max_alloc = -1; break;
+        case 8: bad.vk_max_alloc = -1; break;
+        case 9: bad.vk_lanes = 2; break;
+        default: bad.vk_lanes = -1; break;
         }
         dvm_context *c2 = NULL;
         dvm_status st = dvm_context_create(&bad, &c2);
-        CHECK(st == DVM_ERR_USAGE && strstr(dvm_errmsg(c2), name[t]) && strstr(dvm_errmsg(c2), "expected 0 to"),
+        CHECK(st == DVM_ERR_USAGE && strstr(dvm_errmsg(c2), name[t]) &&
+                  strstr(dvm_errmsg(c2), t >= 9 ? "expected 0, 1 or 4" : "expected 0 to"),
                "bad %s: status %d, message '%s'", name[t], (int)st, dvm_errmsg(c2));
         dvm_context_destroy(c2);
     }

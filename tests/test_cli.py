@@ -433,6 +433,8 @@ def check_switches(j):
         check('run --unroll %s' % bad, ['run', DAMP, 'damp', '--unroll=' + bad] + args[:4], 2, '--unroll needs a number')
     for bad in ('0', '-2', 'many'):
         check('--gpu-threads %s' % bad, ['run', DAMP, 'damp', '--gpu-threads', bad] + args[:4], 2, '--gpu-threads')
+    for bad in ('0', '2', '8', 'x'):
+        check('--vk-lanes %s' % bad, ['run', DAMP, 'damp', '--vk-lanes', bad] + args[:4], 2, '--vk-lanes must be 1 or 4')
     got = grad('grad --cpu-lanes', ['--cpu-lanes'], 'cpu', 'lanes (cpu_lanes)')
     if ref is not None and got is not None and got != ref:
         failures.append('grad --cpu-lanes: x.grad and y %r, without it %r' % (got, ref))

@@ -6,7 +6,8 @@
  * pipeline cache (cold, warm, corrupt), probe. Exits 77 (ctest SKIP) when no Vulkan device
  * is found. tests/vulkan.cmake runs it as it is and with each of its flags, which set the
  * backend's options: --no-int64 (vk_no_int64), --no-float-atomics (vk_no_float_atomics),
- * --gpu-threads N (gpu_threads). */
+ * --gpu-threads N (gpu_threads), --vk-lanes N (vk_lanes; with it, launches pass each parallel
+ * task's iteration count, which four lanes need). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +93,10 @@ static void arr1(run_in *A, uint32_t slot, uint32_t *data, int64_t n)
     A->shape[slot * DVM_MAX_RANK] = (int32_t)n;
 }
 
+/* --vk-lanes: launches pass each parallel task's iteration count, as dvm_launch does where the
+   uniforms that bound it are inputs (no serial task), which four lanes need (vk_lanes). */
+static int pass_totals;
+
 /* Runs the current program on one backend; out->data are fresh copies (free them). */
 static void launch(const dvm_backend_vtbl *vt, dvm_backend *be, const run_in *A, run_out *o)
 {
@@ -112,6 +117,21 @@ static void launch(const dvm_backend_vtbl *vt, dvm_backend *be, const run_in *A,
     memset(&x, 0, sizeof x);
     x.prog = &prog; x.loaded = ld; x.var = &var; x.nslots = A->n; x.arrays = bufs;
     x.arr_len = A->len; x.arr_shape = A->shape; x.uniforms = o->uni; x.nuniforms = A->nuni;
+    int64_t total[16];
+    int serial = 0;
+    for (uint32_t t = 0; t < var.ntasks; t++) serial |= prog.tasks[var.task_begin + t].kind == DVM_TASK_SERIAL;
+    if (pass_totals && !serial && var.ntasks <= 16) {
+        for (uint32_t t = 0; t < var.ntasks; t++) {
+            const dvm_task_desc *td = &prog.tasks[var.task_begin + t];
+            total[t] = 1;
+            for (uint32_t d = 0; d < td->ndim; d++) {
+                const int64_t stop = (int32_t)o->uni[td->ext_u[d]];
+                const int64_t start = td->start_u[d] != DVM_NO_SLOT ? (int32_t)o->uni[td->start_u[d]] : 0;
+                total[t] *= stop > start ? stop - start : 0;
+            }
+        }
+        x.total = total;
+    }
     x.nthread_slots = vt->slots(be, &x);
     int64_t off[4];
     dvm_heap heap = {0, 0, 0};
@@ -690,8 +710,9 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--no-int64")) o.vk_no_int64 = 1;
         else if (!strcmp(argv[i], "--no-float-atomics")) o.vk_no_float_atomics = 1;
         else if (!strcmp(argv[i], "--gpu-threads") && i + 1 < argc) o.gpu_threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--vk-lanes") && i + 1 < argc) o.vk_lanes = atoi(argv[++i]), pass_totals = 1;
         else {
-            printf("usage: test_vulkan [--no-int64] [--no-float-atomics] [--gpu-threads N]\n");
+            printf("usage: test_vulkan [--no-int64] [--no-float-atomics] [--gpu-threads N] [--vk-lanes N]\n");
             return 2;
         }
     }
@@ -709,6 +730,7 @@ int main(int argc, char **argv)
     CHECK(!o.vk_no_int64 || strstr(VV->device_name(vk), "checked 32-bit"), "--no-int64: the device line lacks 'checked 32-bit'");
     CHECK(!o.vk_no_float_atomics || strstr(VV->device_name(vk), "by CAS"), "--no-float-atomics: the device line lacks 'by CAS'");
     CHECK(!o.gpu_threads || strstr(VV->device_name(vk), "threads (gpu_threads)"), "--gpu-threads: the device line lacks it");
+    CHECK(o.vk_lanes != 4 || strstr(VV->device_name(vk), "4 lanes"), "--vk-lanes 4: the device line lacks '4 lanes'");
     cpu = VC->open(&o, err, sizeof err);
     if (!cpu) { printf("FAIL cpu open: %s\n", err); return 1; }
     test_ops();

@@ -16,9 +16,10 @@ if(TARGET dvm_vk_spirv)
   endif()
   # each shader build (--no-int64, --no-float-atomics: the backend's vk_ options), and a few
   # threads that each take many iterations of a task (--gpu-threads; 100, since lavapipe ends a
-  # thread's loops after 65535 iterations in all)
+  # thread's loops after 65535 iterations in all), and four iterations a thread (--vk-lanes 4: the
+  # default on GPUs, interp.comp's run4)
   foreach(_v "vulkan|" "vulkan_no_int64|--no-int64" "vulkan_no_float_atomics|--no-float-atomics"
-          "vulkan_gpu_threads|--gpu-threads;100")
+          "vulkan_gpu_threads|--gpu-threads;100" "vulkan_lanes|--vk-lanes;4")
     string(FIND "${_v}" "|" _bar)
     string(SUBSTRING "${_v}" 0 ${_bar} _name)
     math(EXPR _bar "${_bar} + 1")

@@ -98,7 +98,8 @@ dvm_status dvm_context_create(const dvm_context_opts *opts, dvm_context **out) {
     const dvm_context_opts *co = &ctx->opts;
     dvm_backend_opts bo = {.device = co->device, .threads = co->threads, .cpu_lanes = co->cpu_lanes,
                            .gpu_threads = co->gpu_threads, .vk_no_int64 = co->vk_no_int64,
-                           .vk_no_float_atomics = co->vk_no_float_atomics, .vk_max_alloc = co->vk_max_alloc};
+                           .vk_no_float_atomics = co->vk_no_float_atomics, .vk_max_alloc = co->vk_max_alloc,
+                           .vk_lanes = co->vk_lanes};
     if (bo.device < 0) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "device index %d is negative", bo.device);
     if (bo.threads < 0) return dvm_fail(ctx, DVM_ERR_USAGE, 0, "thread count %d is negative", bo.threads);
     /* the switches: 0 or 1, counts >= 0 (docs/c-api.md, "Context options") */
@@ -117,6 +118,8 @@ dvm_status dvm_context_create(const dvm_context_opts *opts, dvm_context **out) {
         if (sw[i].v < 0 || sw[i].v > sw[i].max)
             return dvm_fail(ctx, DVM_ERR_USAGE, 0, "context option %s = %lld: expected 0 to %lld", sw[i].name,
                             (long long)sw[i].v, (long long)sw[i].max);
+    if (co->vk_lanes != 0 && co->vk_lanes != 1 && co->vk_lanes != 4)
+        return dvm_fail(ctx, DVM_ERR_USAGE, 0, "context option vk_lanes = %d: expected 0, 1 or 4", co->vk_lanes);
     int cpus, max_threads = thread_limit(&cpus);
     if (bo.threads > max_threads)
         return dvm_fail(ctx, DVM_ERR_USAGE, 0, "thread count %d is more than the limit of %d (%d x the %d online CPUs, at most %d)",

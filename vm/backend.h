@@ -134,6 +134,7 @@ typedef struct dvm_backend_opts {
     int gpu_threads; /* cuda, hip, vulkan: > 0, at most this many threads run a parallel task */
     int vk_no_int64, vk_no_float_atomics; /* vulkan: as on a device without the feature */
     int64_t vk_max_alloc; /* vulkan: > 0, the largest allocation lowered to this many bytes */
+    int vk_lanes;         /* vulkan: 0 (the device's default), 1 or 4 iterations an invocation */
     int cpu_no_avx2; /* cpu: as on a CPU without AVX2 (the blocks' baseline copy; tests) */
 } dvm_backend_opts;
 

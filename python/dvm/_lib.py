@@ -18,7 +18,7 @@ class ContextOpts(Structure):
     _fields_ = [("backend", c_char_p), ("device", c_int), ("threads", c_int),
                 ("no_opt", c_int), ("no_partition", c_int), ("unroll", c_int),
                 ("cpu_lanes", c_int), ("gpu_threads", c_int), ("vk_no_int64", c_int),
-                ("vk_no_float_atomics", c_int), ("vk_max_alloc", c_int64)]
+                ("vk_no_float_atomics", c_int), ("vk_max_alloc", c_int64), ("vk_lanes", c_int)]
 
 
 class ParamInfo(Structure):

@@ -15,6 +15,7 @@
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference_uvec2 : require
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #if DVM_INT64
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #endif
@@ -33,6 +34,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer W { uint v; 
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer WI { int v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer WF { float v; };
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer W2 { uvec2 v; };
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly restrict buffer N2 { uvec2 v; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer W4 { uvec4 v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer WC { uint v; };
 /* the cancel word: the host stores to it while the shader runs, so every read is a new load */
@@ -51,8 +53,11 @@ layout(buffer_reference, std430, buffer_reference_align = 4) volatile coherent b
    The other array of the two is one word, unused. The sizer's modes use no register. */
 layout(constant_id = 0) const uint REGS = 1u;
 layout(constant_id = 1) const bool REGS_SHARED = false;
+/* LANES 4: parallel tasks run four iterations an invocation through run4 (below), each
+   register a uvec4 of private R4 (REGS of them); 1: one iteration, through run. */
+layout(constant_id = 2) const uint LANES = 1u;
 const uint RS_WORDS = REGS_SHARED ? REGS * WG : 1u;
-const uint RP_WORDS = REGS_SHARED ? 1u : REGS;
+const uint RP_WORDS = (REGS_SHARED || LANES == 4u) ? 1u : REGS;
 shared uint RS[RS_WORDS];
 uint RP[RP_WORDS];
 uint rg(uint r) {
@@ -307,7 +312,7 @@ int run(uint cb, uint ip0, uint slot) {
     uint ip = ip0;
     LONG_LOOP(true) {
         uint n = cb + ip;
-        uvec2 nw = W2(addw(pc.nodes, n * 2u)).v; /* one 8-byte load */
+        uvec2 nw = N2(addw(pc.nodes, n * 2u)).v; /* one 8-byte load */
         uint w0 = nw.x, w1 = nw.y;
         uint op = w0 & 0xFFu, x = (w0 >> 8) & 0xFFu, a = w0 >> 16, b = w1 & 0xFFFFu, c = w1 >> 16;
         uint next = ip + 1u;
@@ -534,6 +539,381 @@ int run(uint cb, uint ip0, uint slot) {
     return 1;
 }
 
+/* ---- four lanes (LANES == 4): four iterations of a parallel task an invocation ----
+ * The interpreter waits on each invocation's nodes one after another (bench/HISTORY.md,
+ * "Vulkan: resident threads"), so four iterations an invocation put four loads in flight per
+ * node and pay one fetch and dispatch for four. Register r of lane l is R4[r][l]: one 16-byte
+ * private access a register for all lanes. Lanes part at branches and meet again, as the CUDA
+ * interpreter's masked lanes (vm/interp/engine_lanes.h): each lane keeps its node index, and
+ * the lanes at the lowest one run it (L4M), the others wait. Lane l of invocation g takes
+ * iterations g + l * nthreads + 4k * nthreads, so each lane's accesses stay coalesced across
+ * the subgroup. Tasks with adstacks, a few rare nodes or a one-node loop run on one lane
+ * (vulkan_backend.c, vk_task_lanes_ok, picks LANES per launch). */
+const uint R4_WORDS = LANES == 4u ? REGS : 1u;
+uvec4 R4[R4_WORDS];
+bvec4 L4M;    /* the lanes that run the node */
+bool L4ALL;   /* all four do */
+uvec4 g4(uint r) { return R4[r]; }
+vec4 f4(uint r) { return uintBitsToFloat(R4[r]); }
+ivec4 i4(uint r) { return ivec4(R4[r]); }
+/* writes the running lanes of register r (a select, so the row is written whole) */
+void s4(uint r, uvec4 v) { R4[r] = L4ALL ? v : mix(R4[r], v, L4M); }
+void sf4(uint r, vec4 v) { s4(r, floatBitsToUint(v)); }
+void si4(uint r, ivec4 v) { s4(r, uvec4(v)); }
+void sb4(uint r, bvec4 v) { s4(r, uvec4(v)); }
+bvec4 band(bvec4 p, bvec4 q) { return bvec4(p.x && q.x, p.y && q.y, p.z && q.z, p.w && q.w); }
+bvec4 bor(bvec4 p, bvec4 q) { return bvec4(p.x || q.x, p.y || q.y, p.z || q.z, p.w || q.w); }
+uint lane_of(bvec4 m) { return m.x ? 0u : m.y ? 1u : m.z ? 2u : 3u; } /* the first lane in m */
+uint umin4(uvec4 v) { return min(min(v.x, v.y), min(v.z, v.w)); }
+uint umax4(uvec4 v) { return max(max(v.x, v.y), max(v.z, v.w)); }
+bvec4 isnan_bits4(uvec4 u) { return greaterThan(u & 0x7FFFFFFFu, uvec4(0x7F800000u)); }
+/* an 'o' operand, a register plus a signed 6-bit offset (ov) */
+ivec4 ov4(uint f) { return ivec4(g4(f & 1023u) + uint((int((f >> 10) & 63u) ^ 32) - 32)); }
+ivec4 rk16_4(uint r, uint k) { return ivec4(g4(r) + uint(int(k << 16) >> 16)); }
+
+/* The library math of run, lane by lane in select form (no branch per lane): the same
+   formulas, so each lane's result is the scalar one's. */
+void sincos_red4(vec4 x, out vec4 sp, out vec4 cp, out ivec4 q) {
+    vec4 k = floor(x * 0.636619772367581 + 0.5);
+    precise vec4 r = x - k * 1.5703125;
+    r = r - k * 4.837512969970703125e-4;
+    r = r - k * 7.54978995489188216e-8;
+    precise vec4 z = r * r;
+    sp = ((-1.9515295891e-4 * z + 8.3321608736e-3) * z - 1.6666654611e-1) * z * r + r;
+    cp = ((2.443315711809948e-5 * z - 1.388731625493765e-3) * z + 4.166664568298827e-2) * z * z - 0.5 * z + 1.0;
+    q = ivec4(k) & 3;
+}
+vec4 qnan4() { return vec4(uintBitsToFloat(0x7FC00000u)); }
+bvec4 naninf4(vec4 x) { return bor(isnan(x), isinf(x)); }
+/* sin (which 0), cos (1) or tan (2): one copy of the reduction for the three */
+vec4 c_trig4(vec4 x, uint which) {
+    vec4 sp, cp;
+    ivec4 q;
+    sincos_red4(x, sp, cp, q);
+    /* (sin, cos) by quadrant as sincos_red: 0 (sp, cp), 1 (cp, -sp), 2 (-sp, -cp), 3 (-cp, sp) */
+    bvec4 odd = equal(q & 1, ivec4(1)), neg = greaterThanEqual(q, ivec4(2));
+    vec4 s = mix(sp, cp, odd), c = mix(cp, -sp, odd);
+    s = mix(s, -s, neg);
+    c = mix(c, -c, neg);
+    vec4 r = which == 0u ? s : c;
+    if (which == 2u) { precise vec4 t = s / c; r = t; }
+    bvec4 big = greaterThan(abs(x), vec4(1e5));
+    if (any(big)) r = mix(r, which == 0u ? sin(x) : which == 1u ? cos(x) : tan(x), big);
+    if (which != 1u) r = mix(r, x, lessThan(abs(x), vec4(1e-4))); /* keeps -0 and tiny values exact */
+    return mix(r, qnan4() + x, naninf4(x));
+}
+vec4 c_tanh4(vec4 x) {
+    vec4 ax = abs(x);
+    precise vec4 t = exp(-2.0 * ax);
+    precise vec4 r = (1.0 - t) / (1.0 + t);
+    vec4 v = mix(r, -r, lessThan(x, vec4(0.0)));
+    v = mix(v, sign(x), greaterThan(ax, vec4(9.1)));
+    return mix(v, x, lessThan(ax, vec4(0.0004)));
+}
+vec4 nanp4(vec4 x, vec4 r) { return mix(r, x, isnan(x)); }
+vec4 c_log4(vec4 v) {
+    vec4 r = mix(log(v), vec4(uintBitsToFloat(0xFF800000u)), equal(v, vec4(0.0)));
+    return mix(r, qnan4(), lessThan(v, vec4(0.0)));
+}
+
+/* One lane's error, the first of the lanes in bad; returns 1 (run4's failure). */
+int err4(int code, uint node, uvec2 p0, uvec2 p1, uvec2 p2, uvec2 p3) { rec_err(code, node, p0, p1, p2, p3); return 1; }
+
+/* Checks flat indices i of slot x for the running lanes; on failure records the first bad
+   lane's OOB, as chk. Returns the indices to access (a waiting lane's is 0, which is in bounds
+   when any running lane's is). */
+bool chk4(uint x, ivec4 i, uint node, out uvec2 base, out uvec4 idx) {
+    uvec4 s = slot_al(x);
+    base = s.xy;
+    uint n = (s.w != 0u || s.z > 0x7FFFFFFFu) ? 0x7FFFFFFFu : s.z;
+    bvec4 bad = band(L4M, greaterThanEqual(uvec4(i), uvec4(n))); /* negative i: huge unsigned */
+    idx = L4ALL ? uvec4(i) : mix(uvec4(0u), uvec4(i), L4M);
+    if (!any(bad)) return true;
+    uint l = lane_of(bad);
+    rec_err(RT_OOB, node, uvec2(x, 0u), P(-1), P(i[l]), s.zw);
+    return false;
+}
+/* the running lanes' i against an axis extent d (IDX, LD2 ...); axis ax for the record */
+bool chk_axis4(uint x, uint ax, ivec4 i, int d, uint node) {
+    bvec4 bad = band(L4M, bor(lessThan(i, ivec4(0)), greaterThanEqual(i, ivec4(d))));
+    if (!any(bad)) return true;
+    rec_err(RT_OOB, node, uvec2(x, 0u), uvec2(ax, 0u), P(i[lane_of(bad)]), P(d));
+    return false;
+}
+uvec4 ld4(uvec2 base, uvec4 idx) {
+    return uvec4(ldw(base, idx.x), ldw(base, idx.y), ldw(base, idx.z), ldw(base, idx.w));
+}
+
+/* run for four lanes: lanes in `have` run an iteration from node ip0, the others have none.
+   Returns 0 when every lane has reached END, 1 after a runtime error. */
+int run4(uint cb, uint ip0, bvec4 have) {
+    const uint DONE = 0xFFFFFFFFu;
+    uvec4 lip = mix(uvec4(DONE), uvec4(ip0), have);
+    LONG_LOOP(true) {
+        uint ip = umin4(lip);
+        if (ip == DONE) return 0;
+        L4M = equal(lip, uvec4(ip));
+        L4ALL = all(L4M);
+        uint n = cb + ip;
+        uvec2 nw = N2(addw(pc.nodes, n * 2u)).v;
+        uint w0 = nw.x, w1 = nw.y;
+        uint op = w0 & 0xFFu, x = (w0 >> 8) & 0xFFu, a = w0 >> 16, b = w1 & 0xFFFFu, c = w1 >> 16;
+        uvec4 nxt = uvec4(ip + 1u);
+        switch (op) {
+        case OP_NOP: break;
+        case OP_CONST: s4(a, uvec4(b | (c << 16))); break;
+        case OP_CONSTK: s4(a, uvec4(ldw(pc.consts, b))); break;
+        case OP_MOV: s4(a, g4(b)); break;
+        case OP_LDU: s4(a, uvec4(ldw(pc.uni, b))); break;
+        case OP_ATOMADDU: {
+            vec4 v = f4(b);
+            for (uint l = 0u; l < 4u; l++) if (L4M[l]) atom_addf(addw(pc.uni, a), v[l]);
+            break;
+        }
+
+        case OP_ADDF: { precise vec4 t = f4(b) + f4(c); sf4(a, t); break; }
+        case OP_SUBF: { precise vec4 t = f4(b) - f4(c); sf4(a, t); break; }
+        case OP_MULF: { precise vec4 t = f4(b) * f4(c); sf4(a, t); break; }
+        case OP_DIVF: { precise vec4 t = f4(b) / f4(c); sf4(a, t); break; }
+        case OP_MINF: s4(a, mix(g4(c), g4(b), bor(isnan_bits4(g4(b)), not(lessThan(f4(c), f4(b)))))); break;
+        case OP_MAXF: s4(a, mix(g4(c), g4(b), bor(isnan_bits4(g4(b)), not(greaterThan(f4(c), f4(b)))))); break;
+        case OP_F2I: {
+            vec4 v = f4(b);
+            ivec4 r = ivec4(clamp(v, vec4(-2147483648.0), vec4(2147483520.0))); /* the largest f32 below 2^31 */
+            r = mix(r, ivec4(0x7FFFFFFF), greaterThanEqual(v, vec4(2147483648.0)));
+            si4(a, mix(r, ivec4(0), isnan(v)));
+            break;
+        }
+        case OP_FFLOORDIV: { precise vec4 t = floor(f4(b) / f4(c)); sf4(a, t); break; }
+        case OP_FMODF: {
+            vec4 p = f4(b), q = f4(c);
+            precise vec4 fq = floor(p / q);
+            precise vec4 m = q * fq;
+            precise vec4 t = p - m;
+            sf4(a, t);
+            break;
+        }
+        case OP_NEGF: s4(a, g4(b) ^ 0x80000000u); break;
+        case OP_ABSF: s4(a, g4(b) & 0x7FFFFFFFu); break;
+        case OP_SIN:
+        case OP_COS:
+        case OP_TAN: sf4(a, c_trig4(f4(b), op == OP_SIN ? 0u : op == OP_COS ? 1u : 2u)); break;
+        case OP_ATAN: sf4(a, nanp4(f4(b), atan(f4(b)))); break;
+        case OP_EXP: sf4(a, nanp4(f4(b), exp(f4(b)))); break;
+        case OP_LOG: sf4(a, c_log4(f4(b))); break;
+        case OP_SQRT: sf4(a, nanp4(f4(b), sqrt(f4(b)))); break;
+        case OP_RSQRT: { precise vec4 t = 1.0 / sqrt(f4(b)); sf4(a, t); break; }
+        case OP_TANH: sf4(a, c_tanh4(f4(b))); break;
+        case OP_FLOOR: sf4(a, floor(f4(b))); break;
+        case OP_CEIL: sf4(a, ceil(f4(b))); break;
+
+        case OP_ADDI: s4(a, g4(b) + g4(c)); break;
+        case OP_SUBI: s4(a, g4(b) - g4(c)); break;
+        case OP_MULI: s4(a, g4(b) * g4(c)); break;
+        case OP_DIVI:
+        case OP_MODI: {
+            ivec4 p = i4(b), q = i4(c);
+            bvec4 z = band(L4M, equal(q, ivec4(0)));
+            if (any(z)) return err4(RT_DIVZERO, n, P0, P0, P0, P0);
+            /* floordivmod lane by lane in select form: a divisor of 0 (a waiting lane's) or -1
+               divides by 1 instead, and -1's quotient is the wrapped negation */
+            bvec4 m1 = equal(q, ivec4(-1));
+            ivec4 d = mix(q, ivec4(1), bor(m1, equal(q, ivec4(0))));
+            ivec4 qq = p / d;
+            ivec4 r = ivec4(uvec4(p) - uvec4(qq) * uvec4(d));
+            bvec4 adj = band(notEqual(r, ivec4(0)), notEqual(lessThan(r, ivec4(0)), lessThan(d, ivec4(0))));
+            qq = mix(qq, qq - 1, adj);
+            r = mix(r, r + d, adj);
+            qq = mix(qq, ivec4(uvec4(0u) - uvec4(p)), m1);
+            r = mix(r, ivec4(0), m1);
+            si4(a, op == OP_DIVI ? qq : r);
+            break;
+        }
+        case OP_MINI: si4(a, min(i4(b), i4(c))); break;
+        case OP_MAXI: si4(a, max(i4(b), i4(c))); break;
+        case OP_NEGI: s4(a, uvec4(0u) - g4(b)); break;
+        case OP_ABSI: s4(a, mix(g4(b), uvec4(0u) - g4(b), lessThan(i4(b), ivec4(0)))); break;
+        case OP_ADDIK: s4(a, g4(b) + uint(int(c << 16) >> 16)); break;
+
+        case OP_I2F: sf4(a, vec4(i4(b))); break;
+        case OP_POWI: {
+            ivec4 e = i4(c);
+            bvec4 neg = band(L4M, lessThan(e, ivec4(0)));
+            if (any(neg)) return err4(RT_NEGPOW, n, P(e[lane_of(neg)]), P0, P0, P0);
+            uvec4 base = g4(b), acc = uvec4(1u), ue = mix(uvec4(0u), uvec4(e), L4M);
+            while (any(notEqual(ue, uvec4(0u)))) {
+                acc = mix(acc, acc * base, notEqual(ue & 1u, uvec4(0u)));
+                base *= base;
+                ue >>= 1;
+            }
+            s4(a, acc);
+            break;
+        }
+
+        case OP_LTF: sb4(a, lessThan(f4(b), f4(c))); break;
+        case OP_LEF: sb4(a, lessThanEqual(f4(b), f4(c))); break;
+        case OP_EQF: sb4(a, equal(f4(b), f4(c))); break;
+        case OP_NEF: sb4(a, not(equal(f4(b), f4(c)))); break;
+        case OP_LTI: sb4(a, lessThan(i4(b), i4(c))); break;
+        case OP_LEI: sb4(a, lessThanEqual(i4(b), i4(c))); break;
+        case OP_EQI: sb4(a, equal(g4(b), g4(c))); break;
+        case OP_NEI: sb4(a, notEqual(g4(b), g4(c))); break;
+        case OP_NOT: sb4(a, equal(g4(b), uvec4(0u))); break;
+        case OP_SEL: s4(a, mix(g4(c), g4(b), notEqual(g4(a), uvec4(0u)))); break;
+
+        case OP_JMP: nxt = uvec4(a); break;
+        case OP_JZ: nxt = mix(nxt, uvec4(b), equal(g4(a), uvec4(0u))); break;
+        case OP_JNZ: nxt = mix(nxt, uvec4(b), notEqual(g4(a), uvec4(0u))); break;
+        case OP_JGEI: {
+            uvec4 p = g4(a), q = g4(b);
+            nxt = mix(uvec4(c), nxt, band(lessThan(ivec4(p), ivec4(q)), greaterThan(q - p, uvec4(x))));
+            break;
+        }
+        case OP_JOUTI: {
+            ivec4 p = i4(a);
+            nxt = mix(nxt, uvec4(c), bor(greaterThanEqual(i4(x), p), greaterThanEqual(p, i4(b))));
+            break;
+        }
+        case OP_INCLT: {
+            /* (a task with run's one-node loop runs on one lane: vk_lanes_ok in vulkan_backend.c) */
+            uvec4 hi = g4(b), c2 = g4(a) + (x + 1u);
+            s4(a, c2);
+            nxt = mix(nxt, uvec4(c), band(lessThan(ivec4(c2), ivec4(hi)), greaterThan(hi - c2, uvec4(x))));
+            break;
+        }
+        case OP_END: nxt = uvec4(DONE); break;
+        case OP_ASSERT: {
+            bvec4 f = band(L4M, equal(g4(a), uvec4(0u)));
+            if (any(f)) return err4(RT_ASSERT, n, uvec2(b, 0u), P0, P0, P0);
+            break;
+        }
+
+        case OP_IDX:
+        case OP_IDXM: {
+            ivec4 i = i4(b);
+            int d = arr_dim(x, c);
+            if (!chk_axis4(x, c, i, d, n)) return 1;
+            s4(a, op == OP_IDX ? uvec4(i) : g4(a) * uint(d) + uvec4(i));
+            break;
+        }
+        case OP_LD:
+        case OP_LDO:
+        case OP_LDADDF:
+        case OP_LDADDFO: {
+            bool o = op == OP_LDO || op == OP_LDADDFO;
+            ivec4 i = o ? rk16_4(b, c) : i4(b);
+            uvec2 ab;
+            uvec4 idx;
+            if (!chk4(x, i, n, ab, idx)) return 1;
+            uvec4 v = ld4(ab, idx);
+            if (op == OP_LD || op == OP_LDO) s4(a, v);
+            else { precise vec4 t = f4(a) + uintBitsToFloat(v); sf4(a, t); }
+            break;
+        }
+        case OP_ST:
+        case OP_ATOMADDF:
+        case OP_ATOMADDFO:
+        case OP_ATOMADDI:
+        case OP_ATOMMAXI:
+        case OP_ATOMMINI: {
+            ivec4 i = op == OP_ATOMADDFO ? rk16_4(a, c) : i4(a);
+            uvec2 ab;
+            uvec4 idx, v = g4(b);
+            if (!chk4(x, i, n, ab, idx)) return 1;
+            if (op == OP_ST) {
+                if (L4M.x) W(addw(ab, idx.x)).v = v.x;
+                if (L4M.y) W(addw(ab, idx.y)).v = v.y;
+                if (L4M.z) W(addw(ab, idx.z)).v = v.z;
+                if (L4M.w) W(addw(ab, idx.w)).v = v.w;
+                break;
+            }
+            for (uint l = 0u; l < 4u; l++) {
+                if (L4M[l]) {
+                    uvec2 p = addw(ab, idx[l]);
+                    if (op == OP_ATOMADDF || op == OP_ATOMADDFO) atom_addf(p, uintBitsToFloat(v[l]));
+                    else if (op == OP_ATOMADDI) atomicAdd(W(p).v, v[l]);
+                    else if (op == OP_ATOMMAXI) atomicMax(WI(p).v, int(v[l]));
+                    else atomicMin(WI(p).v, int(v[l]));
+                }
+            }
+            break;
+        }
+        case OP_LD2:
+        case OP_ST2:
+        case OP_ATOMADDF2:
+        case OP_LD2O:
+        case OP_ATOMADDF2O:
+        case OP_LDADDF2O: {
+            bool ld = op == OP_LD2 || op == OP_LD2O || op == OP_LDADDF2O;
+            bool o = op == OP_LD2O || op == OP_ATOMADDF2O || op == OP_LDADDF2O;
+            uint fi = ld ? b : a, fj = ld ? c : b;
+            uvec2 dd = W2(addw(pc.slots, x * SLOT_WORDS + SLOT_SHAPE)).v;
+            ivec4 i = o ? ov4(fi) : i4(fi), j = o ? ov4(fj) : i4(fj);
+            if (!chk_axis4(x, 0u, i, int(dd.x), n) || !chk_axis4(x, 1u, j, int(dd.y), n)) return 1;
+            uvec4 e = uvec4(i) * dd.y + uvec4(j);
+            if (!L4ALL) e = mix(uvec4(0u), e, L4M);
+            uvec2 base = slot_al(x).xy;
+            if (ld) {
+                uvec4 v = ld4(base, e);
+                if (op == OP_LDADDF2O) { precise vec4 t = f4(a) + uintBitsToFloat(v); sf4(a, t); }
+                else s4(a, v);
+            } else {
+                vec4 v = f4(c);
+                for (uint l = 0u; l < 4u; l++) {
+                    if (L4M[l]) {
+                        if (op == OP_ST2) W(addw(base, e[l])).v = floatBitsToUint(v[l]);
+                        else atom_addf(addw(base, e[l]), v[l]);
+                    }
+                }
+            }
+            break;
+        }
+        case OP_SHAPE: s4(a, uvec4(arr_dim(x, b))); break;
+
+        case OP_ADDFK: { precise vec4 t = f4(b) + K(c); sf4(a, t); break; }
+        case OP_MULFK: { precise vec4 t = f4(b) * K(c); sf4(a, t); break; }
+        case OP_KSUBF: { precise vec4 t = K(c) - f4(b); sf4(a, t); break; }
+        case OP_KDIVF: { precise vec4 t = K(c) / f4(b); sf4(a, t); break; }
+        case OP_FMAF: sf4(a, fma(f4(b), f4(c), f4(a))); break;
+        case OP_FMAFK: sf4(a, fma(f4(a), f4(b), vec4(K(c)))); break;
+        case OP_FMAFR: sf4(a, fma(f4(a), f4(b), f4(c))); break;
+
+        /* STU (serial tasks only), PUSH and POP (tasks with adstacks), POWF, ATAN2F, ASIN, ACOS,
+           ATOMMAXF and ATOMMINF: a task with any runs on one lane (vk_lanes_ok) */
+        default: return err4(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0);
+        }
+        if (!L4ALL) nxt = mix(lip, nxt, L4M);
+        if (any(lessThanEqual(nxt, uvec4(ip)))) {
+            if (failed()) return 1;
+            if ((++g_polls & (CANCEL_EVERY - 1u)) == 0u && cancelled()) return err4(RT_CANCELLED, n, P0, P0, P0, P0);
+        }
+        lip = nxt;
+    }
+    rec_err(RT_VK_STEPS, cb + umin4(lip), P0, P0, P0, P0);
+    return 1;
+}
+
+/* par_loop32 for four lanes: lane l of invocation g takes iterations g + (4k + l) * nthreads
+   (total + 4 * nthreads < 2^32: the host runs larger tasks on one lane). */
+void par_loop4(uint total, uint ndim, uint e[3], uint s[3], uint idx_reg[3], uint cb, uint body) {
+    uint g = gl_GlobalInvocationID.x, N = pc.nthreads, ip0 = 0u;
+    if (total > 0xFFFFFFFFu - 4u * N) { rec_err(RT_VK_RANGE32, cb, P0, P0, P0, P0); return; }
+    uint t = g;
+    LONG_LOOP(t < total) {
+        uvec4 q = uvec4(t) + uvec4(0u, N, 2u * N, 3u * N);
+        bvec4 have = lessThan(q, uvec4(total));
+        for (int d = int(ndim) - 1; d >= 1; d--) {
+            R4[idx_reg[d]] = q % e[d] + s[d];
+            q /= e[d];
+        }
+        R4[idx_reg[0]] = q + s[0];
+        if (run4(cb, ip0, have) != 0) return;
+        ip0 = body;
+        t += 4u * N;
+    }
+    if (t < total) rec_err(RT_VK_STEPS, cb, P0, P0, P0, P0);
+}
+
 /* ---- task descriptors: dvm_task_desc, 8 words (bytecode/bc.h) ---- */
 /* word k of task t's dvm_task_desc (9 words: vulkan_backend.c uploads the structs as they are) */
 uint tw(uint t, uint k) { return ldw(pc.tasks, t * 10u + k); }
@@ -589,9 +969,17 @@ void parallel_task() {
     }
     for (uint d = 0u; d < ndim; d++) if (e[d] == 0u) return;
     zero_counts(g);
-    for (uint i = 0u; i < nregs; i++) rs(i, 0u);
+    for (uint i = 0u; i < nregs; i++) {
+        if (LANES == 4u) R4[i] = uvec4(0u);
+        else rs(i, 0u);
+    }
 #if DVM_INT64
     uint64_t total = uint64_t(e[0]) * uint64_t(e[1]) * uint64_t(e[2]);
+    if (LANES == 4u) {
+        if (total > uint64_t(0xFFFFFFFFu)) rec_err(RT_VK_RANGE32, cb, P0, P0, P0, P0);
+        else par_loop4(uint(total), ndim, e, s, idx_reg, cb, ir2 >> 16);
+        return;
+    }
     /* 32-bit index arithmetic when it is exact: a 64-bit division is a long call */
     if (total <= uint64_t(0xFFFFFFFFu - pc.nthreads)) { par_loop32(uint(total), ndim, e, s, idx_reg, cb, ir2 >> 16); return; }
     uint64_t t = g;
@@ -617,7 +1005,8 @@ void parallel_task() {
         rec_err(RT_VK_RANGE32, tw(pc.task, 1u), P0, P0, P0, P0);
         return;
     }
-    par_loop32(lo2, ndim, e, s, idx_reg, cb, ir2 >> 16);
+    if (LANES == 4u) par_loop4(lo2, ndim, e, s, idx_reg, cb, ir2 >> 16);
+    else par_loop32(lo2, ndim, e, s, idx_reg, cb, ir2 >> 16);
 #endif
 }
 

@@ -6,8 +6,9 @@
  *
  * Options (dvm_backend_opts): vk_no_int64 and vk_no_float_atomics force the fallback builds;
  * gpu_threads caps the threads of a parallel dispatch; vk_max_alloc lowers the largest
- * allocation (to test that limit). The pipeline cache lives in $DVM_CACHE_DIR (else
- * $XDG_CACHE_HOME/dvm, else ~/.cache/dvm). */
+ * allocation (to test that limit); vk_lanes sets the iterations a thread runs at once
+ * (vk_lanes()). The pipeline cache lives in $DVM_CACHE_DIR (else $XDG_CACHE_HOME/dvm, else
+ * ~/.cache/dvm). */
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
 
@@ -218,15 +219,23 @@ struct dvm_buffer {
 
 struct dvm_loaded {
     dvm_buffer *nodes, *consts, *tasks;
+    uint8_t *lanes_ok; /* per task: run4 can run it (vk_task_lanes_ok) */
 };
 
-/* One pipeline of the interpreter: its register-file class (interp.comp: REGS, REGS_SHARED). */
+/* One pipeline of the interpreter: its register-file class (interp.comp: REGS, REGS_SHARED)
+   and its lanes (LANES). */
 typedef struct vk_pipe {
     uint32_t regs;
     int shared;
+    uint32_t lanes;
     VkPipeline pipe;
 } vk_pipe;
-#define VK_MAX_PIPES 8 /* classes 16, 32, .., DVM_MAX_REGS (7) in shared memory, and the private one */
+/* classes 16, 32, .., DVM_MAX_REGS (7) in shared memory, the private one, and the four-lane
+   classes VK_LANE_MIN_REGS .. DVM_MAX_REGS (5) */
+#define VK_MAX_PIPES 13
+/* The smallest four-lane register file: NVIDIA's compiler keeps a small private array in
+   registers (see reg_class), a uvec4 array of 64 it does not. */
+#define VK_LANE_MIN_REGS 64
 
 struct dvm_backend {
     VkInstance inst;
@@ -255,6 +264,7 @@ struct dvm_backend {
     uint32_t thread_cap;    /* threads of one parallel dispatch of a launch with adstacks */
     uint32_t thread_cap_ns; /* .. of a launch without (no heap slot per thread) */
     int private_ns;         /* a launch without adstacks takes private register files */
+    int lanes_ns;           /* .. and runs its parallel tasks four iterations an invocation */
     dvm_buffer *staging;  /* host-visible, for uploads and readbacks */
     dvm_buffer *params;   /* device: error record, uniforms, slot/stack tables, sizer jobs */
     dvm_buffer *scratch;  /* device: the sizer's slots */
@@ -589,25 +599,29 @@ static int make_module(dvm_backend *be, char *err, size_t errlen) {
    (48 registers a thread with 1024 words; with 16 words, saxpy ran 2.00 ms against 1.35 and
    the transcendental kernel 5.8 against 3.0, H100). Few classes: each costs one driver
    compile on its first use in a cold cache. */
-static void reg_class(const dvm_backend *be, uint32_t nregs, int priv, uint32_t *regs, int *shared) {
-    uint32_t r = 16;
+static void reg_class(const dvm_backend *be, uint32_t nregs, int priv, uint32_t lanes, uint32_t *regs, int *shared) {
+    uint32_t r = lanes == 4 ? VK_LANE_MIN_REGS : 16;
     while (r < nregs) r *= 2;
-    *shared = !priv && r <= be->shared_regs_max;
-    *regs = *shared ? r : DVM_MAX_REGS;
+    *shared = lanes == 1 && !priv && r <= be->shared_regs_max;
+    *regs = *shared || lanes == 4 ? r : DVM_MAX_REGS;
 }
 
 /* The pipeline of a register-file class, created on first use (from the pipeline cache when
    it holds it; the cache file is rewritten when the driver added to it). */
-static int get_pipeline(dvm_backend *be, uint32_t nregs, int priv, VkPipeline *out, char *err, size_t errlen) {
+static int get_pipeline(dvm_backend *be, uint32_t nregs, int priv, uint32_t lanes, VkPipeline *out, char *err, size_t errlen) {
     uint32_t regs;
     int shared;
-    reg_class(be, nregs, priv, &regs, &shared);
+    reg_class(be, nregs, priv, lanes, &regs, &shared);
     for (int i = 0; i < be->npipes; i++)
-        if (be->pipes[i].regs == regs && be->pipes[i].shared == shared) { *out = be->pipes[i].pipe; return 0; }
+        if (be->pipes[i].regs == regs && be->pipes[i].shared == shared && be->pipes[i].lanes == lanes) {
+            *out = be->pipes[i].pipe;
+            return 0;
+        }
     if (be->npipes == VK_MAX_PIPES) { fmt(err, errlen, "vulkan: more register-file classes than pipelines"); return -1; }
-    const uint32_t spec[2] = {regs, shared ? VK_TRUE : VK_FALSE};
-    const VkSpecializationMapEntry me[2] = {{.constantID = 0, .offset = 0, .size = 4}, {.constantID = 1, .offset = 4, .size = 4}};
-    const VkSpecializationInfo si = {.mapEntryCount = 2, .pMapEntries = me, .dataSize = sizeof spec, .pData = spec};
+    const uint32_t spec[3] = {regs, shared ? VK_TRUE : VK_FALSE, lanes};
+    const VkSpecializationMapEntry me[3] = {{.constantID = 0, .offset = 0, .size = 4}, {.constantID = 1, .offset = 4, .size = 4},
+                                            {.constantID = 2, .offset = 8, .size = 4}};
+    const VkSpecializationInfo si = {.mapEntryCount = 3, .pMapEntries = me, .dataSize = sizeof spec, .pData = spec};
     VkComputePipelineCreateInfo pi = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
@@ -619,11 +633,13 @@ static int get_pipeline(dvm_backend *be, uint32_t nregs, int priv, VkPipeline *o
     be->pipeline_ms += now_ms() - t0;
     if (r != VK_SUCCESS) {
         char what[96];
-        snprintf(what, sizeof what, "vkCreateComputePipelines (the interpreter, %u registers%s)", regs, shared ? " in shared memory" : "");
+        snprintf(what, sizeof what, "vkCreateComputePipelines (the interpreter, %u registers%s%s)", regs,
+                 shared ? " in shared memory" : "", lanes == 4 ? ", four lanes" : "");
         return vkfail(r, what, err, errlen);
     }
     be->pipes[be->npipes].regs = regs;
     be->pipes[be->npipes].shared = shared;
+    be->pipes[be->npipes].lanes = lanes;
     be->pipes[be->npipes++].pipe = p;
     size_t n = 0;
     if (be->pcache && be->have_cache_path && D.vkGetPipelineCacheData(be->dev, be->pcache, &n, NULL) == VK_SUCCESS &&
@@ -727,9 +743,10 @@ static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errl
     /* the class a launch without adstacks takes on a GPU (see the thread caps below); the
        pipeline made here is that class's of 16 registers, which also runs the sizer */
     be->private_ns = be->caps.props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
+    be->lanes_ns = opts && opts->vk_lanes ? opts->vk_lanes == 4 : be->private_ns;
     be->shared_regs_max = 0;
     for (uint32_t k = 16; k <= DVM_MAX_REGS && (uint64_t)k * WG_SIZE * 4 + WG_SIZE * 8 <= smem; k *= 2) be->shared_regs_max = k;
-    if (make_module(be, err, errlen) || get_pipeline(be, 1, be->private_ns, &be->pipe, err, errlen)) goto fail;
+    if (make_module(be, err, errlen) || get_pipeline(be, 1, be->private_ns, 1, &be->pipe, err, errlen)) goto fail;
     if (buf_new(be, 16, 0, &be->dummy, err, errlen)) goto fail;
     if (buf_new(be, 16, 2, &be->cancel, err, errlen)) goto fail;
     if (!be->cancel->map) { fmt(err, errlen, "vulkan: the cancel word's host-visible memory cannot be mapped"); goto fail; }
@@ -759,10 +776,11 @@ static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errl
     uint32_t api = be->caps.props.apiVersion;
     char few[48] = ""; /* the gpu_threads option, which changes how the work is spread */
     if (opts && opts->gpu_threads > 0) snprintf(few, sizeof few, ", at most %u threads (gpu_threads)", be->thread_cap);
-    snprintf(be->name, sizeof be->name, "%s (%s, Vulkan %u.%u.%u, %s index math, f32 atomics %s%s, pipeline %.1f ms%s)",
+    snprintf(be->name, sizeof be->name, "%s (%s, Vulkan %u.%u.%u, %s index math, f32 atomics %s%s%s, pipeline %.1f ms%s)",
              dn, dev_type(be->caps.props.deviceType), VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api),
              VK_API_VERSION_PATCH(api), be->use_int64 ? "64-bit" : "checked 32-bit",
-             be->use_fatomic ? "native" : "by CAS", few, be->pipeline_ms, be->cache_hit ? " from cache" : "");
+             be->use_fatomic ? "native" : "by CAS", be->lanes_ns ? ", 4 lanes" : "", few, be->pipeline_ms,
+             be->cache_hit ? " from cache" : "");
     return be;
 fail:
     vk_close(be);
@@ -825,6 +843,7 @@ static void vk_unload(dvm_backend *be, dvm_loaded *l) {
     buf_free(be, l->nodes);
     buf_free(be, l->consts);
     buf_free(be, l->tasks);
+    free(l->lanes_ok);
     free(l);
 }
 
@@ -833,9 +852,39 @@ static int upload(dvm_backend *be, const void *src, size_t n, dvm_buffer **out, 
     return n ? vk_write(be, *out, 0, src, n, err, errlen) : 0;
 }
 
+/* Whether interp.comp's run4 (four lanes) can run a parallel task: it has no node of the ones run4
+   leaves to run (PUSH, POP: adstacks; POWF, ATAN2F, ASIN, ACOS, ATOMMAXF, ATOMMINF: library code
+   too long to keep four times; STU: serial tasks only) and no one-node loop that run fuses into
+   one FMA loop (interp.comp, OP_INCLT), which beats four lanes. */
+static int vk_task_lanes_ok(const dvm_program *prog, const dvm_task_desc *td) {
+    if (td->kind != DVM_TASK_PARALLEL) return 0;
+    const dvm_node *code = prog->nodes + td->code_begin;
+    for (uint32_t i = 0; i < td->code_len; i++) {
+        const dvm_node *n = &code[i];
+        switch (n->op) {
+        case DVM_OP_PUSH: case DVM_OP_POP: case DVM_OP_STU: case DVM_OP_POWF: case DVM_OP_ATAN2F: case DVM_OP_ASIN:
+        case DVM_OP_ACOS: case DVM_OP_ATOMMAXF: case DVM_OP_ATOMMINF:
+            return 0;
+        case DVM_OP_INCLT:
+            if (n->x == 0 && n->c + 1u == i) {
+                const dvm_node *b = &code[n->c];
+                const uint32_t bo = DVM_SELF_OTHER(b->op, b->a, b->b, b->c), bk = DVM_SU_IS(b->op, FMA_R) ? b->c : bo;
+                if (DVM_SELF_UPDATE(b->op, b->a, b->b, b->c) && n->a != b->a && n->b != b->a && n->a != bo && n->a != bk)
+                    return 0;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    return 1;
+}
+
 static int vk_load(dvm_backend *be, const dvm_program *prog, dvm_loaded **out, char *err, size_t errlen) {
     dvm_loaded *l = calloc(1, sizeof *l);
-    if (!l) { fmt(err, errlen, "vulkan: out of host memory"); return -1; }
+    if (l) l->lanes_ok = malloc(prog->ntasks ? prog->ntasks : 1);
+    if (!l || !l->lanes_ok) { free(l); fmt(err, errlen, "vulkan: out of host memory"); return -1; }
+    for (uint32_t t = 0; t < prog->ntasks; t++) l->lanes_ok[t] = (uint8_t)vk_task_lanes_ok(prog, &prog->tasks[t]);
     if (upload(be, prog->nodes, (size_t)prog->nnodes * sizeof(dvm_node), &l->nodes, err, errlen) ||
         upload(be, prog->consts, (size_t)prog->nconsts * 4, &l->consts, err, errlen) ||
         upload(be, prog->tasks, (size_t)prog->ntasks * sizeof(dvm_task_desc), &l->tasks, err, errlen)) {
@@ -870,14 +919,30 @@ static int64_t vk_thread_cap(const dvm_backend *be, const dvm_exec *x) {
 /* The threads a launch needs: the largest iteration count of the variant's parallel tasks
    where the host knows it (dvm_exec.total: parameters, shape symbols and what the serial
    tasks run on the host computed), else the cap (vk_thread_cap). */
+/* Whether a launch runs its parallel tasks four iterations an invocation (interp.comp, run4):
+   on a GPU, without adstacks (run4 has no stack nodes), when the host knows every parallel
+   task's iteration count and each is below 2^31 (run4's 32-bit lane indices). */
+static int vk_lanes(const dvm_backend *be, const dvm_exec *x) {
+    if (!be->lanes_ns || x->nstacks) return 0;
+    for (uint32_t t = 0; t < x->var->ntasks; t++) {
+        if (x->prog->tasks[x->var->task_begin + t].kind != DVM_TASK_PARALLEL) continue;
+        const int64_t total = dvm_exec_total(x, t);
+        if (total < 0 || total >= ((int64_t)1 << 31) || !x->loaded->lanes_ok[x->var->task_begin + t]) return 0;
+    }
+    return 1;
+}
+
+/* With four lanes a thread takes four iterations a round, so a quarter of the threads. */
 static int64_t vk_slots(dvm_backend *be, const dvm_exec *x) {
     const int64_t cap = vk_thread_cap(be, x);
+    const int lanes = vk_lanes(be, x);
     int64_t want = 0;
     for (uint32_t t = 0; t < x->var->ntasks; t++) {
         const dvm_task_desc *td = &x->prog->tasks[x->var->task_begin + t];
         if (td->kind != DVM_TASK_PARALLEL) continue;
-        const int64_t total = dvm_exec_total(x, t);
+        int64_t total = dvm_exec_total(x, t);
         if (total < 0) return cap;
+        if (lanes) total = (total + 3) / 4;
         if (total > want) want = total;
     }
     if (want > (int64_t)cap) want = cap;
@@ -957,9 +1022,12 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
     }
     /* each task's pipeline, before anything is recorded (a failure here writes nothing) */
     const int priv = be->private_ns && (x->nstacks == 0 || nthr > (int64_t)be->thread_cap);
+    const int lanes = vk_lanes(be, x);
     VkPipeline tp;
-    for (uint32_t t = x->host_tasks; t < v->ntasks; t++)
-        if (get_pipeline(be, x->prog->tasks[v->task_begin + t].nregs, priv, &tp, err, errlen)) return -1;
+    for (uint32_t t = x->host_tasks; t < v->ntasks; t++) {
+        const dvm_task_desc *td = &x->prog->tasks[v->task_begin + t];
+        if (get_pipeline(be, td->nregs, priv, lanes && td->kind == DVM_TASK_PARALLEL ? 4 : 1, &tp, err, errlen)) return -1;
+    }
     /* params: error record | uniforms | slot table | stack table (gpu_abi.h) */
     size_t o_uni = ERR_WORDS, o_slots = SLOTS_AT(o_uni + x->nuniforms), o_stacks = o_slots + DVM_VK_SLOT_WORDS * (size_t)x->nslots;
     size_t words = o_stacks + DVM_VK_STACK_WORDS * (size_t)x->nstacks;
@@ -995,7 +1063,7 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
         const dvm_task_desc *td = &x->prog->tasks[v->task_begin + t];
         pc.task = v->task_begin + t;
         pc.task_rel = t;
-        get_pipeline(be, td->nregs, priv, &tp, err, errlen); /* made above: a lookup */
+        get_pipeline(be, td->nregs, priv, lanes && td->kind == DVM_TASK_PARALLEL ? 4 : 1, &tp, err, errlen); /* made above: a lookup */
         if (tp != bound) {
             D.vkCmdBindPipeline(be->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, tp);
             bound = tp;
