@@ -606,8 +606,34 @@ static void reg_class(const dvm_backend *be, uint32_t nregs, int priv, uint32_t 
     *regs = *shared || lanes == 4 ? r : DVM_MAX_REGS;
 }
 
-/* The pipeline of a register-file class, created on first use (from the pipeline cache when
-   it holds it; the cache file is rewritten when the driver added to it). */
+/* Creates the pipeline of one class (from the pipeline cache when it holds it). Callable from
+   two threads at once: the pipeline cache synchronizes itself (no EXTERNALLY_SYNCHRONIZED bit). */
+static VkResult make_pipe(const dvm_backend *be, uint32_t regs, int shared, uint32_t lanes, VkPipeline *p) {
+    const uint32_t spec[3] = {regs, shared ? VK_TRUE : VK_FALSE, lanes};
+    const VkSpecializationMapEntry me[3] = {{.constantID = 0, .offset = 0, .size = 4}, {.constantID = 1, .offset = 4, .size = 4},
+                                            {.constantID = 2, .offset = 8, .size = 4}};
+    const VkSpecializationInfo si = {.mapEntryCount = 3, .pMapEntries = me, .dataSize = sizeof spec, .pData = spec};
+    VkComputePipelineCreateInfo pi = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                  .module = be->shader, .pName = "main", .pSpecializationInfo = &si},
+        .layout = be->layout};
+    return D.vkCreateComputePipelines(be->dev, be->pcache, 1, &pi, NULL, p);
+}
+
+/* Keeps a created pipeline; the cache file is rewritten when the driver added to it. */
+static void keep_pipe(dvm_backend *be, uint32_t regs, int shared, uint32_t lanes, VkPipeline p) {
+    be->pipes[be->npipes].regs = regs;
+    be->pipes[be->npipes].shared = shared;
+    be->pipes[be->npipes].lanes = lanes;
+    be->pipes[be->npipes++].pipe = p;
+    size_t n = 0;
+    if (be->pcache && be->have_cache_path && D.vkGetPipelineCacheData(be->dev, be->pcache, &n, NULL) == VK_SUCCESS &&
+        n > be->cache_bytes && cache_write(be, be->pcache, be->cache_file) == 0)
+        be->cache_bytes = n;
+}
+
+/* The pipeline of a register-file class, created on first use. */
 static int get_pipeline(dvm_backend *be, uint32_t nregs, int priv, uint32_t lanes, VkPipeline *out, char *err, size_t errlen) {
     uint32_t regs;
     int shared;
@@ -618,18 +644,9 @@ static int get_pipeline(dvm_backend *be, uint32_t nregs, int priv, uint32_t lane
             return 0;
         }
     if (be->npipes == VK_MAX_PIPES) { fmt(err, errlen, "vulkan: more register-file classes than pipelines"); return -1; }
-    const uint32_t spec[3] = {regs, shared ? VK_TRUE : VK_FALSE, lanes};
-    const VkSpecializationMapEntry me[3] = {{.constantID = 0, .offset = 0, .size = 4}, {.constantID = 1, .offset = 4, .size = 4},
-                                            {.constantID = 2, .offset = 8, .size = 4}};
-    const VkSpecializationInfo si = {.mapEntryCount = 3, .pMapEntries = me, .dataSize = sizeof spec, .pData = spec};
-    VkComputePipelineCreateInfo pi = {
-        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-                  .module = be->shader, .pName = "main", .pSpecializationInfo = &si},
-        .layout = be->layout};
     VkPipeline p;
     double t0 = now_ms();
-    VkResult r = D.vkCreateComputePipelines(be->dev, be->pcache, 1, &pi, NULL, &p);
+    VkResult r = make_pipe(be, regs, shared, lanes, &p);
     be->pipeline_ms += now_ms() - t0;
     if (r != VK_SUCCESS) {
         char what[96];
@@ -637,16 +654,22 @@ static int get_pipeline(dvm_backend *be, uint32_t nregs, int priv, uint32_t lane
                  shared ? " in shared memory" : "", lanes == 4 ? ", four lanes" : "");
         return vkfail(r, what, err, errlen);
     }
-    be->pipes[be->npipes].regs = regs;
-    be->pipes[be->npipes].shared = shared;
-    be->pipes[be->npipes].lanes = lanes;
-    be->pipes[be->npipes++].pipe = p;
-    size_t n = 0;
-    if (be->pcache && be->have_cache_path && D.vkGetPipelineCacheData(be->dev, be->pcache, &n, NULL) == VK_SUCCESS &&
-        n > be->cache_bytes && cache_write(be, be->pcache, be->cache_file) == 0)
-        be->cache_bytes = n;
+    keep_pipe(be, regs, shared, lanes, p);
     *out = p;
     return 0;
+}
+
+/* The four-lane class of VK_LANE_MIN_REGS registers, made on a second host thread while vk_open
+   makes the first class (pre_main). */
+typedef struct vk_pre {
+    const dvm_backend *be;
+    VkPipeline p;
+    VkResult r;
+} vk_pre;
+static void *pre_main(void *arg) {
+    vk_pre *q = arg;
+    q->r = make_pipe(q->be, VK_LANE_MIN_REGS, 0, 4, &q->p);
+    return NULL;
 }
 
 static void vk_close(dvm_backend *be) {
@@ -746,7 +769,23 @@ static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errl
     be->lanes_ns = opts && opts->vk_lanes ? opts->vk_lanes == 4 : be->private_ns;
     be->shared_regs_max = 0;
     for (uint32_t k = 16; k <= DVM_MAX_REGS && (uint64_t)k * WG_SIZE * 4 + WG_SIZE * 8 <= smem; k *= 2) be->shared_regs_max = k;
-    if (make_module(be, err, errlen) || get_pipeline(be, 1, be->private_ns, 1, &be->pipe, err, errlen)) goto fail;
+    if (make_module(be, err, errlen)) goto fail;
+    /* With four lanes, most launches without adstacks take the four-lane class of
+       VK_LANE_MIN_REGS registers: made beside the first, on a second host thread, so that a cold
+       cache costs the longer of the two driver compiles (H100: about 3 s each), not their sum. A
+       failure here is left to the first launch that needs the class, which reports it. */
+    vk_pre pre = {.be = be, .r = VK_NOT_READY};
+    pthread_t pre_th;
+    const int pre_on = be->lanes_ns && pthread_create(&pre_th, NULL, pre_main, &pre) == 0;
+    const double t_open = now_ms();
+    const int bad = get_pipeline(be, 1, be->private_ns, 1, &be->pipe, err, errlen);
+    if (pre_on) {
+        pthread_join(pre_th, NULL);
+        if (pre.r == VK_SUCCESS && !bad) keep_pipe(be, VK_LANE_MIN_REGS, 0, 4, pre.p);
+        else if (pre.r == VK_SUCCESS) D.vkDestroyPipeline(be->dev, pre.p, NULL);
+        be->pipeline_ms = now_ms() - t_open;
+    }
+    if (bad) goto fail;
     if (buf_new(be, 16, 0, &be->dummy, err, errlen)) goto fail;
     if (buf_new(be, 16, 2, &be->cancel, err, errlen)) goto fail;
     if (!be->cancel->map) { fmt(err, errlen, "vulkan: the cancel word's host-visible memory cannot be mapped"); goto fail; }
