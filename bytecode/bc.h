@@ -119,9 +119,9 @@ typedef struct dvm_node {
 #define DVM_NO_SLOT 0xFFFFu
 
 /* Word `word` of heap slot `slot` (heap/heap.h: each slot `stride` words, stack i at word
- * stack_off[i]) in a slot-contiguous heap: the CPU and Vulkan interpreters' addressing (the
- * CUDA and HIP ones interleave the slots: interp_cuda.cu). gen_glsl_ops writes it into the GLSL
- * interpreter as it stands here. */
+ * stack_off[i]) in a slot-contiguous heap: the CPU interpreter's addressing (the CUDA, HIP and
+ * Vulkan ones interleave the slots: interp_cuda.cu, interp.comp's stack_base). gen_glsl_ops
+ * writes it into the GLSL definitions as it stands here. */
 #define DVM_HEAP_SLOT_WORD(slot, stride, word) ((slot) * (stride) + (word))
 
 /* An 'o' operand (ops.def): a register in bits 0-9, a signed offset -32..31 in bits 10-15. */

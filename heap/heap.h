@@ -10,7 +10,7 @@
  * no two CPU threads' slots share a line. All arithmetic in 64 bits; a layout that would
  * not fit in int64 or in size_t bytes is an error, never a wrap.
  * The offsets and stride here are the one definition; a backend only maps (slot, word) to
- * an address (DVM_HEAP_WORD, interp_core.h): CPU and Vulkan as above, CUDA/HIP interleaved,
+ * an address (DVM_HEAP_WORD, interp_core.h): the CPU as above, CUDA, HIP and Vulkan interleaved,
  * word w of slot s at w * nslots + s (a warp's pushes coalesce). Same total_words.
  *
  * Growth: a dvm_heap keeps one buffer per backend, reused across launches. When a launch

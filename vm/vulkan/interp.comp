@@ -245,20 +245,23 @@ int c_f2i(float v) {
     return int(v);
 }
 
-/* ---- heap: slot s owns words [s*stride, (s+1)*stride); stack i at stack_off[i] (the stack
-   table, gpu_abi.h); HEAP_SLOT_WORD is bc.h's ---- */
+/* ---- heap: nthreads + 1 slots (the last the serial tasks'), each stride words; stack i at
+   word stack_off[i] of a slot (the stack table, gpu_abi.h), its count there and element j at
+   word stack_off[i] + j. The slots are interleaved as the CUDA interpreter's (vm/interp/
+   interp_core.h, DVM_HEAP_WORD): word w of slot s at w * (nthreads + 1) + s, so a subgroup
+   pushing in step writes consecutive words, not one cache line an invocation. stack_base is
+   the count's address, stack_elem element j's. ---- */
 uint stack_w(uint i, uint k) { return ldw(pc.stacks, i * STACK_WORDS + k); }
 #if DVM_INT64
-uint64_t stride64() { return packUint2x32(uvec2(pc.stride_lo, pc.stride_hi)); }
 uvec2 stack_base(uint slot, uint i) {
     uint64_t off = packUint2x32(uvec2(stack_w(i, STACK_OFF), stack_w(i, STACK_OFF + 1u)));
-    return addw64(pc.heap, HEAP_SLOT_WORD(uint64_t(slot), stride64(), off));
+    return addw64(pc.heap, off * uint64_t(pc.nthreads + 1u) + uint64_t(slot));
 }
+uvec2 stack_elem(uvec2 sb, uint j) { return addw64(sb, uint64_t(j) * uint64_t(pc.nthreads + 1u)); }
 #else
 /* The host refuses heaps of 2^32 words or more on this path, so 32-bit offsets are exact. */
-uvec2 stack_base(uint slot, uint i) {
-    return addw(pc.heap, HEAP_SLOT_WORD(slot, pc.stride_lo, stack_w(i, STACK_OFF)));
-}
+uvec2 stack_base(uint slot, uint i) { return addw(pc.heap, stack_w(i, STACK_OFF) * (pc.nthreads + 1u) + slot); }
+uvec2 stack_elem(uvec2 sb, uint j) { return addw(sb, j * (pc.nthreads + 1u)); }
 #endif
 uvec2 stack_cap(uint i) { return uvec2(stack_w(i, STACK_CAP), stack_w(i, STACK_CAP + 1u)); }
 
@@ -500,7 +503,7 @@ int run(uint cb, uint ip0, uint slot) {
             uint cnt = W(sb).v;
             uvec2 cap = stack_cap(a);
             if (cap.y == 0u && cnt >= cap.x) { rec_err(RT_ADSTACK_OVERFLOW, n, uvec2(a, 0u), cap, P0, P0); return 1; }
-            W(addw(sb, 1u + cnt)).v = rg(b);
+            W(stack_elem(sb, 1u + cnt)).v = rg(b);
             W(sb).v = cnt + 1u;
             break;
         }
@@ -508,7 +511,7 @@ int run(uint cb, uint ip0, uint slot) {
             uvec2 sb = stack_base(slot, b);
             uint cnt = W(sb).v;
             if (cnt == 0u) { rec_err(RT_ADSTACK_UNDERFLOW, n, uvec2(b, 0u), P0, P0, P0); return 1; }
-            rs(a, W(addw(sb, cnt)).v);
+            rs(a, W(stack_elem(sb, cnt)).v);
             W(sb).v = cnt - 1u;
             break;
         }
