@@ -9,7 +9,9 @@ import random
 import shutil
 import subprocess
 import tempfile
+import threading
 
+import dvmbatch
 import npyio
 
 
@@ -92,16 +94,32 @@ def run_ref(case, d):
 
 
 class Runner:
-    def __init__(self, dvm, backend, keep=False, flags=()):
-        """flags: options added to every run, grad and jvp (the switches: --cpu-lanes, ...)."""
+    def __init__(self, dvm, backend, keep=False, flags=(), batch=False):
+        """flags: options added to every run, grad and jvp (the switches: --cpu-lanes, ...).
+        batch: every command through a `dvm batch` process of the calling thread (dvmbatch.py)
+        instead of a `dvm` process of its own; close() ends them and returns their problems."""
         self.dvm, self.backend, self.keep, self.flags = dvm, backend, keep, list(flags)
+        self.batch = batch
+        self.batches, self.local, self.lock = [], threading.local(), threading.Lock()
 
     def call(self, args, cwd):
         if args and args[0] in ('run', 'grad', 'jvp'):
             args = args + self.flags
+        if self.batch:
+            b = getattr(self.local, 'batch', None)
+            if b is None:
+                b = self.local.batch = dvmbatch.Batch(self.dvm)
+                with self.lock:
+                    self.batches.append(b)
+            return b.call(args, cwd, 120)
         p = subprocess.run([self.dvm] + args, cwd=cwd, capture_output=True, text=True,
                            timeout=120)
         return p.returncode, p.stdout, p.stderr
+
+    def close(self):
+        """Ends the batch processes; returns (commands they ran, problems)."""
+        problems = [p for b in self.batches for p in b.close()]
+        return sum(b.commands for b in self.batches), problems
 
     def launch(self, case, cmd, d, extra=None, work=None):
         """Runs `dvm cmd`; returns (rc, stderr, outputs dict name -> Arr)."""
