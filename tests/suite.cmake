@@ -5,8 +5,11 @@
 # backends' runs pass --batch: their commands go through `dvm batch` (tests/suite/dvmbatch.py),
 # which opens the device once per process instead of once per command (lavapipe spends about
 # a second building the interpreter's pipeline at each open), with the same checks.
+# Every run of the corpus keeps its grad references (finite differences in Python, most of a
+# grad run's time) in one folder of the build (run_suite.py --refs, dvmtest.RefCache): the
+# first grad run computes them, the others read them.
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
-set(DVM_SUITE ${CMAKE_CURRENT_SOURCE_DIR}/tests/suite/run_suite.py)
+set(DVM_SUITE ${CMAKE_CURRENT_SOURCE_DIR}/tests/suite/run_suite.py --refs ${CMAKE_CURRENT_BINARY_DIR}/suite_refs)
 foreach(mode forward grad errors)
   add_test(NAME suite_${mode}_cpu COMMAND ${Python3_EXECUTABLE} ${DVM_SUITE} --dvm $<TARGET_FILE:dvm_cli> --backend cpu --mode ${mode})
   set_tests_properties(suite_${mode}_cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
