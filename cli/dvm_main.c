@@ -1404,7 +1404,8 @@ static int cmd_batch(int argc, char **argv) {
         if (!*first || *first == '#') continue;
         if (bcap < (size_t)len + 1) {
             free(buf);
-            buf = (char *)malloc(bcap = (size_t)len + 1);
+            buf = (char *)malloc((size_t)len + 1);
+            bcap = buf ? (size_t)len + 1 : 0;
         }
         char **words = NULL;
         const char *why = "out of memory";
