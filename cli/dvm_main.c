@@ -31,6 +31,8 @@ static const char *help_main =
     "  dvm disasm PROGRAM                            print the bytecode, with source lines\n"
     "  dvm verify BLOB.dvb                           check a blob; exit 0 only if it is valid\n"
     "  dvm info                                      list the backends and devices found\n"
+    "  dvm batch  [FILE]                             run many of these commands in one process,\n"
+    "                                                one per line of FILE or stdin\n"
     "\n"
     "PROGRAM is a source file (.dvk, compiled in memory) or a blob (.dvb).\n"
     "`dvm COMMAND --help` describes a command's arguments and options.\n"
@@ -333,7 +335,8 @@ static void warn_blob_options(const char *path, const opts *o) {
                         "(`dvm disasm` shows the options a blob was compiled with)\n", o->compile_flag, path);
 }
 
-static dvm_context *open_ctx(const char *cmd, const opts *o, int *rc) {
+/* The context options a command's options ask for. */
+static dvm_context_opts ctx_opts(const opts *o) {
     dvm_context_opts co = {.backend = o && o->backend ? o->backend : "cpu"};
     if (o) {
         co.device = (int)o->device;
@@ -345,6 +348,33 @@ static dvm_context *open_ctx(const char *cmd, const opts *o, int *rc) {
         co.gpu_threads = (int)o->gpu_threads;
         co.vk_lanes = (int)o->vk_lanes;
     }
+    return co;
+}
+
+/* `dvm batch` keeps the context of a launch command for the next launch command that asks
+ * for the same context options, so that the device is opened once (lavapipe takes about a
+ * second to build the Vulkan interpreter's pipeline). Outside a batch nothing is kept. */
+static struct {
+    int on;             /* running under `dvm batch` */
+    dvm_context *ctx;   /* kept from the last launch command, or NULL */
+    dvm_context_opts co; /* its options; co.backend points at backend[] */
+    char backend[8];
+} g_batch;
+
+static int same_ctx_opts(const dvm_context_opts *a, const dvm_context_opts *b) {
+    return !strcmp(a->backend, b->backend) && a->device == b->device && a->threads == b->threads && a->no_opt == b->no_opt &&
+           a->no_partition == b->no_partition && a->unroll == b->unroll && a->cpu_lanes == b->cpu_lanes &&
+           a->gpu_threads == b->gpu_threads && a->vk_no_int64 == b->vk_no_int64 &&
+           a->vk_no_float_atomics == b->vk_no_float_atomics && a->vk_max_alloc == b->vk_max_alloc;
+}
+
+static void batch_drop_ctx(void) {
+    dvm_context_destroy(g_batch.ctx);
+    g_batch.ctx = NULL;
+}
+
+static dvm_context *open_ctx(const char *cmd, const opts *o, int *rc) {
+    dvm_context_opts co = ctx_opts(o);
     dvm_context *ctx = NULL;
     dvm_status st = dvm_context_create(&co, &ctx);
     if (st != DVM_OK) {
@@ -357,6 +387,38 @@ static dvm_context *open_ctx(const char *cmd, const opts *o, int *rc) {
     }
     dvm_context_cli_remedies(ctx, 1);
     return ctx;
+}
+
+/* A launch command's context: in a batch, the kept one when its options are the same. */
+static dvm_context *launch_ctx(const char *cmd, const opts *o, int *rc) {
+    if (g_batch.ctx) {
+        dvm_context_opts co = ctx_opts(o);
+        if (same_ctx_opts(&co, &g_batch.co)) {
+            dvm_context *ctx = g_batch.ctx;
+            g_batch.ctx = NULL;
+            return ctx;
+        }
+        batch_drop_ctx(); /* one kept context at most: a device's memory is not held twice */
+    }
+    return open_ctx(cmd, o, rc);
+}
+
+/* The end of a launch command's context. In a batch it is kept for the next command unless
+ * the command failed in the backend or ran out of memory (the context's last failure was
+ * DVM_ERR_BACKEND or DVM_ERR_NOMEM: the next command opens the device anew) or left
+ * something in it; a failure of the program (compile, arguments, runtime error, timeout)
+ * leaves the backend as it was. */
+static void release_launch_ctx(dvm_context *ctx, const opts *o, int rc) {
+    if (!ctx) return;
+    int broken = rc != EXIT_OK && (ctx->err_status == DVM_ERR_BACKEND || ctx->err_status == DVM_ERR_NOMEM);
+    if (!g_batch.on || broken || ctx->kids) {
+        dvm_context_destroy(ctx);
+        return;
+    }
+    g_batch.co = ctx_opts(o);
+    snprintf(g_batch.backend, sizeof g_batch.backend, "%s", g_batch.co.backend);
+    g_batch.co.backend = g_batch.backend;
+    g_batch.ctx = ctx;
 }
 
 /* ---- output files: each written to a temporary beside its target (same directory, so the
@@ -979,7 +1041,7 @@ static int cmd_launch(const char *cmd, int argc, char **argv) {
     double t0 = now_ms();
     /* Ctrl-C from here on cancels the launch instead of killing dvm midway */
     catch_sigint(NULL);
-    ctx = open_ctx(cmd, &o, &rc);
+    ctx = launch_ctx(cmd, &o, &rc);
     g_sigint_ctx = ctx;
     if (!ctx) goto done;
     double t1 = now_ms();
@@ -1175,7 +1237,7 @@ done:
     dvm_module_destroy(m);
     g_sigint_ctx = NULL;
     signal(SIGINT, SIG_DFL);
-    dvm_context_destroy(ctx);
+    release_launch_ctx(ctx, &o, rc);
     if (names)
         for (int i = 0; i < nb; i++) free(names[i]);
     free(names);
@@ -1184,7 +1246,240 @@ done:
     return rc;
 }
 
-int main(int argc, char **argv) {
+/* ---- batch ---- */
+
+static const char *help_batch =
+    "usage: dvm batch [FILE]\n"
+    "\n"
+    "Runs dvm commands in one process, one per line of FILE (default, or '-': standard\n"
+    "input), each written as on a command line without the leading 'dvm':\n"
+    "\n"
+    "  run k.dvk k x=x.npy y=y.npy --backend vulkan --out out1\n"
+    "\n"
+    "Words are separated by spaces or tabs; 'single quotes' take everything up to the next\n"
+    "quote as it is, \"double quotes\" the same except \\\" and \\\\, and a backslash outside\n"
+    "quotes takes the next character as it is (a word cannot hold a newline). A blank line\n"
+    "or one whose first word starts with '#' is skipped. `cd DIR` changes the directory\n"
+    "that relative paths of the following lines are read against.\n"
+    "\n"
+    "Every command means, does, prints and exits exactly as `dvm COMMAND ...` would, with\n"
+    "one difference: run, grad and jvp keep their context (the opened device) for the next\n"
+    "run, grad or jvp with the same context options (--backend, --device, --threads and the\n"
+    "switches), so a device is opened once, not per line (after a command that failed other\n"
+    "than in its program, such as a device error, the next one opens it anew); `--time`\n"
+    "then reports the context time of a kept context as about 0.\n"
+    "\n"
+    "After each command, one record goes to stdout: the line\n"
+    "\n"
+    "  dvm batch: line L: exit S, stdout N bytes, stderr M bytes\n"
+    "\n"
+    "(L the line number in FILE, S the command's exit status), then the N bytes the command\n"
+    "wrote to stdout and the M bytes it wrote to stderr, exactly. Lines are read and run one\n"
+    "at a time, and each record is written as soon as its command ends, so a program can\n"
+    "drive dvm batch through pipes, line by line.\n"
+    "\n"
+    "Exit status: the highest status of its commands (0 when every one succeeded); 130 when\n"
+    "Ctrl-C interrupted a launch (the batch ends there); 2 for wrong usage of dvm batch\n"
+    "itself, 1 when FILE cannot be read.\n";
+
+static int dispatch(int argc, char **argv);
+
+/* Splits one batch line (no newline) into words in out[] (as long as the line, plus one),
+ * after words[0] = "dvm"; *words is NULL-terminated. The word count, or -1 with *why. */
+static int split_line(const char *s, char *out, char ***words, const char **why) {
+    int n = 1, cap = 16;
+    char **w = (char **)malloc((size_t)cap * sizeof *w);
+    if (!w) {
+        *why = "out of memory";
+        return -1;
+    }
+    w[0] = (char *)"dvm";
+    for (;;) {
+        while (*s == ' ' || *s == '\t') s++;
+        if (!*s) break;
+        if (n + 2 > cap) {
+            char **nw = (char **)realloc(w, (size_t)(cap *= 2) * sizeof *w);
+            if (!nw) {
+                free(w);
+                *why = "out of memory";
+                return -1;
+            }
+            w = nw;
+        }
+        w[n++] = out;
+        while (*s && *s != ' ' && *s != '\t') {
+            if (*s == '\'' || *s == '"') {
+                char q = *s++;
+                while (*s && *s != q) {
+                    if (q == '"' && *s == '\\' && (s[1] == '"' || s[1] == '\\')) s++;
+                    *out++ = *s++;
+                }
+                if (!*s) {
+                    free(w);
+                    *why = q == '"' ? "a double quote is not closed" : "a single quote is not closed";
+                    return -1;
+                }
+                s++;
+            } else if (*s == '\\') {
+                if (!s[1]) {
+                    free(w);
+                    *why = "a backslash ends the line";
+                    return -1;
+                }
+                *out++ = s[1];
+                s += 2;
+            } else {
+                *out++ = *s++;
+            }
+        }
+        *out++ = 0;
+    }
+    w[n] = NULL;
+    *words = w;
+    return n;
+}
+
+static int write_all(int fd, const char *p, size_t n) {
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Copies what a command wrote into the capture file fd (from its start) to stdout. */
+static int copy_capture(int fd, off_t n) {
+    char buf[65536];
+    for (off_t at = 0; at < n;) {
+        ssize_t r = pread(fd, buf, n - at < (off_t)sizeof buf ? (size_t)(n - at) : sizeof buf, at);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0 || write_all(1, buf, (size_t)r) != 0) return -1;
+        at += r;
+    }
+    return 0;
+}
+
+static int batch_cd(int argc, char **argv) {
+    if (argc != 3) return usage_error("batch", "cd takes one directory%s", "");
+    if (chdir(argv[2]) != 0) {
+        fprintf(stderr, "dvm: error: cd %s: %s\n", argv[2], strerror(errno));
+        return EXIT_FAIL;
+    }
+    return EXIT_OK;
+}
+
+static int cmd_batch(int argc, char **argv) {
+    const char *path = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(help_batch, stdout);
+            return EXIT_OK;
+        }
+        if (argv[i][0] == '-' && argv[i][1]) return usage_error("batch", "unknown option '%s'", argv[i]);
+        if (path) return usage_error("batch", "unexpected argument '%s' (one file of commands only)", argv[i]);
+        path = argv[i];
+    }
+    FILE *in = !path || !strcmp(path, "-") ? stdin : fopen(path, "r");
+    if (!in) {
+        fprintf(stderr, "dvm: error: %s: cannot open: %s\n", path, strerror(errno));
+        return EXIT_FAIL;
+    }
+    /* each command's stdout and stderr go to a file of their own (fds 1 and 2 moved there),
+       then into its record; saved[] keeps the batch's own */
+    FILE *cap[2] = {tmpfile(), tmpfile()};
+    int saved[2] = {dup(1), dup(2)};
+    if (!cap[0] || !cap[1] || saved[0] < 0 || saved[1] < 0) {
+        fprintf(stderr, "dvm: error: batch: cannot create the files that capture a command's output: %s\n", strerror(errno));
+        for (int k = 0; k < 2; k++) {
+            if (cap[k]) fclose(cap[k]);
+            if (saved[k] >= 0) close(saved[k]);
+        }
+        if (in != stdin) fclose(in);
+        return EXIT_FAIL;
+    }
+    g_batch.on = 1;
+    int worst = EXIT_OK;
+    long lineno = 0;
+    char *line = NULL, *buf = NULL;
+    size_t lcap = 0, bcap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &lcap, in)) >= 0) {
+        lineno++;
+        if (len && line[len - 1] == '\n') line[--len] = 0;
+        if (len && line[len - 1] == '\r') line[--len] = 0;
+        const char *first = line + strspn(line, " \t");
+        if (!*first || *first == '#') continue;
+        if (bcap < (size_t)len + 1) {
+            free(buf);
+            buf = (char *)malloc((size_t)len + 1);
+            bcap = buf ? (size_t)len + 1 : 0;
+        }
+        char **words = NULL;
+        const char *why = "out of memory";
+        int n = buf ? split_line(line, buf, &words, &why) : -1;
+        fflush(stdout);
+        fflush(stderr);
+        int ok = 1;
+        for (int k = 0; k < 2; k++) {
+            int fd = fileno(cap[k]);
+            ok = ok && ftruncate(fd, 0) == 0 && lseek(fd, 0, SEEK_SET) == 0 && dup2(fd, k + 1) == k + 1;
+        }
+        int rc;
+        if (!ok) {
+            rc = EXIT_FAIL;
+        } else if (n < 0) {
+            fprintf(stderr, "dvm: error: batch line %ld: %s\n(see `dvm batch --help`)\n", lineno, why);
+            rc = EXIT_USAGE;
+        } else if (!strcmp(words[1], "cd")) {
+            rc = batch_cd(n, words);
+        } else if (!strcmp(words[1], "batch")) {
+            rc = usage_error("batch", "a batch line cannot run `dvm batch`%s", "");
+        } else {
+            rc = dispatch(n, words);
+        }
+        free(words);
+        fflush(stdout);
+        fflush(stderr);
+        dup2(saved[0], 1);
+        dup2(saved[1], 2);
+        struct stat so, se;
+        if (!ok || fstat(fileno(cap[0]), &so) != 0 || fstat(fileno(cap[1]), &se) != 0) {
+            fprintf(stderr, "dvm: error: batch line %ld: cannot capture the command's output: %s\n", lineno, strerror(errno));
+            worst = EXIT_FAIL;
+            break;
+        }
+        char head[160];
+        int hl = snprintf(head, sizeof head, "dvm batch: line %ld: exit %d, stdout %lld bytes, stderr %lld bytes\n", lineno, rc,
+                          (long long)so.st_size, (long long)se.st_size);
+        if (write_all(1, head, (size_t)hl) != 0 || copy_capture(fileno(cap[0]), so.st_size) != 0 ||
+            copy_capture(fileno(cap[1]), se.st_size) != 0) {
+            fprintf(stderr, "dvm: error: batch: writing the record of line %ld failed: %s\n", lineno, strerror(errno));
+            worst = EXIT_FAIL;
+            break;
+        }
+        if (rc > worst) worst = rc;
+        if (g_interrupted) break; /* Ctrl-C cancelled a launch: the batch ends with it */
+    }
+    if (ferror(in)) {
+        fprintf(stderr, "dvm: error: %s: read failed after line %ld\n", path && strcmp(path, "-") ? path : "standard input", lineno);
+        if (worst < EXIT_FAIL) worst = EXIT_FAIL;
+    }
+    batch_drop_ctx();
+    g_batch.on = 0;
+    free(line);
+    free(buf);
+    for (int k = 0; k < 2; k++) {
+        fclose(cap[k]);
+        close(saved[k]);
+    }
+    if (in != stdin) fclose(in);
+    return worst;
+}
+
+static int dispatch(int argc, char **argv) {
     if (argc < 2) {
         fputs(help_main, stderr);
         return EXIT_USAGE;
@@ -1203,5 +1498,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "disasm")) return cmd_disasm(argc, argv);
     if (!strcmp(cmd, "verify")) return cmd_verify(argc, argv);
     if (!strcmp(cmd, "info")) return cmd_info(argc, argv);
+    if (!strcmp(cmd, "batch")) return cmd_batch(argc, argv);
     return usage_error(NULL, "unknown command '%s'", cmd);
 }
+
+int main(int argc, char **argv) { return dispatch(argc, argv); }

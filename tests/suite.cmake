@@ -1,8 +1,15 @@
 # The kernel corpus through the dvm command: forward, gradients (finite differences and
 # tangent/adjoint agreement), runtime errors, on the CPU and, where a device exists, Vulkan.
 # A backend with no device exits 77: ctest reports the test as skipped, never as passed.
+# The CPU runs start one dvm process per command (the plain command line); the device
+# backends' runs (and grad_fuzz's, below) pass --batch: their commands go through `dvm batch` (tests/suite/dvmbatch.py),
+# which opens the device once per process instead of once per command (lavapipe spends about
+# a second building the interpreter's pipeline at each open), with the same checks.
+# Every run of the corpus keeps its grad references (finite differences in Python, most of a
+# grad run's time) in one folder of the build (run_suite.py --refs, dvmtest.RefCache): the
+# first grad run computes them, the others read them.
 find_package(Python3 COMPONENTS Interpreter REQUIRED)
-set(DVM_SUITE ${CMAKE_CURRENT_SOURCE_DIR}/tests/suite/run_suite.py)
+set(DVM_SUITE ${CMAKE_CURRENT_SOURCE_DIR}/tests/suite/run_suite.py --refs ${CMAKE_CURRENT_BINARY_DIR}/suite_refs)
 foreach(mode forward grad errors)
   add_test(NAME suite_${mode}_cpu COMMAND ${Python3_EXECUTABLE} ${DVM_SUITE} --dvm $<TARGET_FILE:dvm_cli> --backend cpu --mode ${mode})
   set_tests_properties(suite_${mode}_cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
@@ -20,7 +27,7 @@ endforeach()
 foreach(be cuda hip)
   foreach(mode forward grad)
     add_test(NAME suite_${mode}_${be}_gpu_threads COMMAND ${Python3_EXECUTABLE} ${DVM_SUITE} --dvm $<TARGET_FILE:dvm_cli>
-             --backend ${be} --mode ${mode} --dvm-flag=--gpu-threads=3)
+             --backend ${be} --mode ${mode} --dvm-flag=--gpu-threads=3 --batch)
     set_tests_properties(suite_${mode}_${be}_gpu_threads PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
   endforeach()
 endforeach()
@@ -28,7 +35,8 @@ add_test(NAME suite_big_maxreducer_cpu COMMAND ${Python3_EXECUTABLE} ${DVM_SUITE
 set_tests_properties(suite_big_maxreducer_cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 LABELS nosan)
 foreach(be vulkan cuda hip)
   foreach(mode forward grad errors)
-    add_test(NAME suite_${mode}_${be} COMMAND ${Python3_EXECUTABLE} ${DVM_SUITE} --dvm $<TARGET_FILE:dvm_cli> --backend ${be} --mode ${mode})
+    add_test(NAME suite_${mode}_${be} COMMAND ${Python3_EXECUTABLE} ${DVM_SUITE} --dvm $<TARGET_FILE:dvm_cli> --backend ${be} --mode ${mode}
+             --batch)
     set_tests_properties(suite_${mode}_${be} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
     if(be STREQUAL "vulkan")
       # lavapipe runs the whole corpus on the CPU: over 10 minutes on 2 busy cores
@@ -59,8 +67,12 @@ endforeach()
 # runs neither under ASan (minutes for what the CPU runs check), and half the second's kernels.
 foreach(fuzz partition nofail)
   foreach(be cpu vulkan cuda hip)
+    set(batch --batch)
+    if(be STREQUAL "cpu")
+      set(batch)
+    endif()
     add_test(NAME ${fuzz}_fuzz_${be} COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/suite/${fuzz}_fuzz.py
-             --dvm $<TARGET_FILE:dvm_cli> --backend ${be})
+             --dvm $<TARGET_FILE:dvm_cli> --backend ${be} ${batch})
     set_tests_properties(${fuzz}_fuzz_${be} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
   endforeach()
   set_tests_properties(${fuzz}_fuzz_vulkan PROPERTIES LABELS nosan)
@@ -77,13 +89,16 @@ set_tests_properties(partition_fuzz_cpu_lanes PROPERTIES SKIP_RETURN_CODE 77 TIM
 # Every feature this dvm compiles is on (grad_fuzz.py drops `timeloop` while it does not parse);
 # a refusal is not a failure, a wrong gradient is. `grad_fuzz.py --always FEATURE` gives the
 # counts of one feature (bench/RESULTS.md).
+# Every backend's run goes through dvm batch (its 900 commands on the CPU: the sanitizer
+# build's process start-up alone was a third of its time); the corpus and the other fuzzers
+# keep one process per command on the CPU.
 foreach(be cpu vulkan cuda hip)
   set(n 300)
   if(NOT be STREQUAL "cpu")
     set(n 60)
   endif()
   add_test(NAME grad_fuzz_${be} COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/suite/grad_fuzz.py
-           --dvm $<TARGET_FILE:dvm_cli> --backend ${be} --count ${n})
+           --dvm $<TARGET_FILE:dvm_cli> --backend ${be} --count ${n} --batch)
   set_tests_properties(grad_fuzz_${be} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 endforeach()
 set_tests_properties(grad_fuzz_vulkan PROPERTIES LABELS nosan)

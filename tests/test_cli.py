@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Tests of the `dvm` command (spec/cli.md): usage errors exit 2, bad arguments exit 1 and
 name the parameter, missing files are reported, a failed launch writes no output file, and
-run/grad/jvp/compile/verify/disasm/info work on the spec's first kernel.
+run/grad/jvp/compile/verify/disasm/info work on the spec's first kernel. Every check also runs
+through one `dvm batch` process, which must give the same status, stdout and stderr; then
+dvm batch's own checks (its records, quoting, cd, kept contexts, Ctrl-C).
 
 usage: test_cli.py PATH/TO/dvm EXAMPLES_DIR      (python3 standard library only)"""
 import os
@@ -13,12 +15,17 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'suite'))
+import dvmbatch  # noqa: E402
 
 DVM = os.path.abspath(sys.argv[1])
 EXAMPLES = os.path.abspath(sys.argv[2])
 CLI_DOC = os.path.join(os.path.dirname(EXAMPLES), 'docs', 'cli.md')
 DAMP = os.path.join(EXAMPLES, 'damp.dvk')
 failures = []
+BATCH = dvmbatch.Batch(DVM)  # every check again, through one `dvm batch` process
 
 
 def write_npy(path, descr, shape, values):
@@ -47,8 +54,15 @@ def dvm(*args, cwd=None, preexec=None):
     return p.returncode, p.stdout, p.stderr
 
 
-def check(name, args, rc_want, *needles, cwd=None, preexec=None):
+def check(name, args, rc_want, *needles, cwd=None, preexec=None, mirror=True):
     rc, out, err = dvm(*args, cwd=cwd, preexec=preexec)
+    # the same command in the batch: exactly the same (a batch line cannot be empty, run a
+    # batch or take the file size limit of preexec; --time prints times that differ from run
+    # to run; mirror=False: a command that changes its own inputs gives another result again)
+    if mirror and args and args[0] != 'batch' and preexec is None and '--time' not in args:
+        got = BATCH.call(list(args), cwd or os.getcwd(), 120)
+        if got != (rc, out, err):
+            failures.append('%s through dvm batch: %r, alone %r' % (name, got, (rc, out, err)))
     text = out + err
     if rc != rc_want:
         failures.append('%s: exit %d, expected %d; output: %s' % (name, rc, rc_want, text.strip()))
@@ -314,11 +328,12 @@ def run_all(w):
     write_npy(j('inplace', 'y.npy'), '<f4', (1,), [0.0])
     ipargs = ['run', DAMP, 'damp', 'x=xl.npy', 'steps=' + j('steps.npy'), 'y=y.npy', 'rate=0.9', '--out', '.']
     rc, so, se = check('output over inputs', ipargs, 0, "output ./x.npy replaces the input file xl.npy (argument 'x')",
-                       "output ./y.npy replaces the input file y.npy (argument 'y')", '--in-place', cwd=ip)
+                       "output ./y.npy replaces the input file y.npy (argument 'y')", '--in-place', cwd=ip,
+                       mirror=False)
     if rc == 0 and abs(read_npy(j('inplace', 'y.npy'))[0] - damp_ref(xs)) > 1e-5:
         failures.append('output over inputs: y.npy = %r' % read_npy(j('inplace', 'y.npy')))
     rc, so, se = check('--in-place', ['run', DAMP, 'damp', 'x=x.npy', 'steps=' + j('steps.npy'), 'y=y.npy', 'rate=0.9',
-                                      '--out', '.', '--in-place'], 0, cwd=ip)
+                                      '--out', '.', '--in-place'], 0, cwd=ip, mirror=False)
     if 'warning' in se:
         failures.append('--in-place: unexpected warning: %s' % se.strip())
 
@@ -400,6 +415,8 @@ def run_all(w):
     check('info', ['info'], 0, 'cpu')
     check_cancel(w, j)
     check_switches(j)
+    failures.extend('the mirror batch: %s' % p for p in BATCH.close())
+    check_batch(w, j)
 
 
 def check_switches(j):
@@ -482,6 +499,105 @@ def check_cancel(w, j):
         failures.append('SIGINT: expected exit 130 and "dvm: interrupted", got %d %r' % (p.returncode, (o + e).strip()))
     if os.path.exists(out):
         failures.append('SIGINT: the interrupted launch wrote %r' % os.listdir(out))
+
+
+def batch(lines, *extra, cwd=None):
+    """Runs `dvm batch` on lines (stdin); returns (status, records, stderr): records are
+    (line, exit, stdout, stderr), read by the format of docs/cli.md."""
+    p = subprocess.run([DVM, 'batch'] + list(extra), input=''.join(ln + '\n' for ln in lines).encode(),
+                       capture_output=True, timeout=300, cwd=cwd)
+    out, recs = p.stdout, []
+    while out:
+        m = dvmbatch.HEAD.match(out)
+        if not m:
+            failures.append('batch: not a record at %r' % out[:200])
+            break
+        a, b = m.end(), m.end() + int(m.group(3))
+        c = b + int(m.group(4))
+        recs.append((int(m.group(1)), int(m.group(2)), out[a:b].decode(), out[b:c].decode()))
+        out = out[c:]
+    return p.returncode, recs, p.stderr.decode()
+
+
+def check_batch(w, j):
+    """dvm batch (docs/cli.md, "batch"): one record per command line, in order, with the line's
+    number; blank and comment lines skipped; quoting; cd; the status; kept contexts; Ctrl-C."""
+    good = ['x=' + j('x.npy'), 'steps=' + j('steps.npy'), 'y=' + j('y.npy'), 'rate=0.9']
+    sp = j("sp ace's")
+    os.makedirs(sp, exist_ok=True)
+    shutil.copy(j('x.npy'), os.path.join(sp, 'x "1".npy'))
+    lines = ['# a comment', '', '  run %s damp %s --backend cpu' % (DAMP, ' '.join(good)),
+             'cd %s' % w,
+             # single quotes (a ' inside as '"'"'), double quotes with \" and \\ inside
+             'run %s damp \'x=sp ace\'"\'"\'s/x "1".npy\' steps=steps.npy y=y.npy rate=0.9 '
+             '--out "sp ace\'s/o \\\\ \\"q\\"" --backend cpu' % DAMP,
+             # backslashes outside quotes
+             'run %s damp x=sp\\ ace\\\'s/x\\ \\"1\\".npy steps=steps.npy y=y.npy rate=0.9 --backend cpu' % DAMP,
+             '   # an indented comment',
+             'run %s damp x=nope.npy steps=steps.npy y=y.npy rate=0.9 --backend cpu' % DAMP,
+             'cd %s' % j('nope'), 'frobnicate', 'batch', 'run "unclosed', "run 'unclosed", 'run ends\\',
+             'info', 'cd', '--version']
+    rc, recs, err = batch(lines)
+    want = [(3, 0), (4, 0), (5, 0), (6, 0), (8, 1), (9, 1), (10, 2), (11, 2), (12, 2), (13, 2), (14, 2), (15, 0),
+            (16, 2), (17, 0)]
+    if [(r[0], r[1]) for r in recs] != want or rc != 2 or err:
+        failures.append('batch: records (line, exit) %r, status %d, stderr %r; expected %r, 2, none' %
+                        ([(r[0], r[1]) for r in recs], rc, err, want))
+    else:
+        alone = dvm('run', DAMP, 'damp', *good, '--backend', 'cpu')
+        if recs[0][1:] != alone:
+            failures.append('batch: the first record %r, alone %r' % (recs[0][1:], alone))
+        if not os.path.exists(os.path.join(sp, 'o \\ "q"', 'y.npy')):
+            failures.append('batch: quoted --out: no y.npy in %r' % os.listdir(sp))
+        if recs[3][2] != recs[0][2]:
+            failures.append('batch: backslashes: %r, expected %r' % (recs[3][2], recs[0][2]))
+        for k, needles in ((4, ["'x'", 'nope.npy']), (5, ['cd %s' % j('nope')]), (6, ["unknown command 'frobnicate'"]),
+                           (7, ['cannot run `dvm batch`']), (8, ['batch line 12: a double quote is not closed']),
+                           (9, ['batch line 13: a single quote is not closed']),
+                           (10, ['batch line 14: a backslash ends the line']),
+                           (11, ['cpu']), (12, ['cd takes one directory']), (13, ['dvm '])):
+            if not all(n in recs[k][2] + recs[k][3] for n in needles):
+                failures.append('batch: line %d: %r lacks one of %r' % (recs[k][0], recs[k][2] + recs[k][3], needles))
+    # a file of commands; the status is the worst command's; wrong usage of batch itself
+    with open(j('cmds.txt'), 'w') as f:
+        f.write('run %s damp %s --backend cpu\nverify %s\n' % (DAMP, ' '.join(good), j('x.npy')))
+    p = subprocess.run([DVM, 'batch', j('cmds.txt')], capture_output=True, timeout=120)
+    if p.returncode != 1 or p.stdout.count(b'dvm batch: line ') != 2:
+        failures.append('batch FILE: status %d, output %r' % (p.returncode, p.stdout[:300]))
+    check('batch, no such file', ['batch', j('nope.txt')], 1, 'nope.txt', 'cannot open')
+    check('batch, an unknown option', ['batch', '--frob'], 2, "unknown option '--frob'")
+    check('batch, two files', ['batch', 'a', 'b'], 2, "unexpected argument 'b'")
+    check('batch --help', ['batch', '--help'], 0, 'dvm batch: line L: exit S, stdout N bytes, stderr M bytes', 'cd DIR')
+    check('--help names batch', ['--help'], 0, 'dvm batch')
+    # a launch's context is kept for the next launch with the same context options, also
+    # after a failed argument: on a device that takes long to open (lavapipe builds its
+    # pipeline), the next takes no time; new options open a new one
+    if 'vulkan device 0:' in dvm('info')[1]:
+        run = ['run', DAMP, 'damp'] + good + ['--backend', 'vulkan', '--time']
+        x2d = ['run', DAMP, 'damp', 'x=' + j('x2d.npy')] + good[1:] + ['--backend', 'vulkan', '--time']
+        rc, recs, _ = batch([' '.join(run), ' '.join(run), ' '.join(x2d), ' '.join(run),
+                             ' '.join(run + ['--gpu-threads', '5']), ' '.join(run + ['--gpu-threads', '5'])])
+        ms = [float(m.group(1)) if m else None for m in (re.search(r'context ([0-9.]+) ms', r[3]) for r in recs)]
+        if len(ms) != 6 or ms[2] is not None or None in ms[:2] + ms[3:] or \
+                not (ms[0] > 10 * max(ms[1], ms[3]) and ms[4] > 10 * max(ms[1], ms[3], ms[5])):
+            failures.append('batch on vulkan: context times %r: expected the 1st and 5th (new options) to open the '
+                            'device, the 3rd to fail and the others to take the kept context' % ms)
+    # Ctrl-C cancels the running launch; the batch ends there, with status 130
+    spin = j('spin.dvk')
+    p = subprocess.Popen([DVM, 'batch'], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdin.write(('run %s spin x=%s --backend cpu --out %s\n' % (spin, j('sx.npy'), j('o_bsig'))).encode())
+    p.stdin.write(('run %s damp %s --backend cpu\n' % (DAMP, ' '.join(good))).encode())
+    p.stdin.flush()
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    try:
+        o, e = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        o, e = p.communicate()
+    if p.returncode != 130 or not o.startswith(b'dvm batch: line 1: exit 130, stdout 0 bytes') or \
+            b'dvm: interrupted' not in o or o.count(b'dvm batch: line') != 1 or os.path.exists(j('o_bsig')):
+        failures.append('batch, SIGINT: status %d, output %r, wrote %s' % (p.returncode, o, os.path.exists(j('o_bsig'))))
 
 
 if __name__ == '__main__':

@@ -74,6 +74,11 @@ typedef struct run_in {
     uint32_t uni[8];
     uint32_t nuni;
     int64_t caps[4];
+    /* > 0: every parallel task's iteration count, known to the host as vm/launch.c passes it
+       (dvm_exec.total): the backend dispatches that many threads. 0: unknown, as for an extent
+       a serial task computes: it dispatches its thread cap (2^18 on a CPU device such as
+       lavapipe, where 2^18 threads for 1024 iterations take over a second a launch). */
+    int64_t total;
 } run_in;
 
 typedef struct run_out {
@@ -93,8 +98,9 @@ static void arr1(run_in *A, uint32_t slot, uint32_t *data, int64_t n)
     A->shape[slot * DVM_MAX_RANK] = (int32_t)n;
 }
 
-/* --vk-lanes: launches pass each parallel task's iteration count, as dvm_launch does where the
-   uniforms that bound it are inputs (no serial task), which four lanes need (vk_lanes). */
+/* --vk-lanes: the launches that pass no iteration count (run_in.total) pass each parallel task's,
+   as dvm_launch does where the uniforms that bound it are inputs (no serial task), so that four
+   lanes (vk_lanes) run them too. */
 static int pass_totals;
 
 /* Runs the current program on one backend; out->data are fresh copies (free them). */
@@ -117,11 +123,16 @@ static void launch(const dvm_backend_vtbl *vt, dvm_backend *be, const run_in *A,
     memset(&x, 0, sizeof x);
     x.prog = &prog; x.loaded = ld; x.var = &var; x.nslots = A->n; x.arrays = bufs;
     x.arr_len = A->len; x.arr_shape = A->shape; x.uniforms = o->uni; x.nuniforms = A->nuni;
-    int64_t total[16];
-    int serial = 0;
-    for (uint32_t t = 0; t < var.ntasks; t++) serial |= prog.tasks[var.task_begin + t].kind == DVM_TASK_SERIAL;
-    if (pass_totals && !serial && var.ntasks <= 16) {
-        for (uint32_t t = 0; t < var.ntasks; t++) {
+    int64_t total[64];
+    if (A->total > 0 && var.ntasks <= 64) {
+        for (uint32_t t = 0; t < var.ntasks; t++)
+            total[t] = prog.tasks[var.task_begin + t].kind == DVM_TASK_PARALLEL ? A->total : -1;
+        x.total = total;
+    } else if (pass_totals && var.ntasks <= 64) {
+        /* --vk-lanes: every launch without a serial task passes its counts from its uniforms */
+        int serial = 0;
+        for (uint32_t t = 0; t < var.ntasks; t++) serial |= prog.tasks[var.task_begin + t].kind == DVM_TASK_SERIAL;
+        for (uint32_t t = 0; t < var.ntasks && !serial; t++) {
             const dvm_task_desc *td = &prog.tasks[var.task_begin + t];
             total[t] = 1;
             for (uint32_t d = 0; d < td->ndim; d++) {
@@ -130,7 +141,7 @@ static void launch(const dvm_backend_vtbl *vt, dvm_backend *be, const run_in *A,
                 total[t] *= stop > start ? stop - start : 0;
             }
         }
-        x.total = total;
+        if (!serial) x.total = total;
     }
     x.nthread_slots = vt->slots(be, &x);
     int64_t off[4];
@@ -203,7 +214,9 @@ static void both(const char *what, const run_in *A, const int *kind)
 #define NE 1024
 static uint32_t X[NE], Y[NE], O[NE];
 
-/* out[i] = op(x[i], y[i]) over a parallel 1-D task with n = U[0]. */
+/* out[i] = op(x[i], y[i]) over a parallel 1-D task with n = U[0], which the host knows
+   (run_in.total) unless ew_total is 0. */
+static int64_t ew_total = NE;
 static void elementwise(uint8_t op, int isf, int arity)
 {
     reset();
@@ -225,6 +238,7 @@ static void elementwise(uint8_t op, int isf, int arity)
     arr1(&A, 2, O, NE);
     A.uni[0] = NE;
     A.nuni = 1;
+    A.total = ew_total;
     int kind[3] = {EXACT, EXACT, isf};
     char what[64];
     snprintf(what, sizeof what, "op %u", op);
@@ -275,6 +289,10 @@ static void test_ops(void)
     for (size_t i = 0; i < sizeof iops1; i++) elementwise(iops1[i], EXACT, 1);
     for (int i = 0; i < NE; i++) { X[i] = (uint32_t)((i % 9) - 4); Y[i] = (uint32_t)(i % 13); }
     elementwise(DVM_OP_POWI, EXACT, 2);
+    /* an extent the host does not know: the thread cap's threads, most without an iteration */
+    ew_total = 0;
+    elementwise(DVM_OP_ADDI, EXACT, 2);
+    ew_total = NE;
 }
 
 /* A serial task computes a hidden extent (U[1] = n * 2 - 3) and a loop sum into U[2]; a 2-D
@@ -694,6 +712,7 @@ static void test_reg_classes(void)
     arr1(&A, 0, O, NE);
     A.uni[0] = NE;
     A.nuni = 2;
+    A.total = NE;
     both("register-file classes", &A, NULL);
     run_out v;
     launch(VV, vk, &A, &v);

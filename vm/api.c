@@ -19,6 +19,7 @@ dvm_status dvm_fail(dvm_context *ctx, dvm_status st, int located, const char *fm
         vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
         va_end(ap);
         ctx->err_located = located;
+        ctx->err_status = st;
     }
     return st;
 }
@@ -27,6 +28,7 @@ void dvm_clear_err(dvm_context *ctx) {
     if (ctx) {
         ctx->err[0] = 0;
         ctx->err_located = 0;
+        ctx->err_status = DVM_OK;
     }
 }
 

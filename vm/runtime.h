@@ -46,6 +46,7 @@ struct dvm_context {
     char device[256];
     char err[DVM_ERRMSG_MAX];
     int err_located;      /* err starts with FILE:LINE:COL: error: */
+    dvm_status err_status; /* the status err was set with (dvm_fail); DVM_OK once cleared */
     int cli_remedies;     /* overflow remedies name command-line options, not opts fields */
     dvm_context_opts opts; /* as created (backend NULL: the string is the caller's); dvm_compile
                               reads the compiler's switches here */

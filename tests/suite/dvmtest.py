@@ -3,13 +3,18 @@ checks them against float64 references written in Python (never against dvm itse
 forward outputs, adjoint gradients against central finite differences of the reference,
 and tangents against both finite differences and the adjoint (<J v, w> = <v, J^T w>)."""
 import copy
+import fcntl
+import hashlib
 import math
 import os
+import pickle
 import random
 import shutil
 import subprocess
 import tempfile
+import threading
 
+import dvmbatch
 import npyio
 
 
@@ -91,17 +96,78 @@ def run_ref(case, d):
     return d
 
 
+class RefCache:
+    """Reference values computed once and kept in a folder (None: no folder, always computed),
+    so that the tests that check the same corpus (on each backend, through the CPU's lane
+    interpreters, through the C API) do not each compute the same finite differences in
+    Python again: they take most of a grad run. A value is filed under a hash of its key and
+    of every .py file of the harness (the cases and the references are Python), so a changed
+    case or reference is computed afresh; concurrent runs take a lock per key, so one
+    computes what the other waits for."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+            h = hashlib.sha256()
+            here = os.path.dirname(os.path.abspath(__file__))
+            for fn in sorted(os.listdir(here)):
+                if fn.endswith('.py'):
+                    with open(os.path.join(here, fn), 'rb') as f:
+                        h.update(fn.encode() + b'\0' + f.read() + b'\0')
+            self.sources = h.hexdigest()
+
+    def get(self, key, compute):
+        if not self.folder:
+            return compute()
+        name = hashlib.sha256((self.sources + '\0' + key).encode()).hexdigest()
+        path = os.path.join(self.folder, name + '.pickle')
+        with open(path + '.lock', 'w') as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                with open(path, 'rb') as f:
+                    got = pickle.load(f)
+                if got[0] == key:
+                    return got[1]
+            except (OSError, EOFError, pickle.UnpicklingError):
+                pass
+            value = compute()
+            tmp = f'{path}.{os.getpid()}.{threading.get_ident()}'
+            with open(tmp, 'wb') as f:
+                pickle.dump((key, value), f)
+            os.replace(tmp, path)
+            return value
+
+
 class Runner:
-    def __init__(self, dvm, backend, keep=False, flags=()):
-        """flags: options added to every run, grad and jvp (the switches: --cpu-lanes, ...)."""
+    def __init__(self, dvm, backend, keep=False, flags=(), batch=False, refs=None):
+        """flags: options added to every run, grad and jvp (the switches: --cpu-lanes, ...).
+        batch: every command through a `dvm batch` process of the calling thread (dvmbatch.py)
+        instead of a `dvm` process of its own; close() ends them and returns their problems.
+        refs: the folder of a RefCache for the references (None: computed in every run)."""
         self.dvm, self.backend, self.keep, self.flags = dvm, backend, keep, list(flags)
+        self.refs = RefCache(refs)
+        self.batch = batch
+        self.batches, self.local, self.lock = [], threading.local(), threading.Lock()
 
     def call(self, args, cwd):
         if args and args[0] in ('run', 'grad', 'jvp'):
             args = args + self.flags
+        if self.batch:
+            b = getattr(self.local, 'batch', None)
+            if b is None:
+                b = self.local.batch = dvmbatch.Batch(self.dvm)
+                with self.lock:
+                    self.batches.append(b)
+            return b.call(args, cwd, 120)
         p = subprocess.run([self.dvm] + args, cwd=cwd, capture_output=True, text=True,
                            timeout=120)
         return p.returncode, p.stdout, p.stderr
+
+    def close(self):
+        """Ends the batch processes; returns (commands they ran, problems)."""
+        problems = [p for b in self.batches for p in b.close()]
+        return sum(b.commands for b in self.batches), problems
 
     def launch(self, case, cmd, d, extra=None, work=None):
         """Runs `dvm cmd`; returns (rc, stderr, outputs dict name -> Arr)."""
@@ -185,13 +251,15 @@ def loss(case, d, seeds):
     return sum(s * v for n in seeds for s, v in zip(seeds[n].data, out[n].data))
 
 
-def check_grad(r, case):
+def grad_reference(case):
+    """What check_grad compares dvm with, from the case alone: the inputs d, the seeds, the
+    adjoint's reference (central differences of L = sum_p <seed_p, p_out> in float64), the
+    tangent direction v and the tangent's reference (central differences along v)."""
     rng = random.Random(case.seed + 1000)
     d = case.make_inputs()
     names = [n for n in f32_arrays(d) if n not in case.exclude_grad]
     seeds = {n: Arr('f4', d[n].shape, [npyio.f32(rng.uniform(-1, 1)) for _ in d[n].data])
              for n in f32_arrays(d)}
-    # reference gradient: central differences of L = sum_p <seed_p, p_out> in float64
     want = {}
     for n in names:
         g = []
@@ -205,16 +273,6 @@ def check_grad(r, case):
             d[n].data[j] = x0
             g.append((lp - lm) / (2 * h))
         want[n] = Arr('f4', d[n].shape, g)
-    extra = {n + '.grad': seeds[n] for n in seeds}
-    rc, msg, outs = r.launch(case, 'grad', d, extra)
-    if rc != 0:
-        return f'dvm grad exited {rc}: {msg.strip()}'
-    scale = max([abs(v) for n in want for v in want[n].data] + [1e-3])
-    for n in names:
-        e = compare(n + '.grad', outs.get(n + '.grad'), want[n], case.gtol, scale)
-        if e:
-            return e
-    # tangent: against finite differences along v, and against the adjoint
     v = {n: Arr('f4', d[n].shape, [npyio.f32(rng.uniform(-1, 1)) for _ in d[n].data])
          for n in f32_arrays(d)}
     for n in f32_arrays(d):
@@ -226,14 +284,30 @@ def check_grad(r, case):
         dp[n].data = [a + h * b for a, b in zip(d[n].data, v[n].data)]
         dm[n].data = [a - h * b for a, b in zip(d[n].data, v[n].data)]
     op, om = run_ref(case, dp), run_ref(case, dm)
+    wantd = {n: Arr('f4', d[n].shape, [(a - b) / (2 * h) for a, b in zip(op[n].data, om[n].data)])
+             for n in f32_arrays(d)}
+    return dict(d=d, names=names, seeds=seeds, want=want, v=v, wantd=wantd)
+
+
+def check_grad(r, case):
+    ref = r.refs.get('grad ' + case.name, lambda: grad_reference(case))
+    d, names, seeds, want, v, wantd = (ref[k] for k in ('d', 'names', 'seeds', 'want', 'v', 'wantd'))
+    extra = {n + '.grad': seeds[n] for n in seeds}
+    rc, msg, outs = r.launch(case, 'grad', d, extra)
+    if rc != 0:
+        return f'dvm grad exited {rc}: {msg.strip()}'
+    scale = max([abs(v) for n in want for v in want[n].data] + [1e-3])
+    for n in names:
+        e = compare(n + '.grad', outs.get(n + '.grad'), want[n], case.gtol, scale)
+        if e:
+            return e
+    # tangent: against finite differences along v, and against the adjoint
     extra = {n + '.dual': v[n] for n in v}
     rc, msg, touts = r.launch(case, 'jvp', d, extra)
     if rc != 0:
         return f'dvm jvp exited {rc}: {msg.strip()}'
     tscale = 1e-3
-    wantd = {}
     for n in f32_arrays(d):
-        wantd[n] = Arr('f4', d[n].shape, [(a - b) / (2 * h) for a, b in zip(op[n].data, om[n].data)])
         tscale = max([tscale] + [abs(x) for x in wantd[n].data])
     for n in f32_arrays(d):
         e = compare(n + '.dual', touts.get(n + '.dual'), wantd[n], case.gtol, tscale)

@@ -37,6 +37,8 @@ Features (--features a,b,c; default: every feature this dvm compiles):
   timeloop  `for t in serial(range(T)):` around the parallel loops
   vec       vec3 / mat3 locals: constructors, componentwise arithmetic, @, cross, dot, outer,
             transpose, clamp, components read (.x, [k]) and assigned (.y = ...)
+--batch runs the commands through one `dvm batch` process (tests/suite/dvmbatch.py: the device
+opened once instead of once per command).
 Exit 0 no program wrong, 1 some program wrong, 77 the backend has no device."""
 import argparse
 import collections
@@ -52,6 +54,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import npyio  # noqa: E402
+from dvmbatch import Dvm  # noqa: E402
 
 ALL_FEATURES = ['loops', 'while', 'if', 'break', 'helper', 'math', 'stages', 'accum', 'serial',
                 'inplace', 'recur', 'timeloop', 'vec']
@@ -762,6 +765,7 @@ def first_error(msg):
 
 
 def probe_features(dvm, work):
+    """dvm: a dvmbatch.Dvm."""
     """Features this dvm compiles: a tiny kernel of the feature alone must compile."""
     probes = {'timeloop': 'kernel k(x: f32[n]):\n    for t in serial(range(2)):\n'
                           '        for i in range(n):\n            x[i] = x[i] * 0.5\n',
@@ -772,8 +776,7 @@ def probe_features(dvm, work):
             p = os.path.join(work, f'probe_{f}.dvk')
             with open(p, 'w') as fh:
                 fh.write(probes[f])
-            r = subprocess.run([dvm, 'compile', p, '-o', p + '.dvb'], capture_output=True, text=True,
-                               timeout=60)
+            r = dvm.run(['compile', p, '-o', p + '.dvb'], timeout=60)
             if r.returncode != 0:
                 continue
         feats.append(f)
@@ -825,8 +828,7 @@ def run_one(o, rng, feats, t, work):
     for c, cargs in cmds.items():
         outd = 'out_' + c
         try:
-            p = subprocess.run([o.dvm] + cargs + ['--out', outd, '--backend', o.backend], cwd=d,
-                               capture_output=True, text=True, timeout=o.timeout)
+            p = o.run(cargs + ['--out', outd, '--backend', o.backend], cwd=d, timeout=o.timeout)
         except subprocess.TimeoutExpired:
             res[c] = (-1, f'timed out after {o.timeout} s (every loop of the program terminates)', {})
             continue
@@ -926,15 +928,26 @@ def main():
                     help='features on in every program (the others: each in a random 60%% of them)')
     ap.add_argument('--keep', default=None, help='copy failing programs (wrong) into this folder')
     ap.add_argument('--show-refused', action='store_true', help='print refused programs too')
+    ap.add_argument('--batch', action='store_true', help='every command through one `dvm batch` process')
     o = ap.parse_args()
     o.dvm = os.path.abspath(o.dvm)
+    dvm = Dvm(o.dvm, o.batch)
+    o.run = dvm.run
+    try:
+        rc = fuzz(o, ap, dvm)
+    finally:
+        bad = dvm.close('grad_fuzz')
+    return 1 if bad else rc
+
+
+def fuzz(o, ap, dvm):
     rng = random.Random(o.seed)
     Ref.all_inexact = o.backend != 'cpu'
     counts = collections.Counter()
     hist = collections.Counter()
     with tempfile.TemporaryDirectory(prefix='dvmt_grad_') as work:
         if o.features is None:
-            feats = probe_features(o.dvm, work)
+            feats = probe_features(dvm, work)
         else:
             feats = [f for f in o.features.split(',') if f]
             bad = [f for f in feats if f not in ALL_FEATURES]

@@ -8,17 +8,18 @@ Python's own walk over the iteration space:
 - in bounds everywhere: it succeeds, `--time` reports `snapshots 0 bytes`, and v is right;
 - out of bounds somewhere: it fails with the out-of-bounds message, never with the internal
   error that a launch run without a snapshot reports, and writes nothing.
-Exit 0 all passed, 1 a failure, 77 the backend has no device."""
+--batch runs the commands through one `dvm batch` process (tests/suite/dvmbatch.py: the device
+opened once). Exit 0 all passed, 1 a failure, 77 the backend has no device."""
 import argparse
 import os
 import random
 import re
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import npyio  # noqa: E402
+from dvmbatch import Dvm  # noqa: E402
 
 
 def off(rng):
@@ -92,7 +93,17 @@ def main():
     ap.add_argument('--backend', default='cpu')
     ap.add_argument('--count', type=int, default=int(os.environ.get('DVM_NOFAIL_COUNT', '80')))
     ap.add_argument('--seed', type=int, default=20261123)
+    ap.add_argument('--batch', action='store_true', help='every command through one `dvm batch` process')
     o = ap.parse_args()
+    dvm = Dvm(o.dvm, o.batch)
+    try:
+        rc = fuzz(o, dvm)
+    finally:
+        bad = dvm.close('nofail_fuzz')
+    return 1 if bad else rc
+
+
+def fuzz(o, dvm):
     rng = random.Random(o.seed)
     fails, safe, oob = [], 0, 0
     with tempfile.TemporaryDirectory(prefix='dvmt_nofail_') as work:
@@ -111,9 +122,8 @@ def main():
             npyio.write(os.path.join(work, 'u.npy'), 'f4', t['ushape'], u)
             npyio.write(os.path.join(work, 'v.npy'), 'f4', t['vshape'], v)
             out = os.path.join(work, f'out{n}')
-            p = subprocess.run([o.dvm, 'run', src, 'k', f'u={work}/u.npy', f'v={work}/v.npy', f'a={t["a"]}',
-                                f'b={t["b"]}', f'c={t["c"]}', '--backend', o.backend, '--out', out, '--time'],
-                               capture_output=True, text=True, timeout=120)
+            p = dvm.run(['run', src, 'k', f'u={work}/u.npy', f'v={work}/v.npy', f'a={t["a"]}',
+                         f'b={t["b"]}', f'c={t["c"]}', '--backend', o.backend, '--out', out, '--time'], timeout=120)
             msg = (p.stderr + p.stdout).strip()
             if p.returncode != 0 and re.search(r"backend '\w+' (device \d+:|is not compiled)", msg):
                 print(f'nofail_fuzz: SKIPPED: no {o.backend} device: {msg}')

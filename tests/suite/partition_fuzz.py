@@ -5,18 +5,19 @@ leave alone), run through `dvm run` and checked element by element against Pytho
 every form and side, chained comparisons, scalars that put the box inside, across or outside
 the range, 1-D ranges with a start, 2-D and 3-D; `else`, `elif` or neither. At least a third
 of the kernels must come out partitioned (`dvm disasm` shows more than one parallel task), so
-that the check cannot pass with the pass switched off. Exit 0 all passed, 1 a failure, 77 the
-backend has no device."""
+that the check cannot pass with the pass switched off. --batch runs the commands through one
+`dvm batch` process (tests/suite/dvmbatch.py: the device opened once). Exit 0 all passed, 1 a
+failure, 77 the backend has no device."""
 import argparse
 import os
 import random
 import re
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import npyio  # noqa: E402
+from dvmbatch import Dvm  # noqa: E402
 
 BOUNDS = ['0', '1', '2', 'a', 'b', '{N} - 1', '{N} - 2', '{N} - a', 'a * 2', 'min(a, {N})', 'max(b, 1)',
           '-b', 'abs(b)', 'a + b', '{N} // 2']  # the last one cannot be split (// may fail)
@@ -95,7 +96,17 @@ def main():
     ap.add_argument('--count', type=int, default=60)
     ap.add_argument('--seed', type=int, default=20261123)
     ap.add_argument('--dvm-flag', action='append', default=[], help='added to every `dvm run` (--cpu-lanes)')
+    ap.add_argument('--batch', action='store_true', help='every command through one `dvm batch` process')
     o = ap.parse_args()
+    dvm = Dvm(o.dvm, o.batch)
+    try:
+        rc = fuzz(o, dvm)
+    finally:
+        bad = dvm.close('partition_fuzz')
+    return 1 if bad else rc
+
+
+def fuzz(o, dvm):
     rng = random.Random(o.seed)
     fails, split = [], 0
     with tempfile.TemporaryDirectory(prefix='dvmt_part_') as work:
@@ -112,9 +123,8 @@ def main():
             npyio.write(os.path.join(work, 'u.npy'), 'f4', c['shape'], u)
             npyio.write(os.path.join(work, 'v.npy'), 'f4', c['shape'], v)
             out = os.path.join(work, f'out{t}')
-            p = subprocess.run([o.dvm, 'run', src, 'k', f'u={work}/u.npy', f'v={work}/v.npy', f'a={c["a"]}',
-                                f'b={c["b"]}', '--backend', o.backend, '--out', out] + o.dvm_flag,
-                               capture_output=True, text=True, timeout=120)
+            p = dvm.run(['run', src, 'k', f'u={work}/u.npy', f'v={work}/v.npy', f'a={c["a"]}',
+                         f'b={c["b"]}', '--backend', o.backend, '--out', out] + o.dvm_flag, timeout=120)
             if p.returncode != 0:
                 msg = p.stderr + p.stdout
                 if re.search(r"backend '\w+' (device \d+:|is not compiled)", msg):
@@ -125,7 +135,7 @@ def main():
             diff = npyio.exact_diff(npyio.read(os.path.join(out, 'v.npy'))[2], [f32(x) for x in reference(c, u, v)])
             if diff:
                 fails.append(f'kernel {t} (a={c["a"]}, b={c["b"]}, shape {c["shape"]}): {diff}\n{c["src"]}')
-            d = subprocess.run([o.dvm, 'disasm', src], capture_output=True, text=True, timeout=60).stdout
+            d = dvm.run(['disasm', src], timeout=60).stdout
             fwd = d.split('variant adjoint')[0]
             split += len(re.findall(r'task \d+: parallel', fwd)) > 1
     if split * 3 < o.count:

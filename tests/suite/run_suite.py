@@ -2,8 +2,13 @@
 """Runs the kernel corpus (tests/suite/cases.py) through the dvm command on one backend.
 
 usage: run_suite.py --dvm PATH [--backend B] [--mode forward|grad|errors|big|all] [--filter S]
-                    [--dvm-flag=FLAG ...]
+                    [--dvm-flag=FLAG ...] [--batch] [--refs DIR]
 --dvm-flag adds FLAG to every launch (`--dvm-flag=--cpu-lanes`: the CPU's lane interpreters).
+--batch runs the commands through `dvm batch` (one process per worker thread, the device
+opened once in each: tests/suite/dvmbatch.py) instead of one dvm process per command; every
+check is the same, and the batch processes must end cleanly (status as their commands').
+--refs DIR keeps the grad references (finite differences, computed in Python) in DIR for the
+next run of the same corpus (dvmtest.RefCache): ctest's grad runs share one folder.
 Exit 0 when every selected check passed, 1 on any failure, 77 when the backend is not
 available on this machine (ctest counts that as skipped, never as passed)."""
 import argparse
@@ -201,8 +206,24 @@ def main():
     ap.add_argument('-j', type=int, default=2)
     ap.add_argument('--keep', action='store_true')
     ap.add_argument('--dvm-flag', action='append', default=[])
+    ap.add_argument('--batch', action='store_true')
+    ap.add_argument('--refs', default=None)
     a = ap.parse_args()
-    r = Runner(os.path.abspath(a.dvm), a.backend, a.keep, a.dvm_flag)
+    r = Runner(os.path.abspath(a.dvm), a.backend, a.keep, a.dvm_flag, a.batch, a.refs)
+    try:
+        return run(a, r)
+    finally:
+        ran, problems = r.close()
+        if a.batch:
+            print(f'{ran} commands through dvm batch')
+        for e in problems:
+            print(f'FAIL batch: {e}')
+        if problems:
+            print(f'{a.backend}: the batch processes failed')
+            sys.exit(1)
+
+
+def run(a, r):
     rc, why = backend_available(r)
     if rc != 0:
         if unavailable(why):
