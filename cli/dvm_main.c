@@ -365,7 +365,7 @@ static int same_ctx_opts(const dvm_context_opts *a, const dvm_context_opts *b) {
     return !strcmp(a->backend, b->backend) && a->device == b->device && a->threads == b->threads && a->no_opt == b->no_opt &&
            a->no_partition == b->no_partition && a->unroll == b->unroll && a->cpu_lanes == b->cpu_lanes &&
            a->gpu_threads == b->gpu_threads && a->vk_no_int64 == b->vk_no_int64 &&
-           a->vk_no_float_atomics == b->vk_no_float_atomics && a->vk_max_alloc == b->vk_max_alloc;
+           a->vk_no_float_atomics == b->vk_no_float_atomics && a->vk_max_alloc == b->vk_max_alloc && a->vk_lanes == b->vk_lanes;
 }
 
 static void batch_drop_ctx(void) {
