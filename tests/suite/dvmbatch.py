@@ -172,6 +172,14 @@ class Dvm:
         rc, so, se = self.batch.call(args, cwd or os.getcwd(), timeout)
         return subprocess.CompletedProcess([self.dvm] + args, rc, so, se)
 
+    def serve(self, label, fn):
+        """Runs fn(self), then close(label): fn's status, or 1 when the batch had problems."""
+        try:
+            rc = fn(self)
+        finally:
+            bad = self.close(label)
+        return 1 if bad else rc
+
     def close(self, label):
         """Ends the batch process: 0, or 1 after printing its problems (FAIL lines)."""
         if self.batch is None:

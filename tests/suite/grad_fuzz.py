@@ -933,11 +933,7 @@ def main():
     o.dvm = os.path.abspath(o.dvm)
     dvm = Dvm(o.dvm, o.batch)
     o.run = dvm.run
-    try:
-        rc = fuzz(o, ap, dvm)
-    finally:
-        bad = dvm.close('grad_fuzz')
-    return 1 if bad else rc
+    return dvm.serve('grad_fuzz', lambda d: fuzz(o, ap, d))
 
 
 def fuzz(o, ap, dvm):

@@ -95,12 +95,7 @@ def main():
     ap.add_argument('--seed', type=int, default=20261123)
     ap.add_argument('--batch', action='store_true', help='every command through one `dvm batch` process')
     o = ap.parse_args()
-    dvm = Dvm(o.dvm, o.batch)
-    try:
-        rc = fuzz(o, dvm)
-    finally:
-        bad = dvm.close('nofail_fuzz')
-    return 1 if bad else rc
+    return Dvm(o.dvm, o.batch).serve('nofail_fuzz', lambda dvm: fuzz(o, dvm))
 
 
 def fuzz(o, dvm):

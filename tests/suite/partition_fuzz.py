@@ -98,12 +98,7 @@ def main():
     ap.add_argument('--dvm-flag', action='append', default=[], help='added to every `dvm run` (--cpu-lanes)')
     ap.add_argument('--batch', action='store_true', help='every command through one `dvm batch` process')
     o = ap.parse_args()
-    dvm = Dvm(o.dvm, o.batch)
-    try:
-        rc = fuzz(o, dvm)
-    finally:
-        bad = dvm.close('partition_fuzz')
-    return 1 if bad else rc
+    return Dvm(o.dvm, o.batch).serve('partition_fuzz', lambda dvm: fuzz(o, dvm))
 
 
 def fuzz(o, dvm):
