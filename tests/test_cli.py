@@ -462,6 +462,20 @@ def check_switches(j):
             failures.append('vulkan --gpu-threads 3: x.grad and y %r, the cpu gives %r' % (got, ref))
 
 
+def interrupt(p):
+    """Sends SIGINT to dvm process p a second after it started; its (stdout, stderr, whether it
+    had to be killed after 60 s)."""
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    try:
+        o, e = p.communicate(timeout=60)
+        return o, e, False
+    except subprocess.TimeoutExpired:
+        p.kill()
+        o, e = p.communicate()
+        return o, e, True
+
+
 def check_cancel(w, j):
     """--timeout and Ctrl-C on a `while True:` kernel: the launch stops with a message and
     writes no output file."""
@@ -486,14 +500,8 @@ def check_cancel(w, j):
     out = j('o_sigint')
     p = subprocess.Popen([DVM, 'run', spin, 'spin', 'x=' + j('sx.npy'), '--backend', 'cpu', '--out', out],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    import time
-    time.sleep(1.0)
-    p.send_signal(signal.SIGINT)
-    try:
-        o, e = p.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        o, e = p.communicate()
+    o, e, stuck = interrupt(p)
+    if stuck:
         failures.append('SIGINT: dvm did not stop within 60 s')
     if p.returncode != 130 or 'dvm: interrupted' not in e:
         failures.append('SIGINT: expected exit 130 and "dvm: interrupted", got %d %r' % (p.returncode, (o + e).strip()))
@@ -588,13 +596,7 @@ def check_batch(w, j):
     p.stdin.write(('run %s spin x=%s --backend cpu --out %s\n' % (spin, j('sx.npy'), j('o_bsig'))).encode())
     p.stdin.write(('run %s damp %s --backend cpu\n' % (DAMP, ' '.join(good))).encode())
     p.stdin.flush()
-    time.sleep(1.0)
-    p.send_signal(signal.SIGINT)
-    try:
-        o, e = p.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        o, e = p.communicate()
+    o, e, _ = interrupt(p)
     if p.returncode != 130 or not o.startswith(b'dvm batch: line 1: exit 130, stdout 0 bytes') or \
             b'dvm: interrupted' not in o or o.count(b'dvm batch: line') != 1 or os.path.exists(j('o_bsig')):
         failures.append('batch, SIGINT: status %d, output %r, wrote %s' % (p.returncode, o, os.path.exists(j('o_bsig'))))
