@@ -160,6 +160,11 @@ typedef struct dvm_backend_vtbl {
     int (*write)(dvm_backend *be, dvm_buffer *b, size_t off, const void *src, size_t n, char *err, size_t errlen);
     int (*read)(dvm_backend *be, dvm_buffer *b, size_t off, void *dst, size_t n, char *err, size_t errlen);
     int (*copy)(dvm_backend *be, dvm_buffer *dst, dvm_buffer *src, size_t n, char *err, size_t errlen);
+    /* copy, which the backend may defer: to the start of the next exec (one submission with
+       the tasks), or to the start of any other call (write, read, copy, free, sizing), which
+       runs it first. launch.c takes the snapshots with it: their destinations are scratch
+       buffers that only a later call reads. NULL: launch.c calls copy. */
+    int (*copy_lazy)(dvm_backend *be, dvm_buffer *dst, dvm_buffer *src, size_t n, char *err, size_t errlen);
     /* A buffer over `bytes` of caller-owned host memory at p, used in place (no copy); free
        releases the buffer, never the memory. NULL where buffers are not host memory (every
        backend but cpu): dvm_array_wrap_host then refuses. */

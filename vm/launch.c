@@ -230,7 +230,7 @@ static dvm_status take_snapshots(launch *L, uint32_t vk) {
             if (e->buf || !L->may_fail[vks[v]]) continue;
             size_t bytes = (size_t)(a->count ? a->count : 1) * 4;
             if (scratch_buf(ctx, (uint32_t)(e - L->snaps), bytes, &e->buf, err, sizeof err) != 0 ||
-                ctx->vt->copy(ctx->be, e->buf, a->buf, bytes, err, sizeof err) != 0) {
+                (ctx->vt->copy_lazy ? ctx->vt->copy_lazy : ctx->vt->copy)(ctx->be, e->buf, a->buf, bytes, err, sizeof err) != 0) {
                 e->buf = NULL;
                 return dvm_fail(ctx, DVM_ERR_BACKEND, 0, "kernel '%s': cannot snapshot '%s': %s", dvm_kernel_name(L->k),
                                 pstr(L->p, L->p->params[kd->param_begin + sd->param].name), err);

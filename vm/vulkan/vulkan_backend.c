@@ -237,6 +237,11 @@ typedef struct vk_pipe {
    registers (see reg_class), a uvec4 array of 64 it does not. */
 #define VK_LANE_MIN_REGS 64
 
+typedef struct vk_lazy {
+    dvm_buffer *dst, *src;
+    size_t n;
+} vk_lazy;
+
 struct dvm_backend {
     VkInstance inst;
     VkPhysicalDevice pd;
@@ -272,6 +277,9 @@ struct dvm_backend {
     dvm_buffer *cancel;   /* host-visible coherent, device-local where the device has such memory:
                              the context's cancel word (vk_cancel_word), read by the interpreter
                              at backward jumps */
+    vk_lazy *lazy;        /* copies deferred by copy_lazy (vk_copy_lazy): recorded at the head of
+                             the next exec's command buffer, or run by lazy_flush first */
+    uint32_t nlazy, lazy_cap;
     double pipeline_ms;
     int cache_hit;
     char name[512];
@@ -383,13 +391,26 @@ static int buf_reserve(dvm_backend *be, dvm_buffer **b, size_t bytes, int host, 
     return buf_new(be, want, host, b, err, errlen);
 }
 
+static void barrier(dvm_backend *be);
+/* Records the deferred copies into the command buffer being recorded, then a barrier. */
+static void lazy_record(dvm_backend *be) {
+    for (uint32_t i = 0; i < be->nlazy; i++) {
+        VkBufferCopy rg = {.srcOffset = 0, .dstOffset = 0, .size = be->lazy[i].n};
+        D.vkCmdCopyBuffer(be->cmd, be->lazy[i].src->buf, be->lazy[i].dst->buf, 1, &rg);
+    }
+    if (be->nlazy) barrier(be);
+    be->nlazy = 0;
+}
+/* Begins the command buffer; the deferred copies come first in it. */
 static int cmd_begin(dvm_backend *be, char *err, size_t errlen) {
     VkResult r = D.vkResetCommandBuffer(be->cmd, 0);
     if (r != VK_SUCCESS) return vkfail(r, "vkResetCommandBuffer", err, errlen);
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     r = D.vkBeginCommandBuffer(be->cmd, &bi);
-    return r == VK_SUCCESS ? 0 : vkfail(r, "vkBeginCommandBuffer", err, errlen);
+    if (r != VK_SUCCESS) return vkfail(r, "vkBeginCommandBuffer", err, errlen);
+    lazy_record(be);
+    return 0;
 }
 
 static int cmd_submit_wait(dvm_backend *be, char *err, size_t errlen) {
@@ -401,6 +422,13 @@ static int cmd_submit_wait(dvm_backend *be, char *err, size_t errlen) {
     r = D.vkWaitForFences(be->dev, 1, &be->fence, VK_TRUE, UINT64_MAX);
     D.vkResetFences(be->dev, 1, &be->fence);
     return r == VK_SUCCESS ? 0 : vkfail(r, "vkWaitForFences", err, errlen);
+}
+
+/* Runs the deferred copies now, for a call that submits nothing (a mapped buffer, a free). */
+static int lazy_flush(dvm_backend *be, char *err, size_t errlen) {
+    if (!be->nlazy) return 0;
+    if (cmd_begin(be, err, errlen)) return -1;
+    return cmd_submit_wait(be, err, errlen);
 }
 
 /* Makes earlier writes (shader or transfer) visible to later shaders and transfers. */
@@ -425,7 +453,11 @@ static void barrier_host(dvm_backend *be) {
 static int vk_write(dvm_backend *be, dvm_buffer *b, size_t off, const void *src, size_t n, char *err, size_t errlen) {
     if (off > b->size || n > b->size - off) { fmt(err, errlen, "vulkan: write of %zu bytes at %zu outside a buffer of %llu", n, off, (unsigned long long)b->size); return -1; }
     if (!n) return 0;
-    if (b->map) { memcpy((char *)b->map + off, src, n); return 0; }
+    if (b->map) {
+        if (lazy_flush(be, err, errlen)) return -1;
+        memcpy((char *)b->map + off, src, n);
+        return 0;
+    }
     for (size_t done = 0; done < n;) {
         size_t c = n - done < STAGING_CHUNK ? n - done : STAGING_CHUNK;
         if (buf_reserve(be, &be->staging, c, 1, err, errlen)) return -1;
@@ -442,7 +474,11 @@ static int vk_write(dvm_backend *be, dvm_buffer *b, size_t off, const void *src,
 static int vk_read(dvm_backend *be, dvm_buffer *b, size_t off, void *dst, size_t n, char *err, size_t errlen) {
     if (off > b->size || n > b->size - off) { fmt(err, errlen, "vulkan: read of %zu bytes at %zu outside a buffer of %llu", n, off, (unsigned long long)b->size); return -1; }
     if (!n) return 0;
-    if (b->map) { memcpy(dst, (const char *)b->map + off, n); return 0; }
+    if (b->map) {
+        if (lazy_flush(be, err, errlen)) return -1;
+        memcpy(dst, (const char *)b->map + off, n);
+        return 0;
+    }
     for (size_t done = 0; done < n;) {
         size_t c = n - done < STAGING_CHUNK ? n - done : STAGING_CHUNK;
         if (buf_reserve(be, &be->staging, c, 1, err, errlen)) return -1;
@@ -466,6 +502,22 @@ static int vk_copy(dvm_backend *be, dvm_buffer *dst, dvm_buffer *src, size_t n, 
     return cmd_submit_wait(be, err, errlen);
 }
 
+/* A snapshot's copy (launch.c): one submission with the next exec's tasks saves the submit
+   and wait of its own (0.1 ms a launch on an H100). */
+static int vk_copy_lazy(dvm_backend *be, dvm_buffer *dst, dvm_buffer *src, size_t n, char *err, size_t errlen) {
+    if (n > dst->size || n > src->size) { fmt(err, errlen, "vulkan: copy of %zu bytes exceeds a buffer", n); return -1; }
+    if (!n) return 0;
+    if (be->nlazy == be->lazy_cap) {
+        uint32_t cap = be->lazy_cap ? 2 * be->lazy_cap : 8;
+        vk_lazy *nl = realloc(be->lazy, cap * sizeof *nl);
+        if (!nl) return vk_copy(be, dst, src, n, err, errlen);
+        be->lazy = nl;
+        be->lazy_cap = cap;
+    }
+    be->lazy[be->nlazy++] = (vk_lazy){dst, src, n};
+    return 0;
+}
+
 static int vk_alloc(dvm_backend *be, size_t bytes, dvm_buffer **out, char *err, size_t errlen) {
     dvm_buffer *b;
     if (buf_new(be, bytes, 0, &b, err, errlen)) return -1;
@@ -482,7 +534,15 @@ static int vk_alloc(dvm_backend *be, size_t bytes, dvm_buffer **out, char *err, 
     return 0;
 }
 
-static void vk_free(dvm_backend *be, dvm_buffer *b) { buf_free(be, b); }
+static void vk_free(dvm_backend *be, dvm_buffer *b) {
+    char err[256];
+    for (uint32_t i = 0; i < be->nlazy; i++)
+        if (be->lazy[i].dst == b || be->lazy[i].src == b) {
+            (void)lazy_flush(be, err, sizeof err); /* a failure there leaves nothing to undo */
+            break;
+        }
+    buf_free(be, b);
+}
 
 /* ---- pipeline cache on disk ---- */
 static int cache_path(dvm_backend *be, const uint32_t *spv, size_t spv_bytes, char *out, size_t n) {
@@ -688,6 +748,7 @@ static void vk_close(dvm_backend *be) {
         if (be->pool) D.vkDestroyCommandPool(be->dev, be->pool, NULL);
         D.vkDestroyDevice(be->dev, NULL);
     }
+    free(be->lazy);
     free(be); /* be->inst is the process-wide instance: kept */
 }
 
@@ -1307,6 +1368,7 @@ const dvm_backend_vtbl dvm_backend_vulkan = {
     .write = vk_write,
     .read = vk_read,
     .copy = vk_copy,
+    .copy_lazy = vk_copy_lazy,
     .load = vk_load,
     .unload = vk_unload,
     .size_begin = vk_size_begin,
