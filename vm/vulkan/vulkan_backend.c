@@ -236,6 +236,10 @@ typedef struct vk_pipe {
 /* The smallest four-lane register file: NVIDIA's compiler keeps a small private array in
    registers (see reg_class), a uvec4 array of 64 it does not. */
 #define VK_LANE_MIN_REGS 64
+/* The largest four-lane register file a launch takes at first: 256 uvec4 are 4 KiB a thread,
+   as the one-lane private file. NVIDIA's driver fails to create the class of 1024 (16 KiB);
+   a class the driver fails lowers be->lane_regs_max, and the launch runs on one lane. */
+#define VK_LANE_MAX_REGS 256
 
 typedef struct vk_lazy {
     dvm_buffer *dst, *src;
@@ -270,6 +274,7 @@ struct dvm_backend {
     uint32_t thread_cap_ns; /* .. of a launch without (no heap slot per thread) */
     int private_ns;         /* a launch without adstacks takes private register files */
     int lanes_ns;           /* .. and runs its parallel tasks four iterations an invocation */
+    uint32_t lane_regs_max; /* .. when each task has at most this many registers */
     dvm_buffer *staging;  /* host-visible, for uploads and readbacks */
     dvm_buffer *params;   /* device: error record, uniforms, slot/stack tables, sizer jobs */
     dvm_buffer *scratch;  /* device: the sizer's slots */
@@ -828,6 +833,7 @@ static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errl
        pipeline made here is that class's of 16 registers, which also runs the sizer */
     be->private_ns = be->caps.props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
     be->lanes_ns = opts && opts->vk_lanes ? opts->vk_lanes == 4 : be->private_ns;
+    be->lane_regs_max = VK_LANE_MAX_REGS;
     be->shared_regs_max = 0;
     for (uint32_t k = 16; k <= DVM_MAX_REGS && (uint64_t)k * WG_SIZE * 4 + WG_SIZE * 8 <= smem; k *= 2) be->shared_regs_max = k;
     if (make_module(be, err, errlen)) goto fail;
@@ -1027,7 +1033,9 @@ static int vk_lanes(const dvm_backend *be, const dvm_exec *x) {
     for (uint32_t t = 0; t < x->var->ntasks; t++) {
         if (x->prog->tasks[x->var->task_begin + t].kind != DVM_TASK_PARALLEL) continue;
         const int64_t total = dvm_exec_total(x, t);
-        if (total < 0 || total >= ((int64_t)1 << 31) || !x->loaded->lanes_ok[x->var->task_begin + t]) return 0;
+        if (total < 0 || total >= ((int64_t)1 << 31) || !x->loaded->lanes_ok[x->var->task_begin + t] ||
+            x->prog->tasks[x->var->task_begin + t].nregs > be->lane_regs_max)
+            return 0;
     }
     return 1;
 }
@@ -1122,11 +1130,22 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
     }
     /* each task's pipeline, before anything is recorded (a failure here writes nothing) */
     const int priv = be->private_ns && (x->nstacks == 0 || nthr > (int64_t)be->thread_cap);
-    const int lanes = vk_lanes(be, x);
+    int lanes = vk_lanes(be, x);
     VkPipeline tp;
     for (uint32_t t = x->host_tasks; t < v->ntasks; t++) {
         const dvm_task_desc *td = &x->prog->tasks[v->task_begin + t];
-        if (get_pipeline(be, td->nregs, priv, lanes && td->kind == DVM_TASK_PARALLEL ? 4 : 1, &tp, err, errlen)) return -1;
+        const int l4 = lanes && td->kind == DVM_TASK_PARALLEL;
+        if (get_pipeline(be, td->nregs, priv, l4 ? 4 : 1, &tp, err, errlen) == 0) continue;
+        if (!l4) return -1;
+        /* the driver cannot make this four-lane class: this launch and every later one with
+           as many registers run on one lane (the grid-stride loop covers the iterations with
+           the threads vk_slots counted for four) */
+        uint32_t cls;
+        int sh;
+        reg_class(be, td->nregs, priv, 4, &cls, &sh);
+        be->lane_regs_max = cls / 2;
+        lanes = 0;
+        t = x->host_tasks - 1; /* the loop's t++ starts it again at host_tasks, on one lane */
     }
     /* params: error record | uniforms | slot table | stack table (gpu_abi.h) */
     size_t o_uni = ERR_WORDS, o_slots = SLOTS_AT(o_uni + x->nuniforms), o_stacks = o_slots + DVM_VK_SLOT_WORDS * (size_t)x->nslots;
