@@ -259,6 +259,70 @@ static void reads_after_stores(ad_ctx *c) {
     }
 }
 
+/* ---------------------------------------------------------------- the last stage's fusion */
+/* Which forward slots a top reads (loads, in any expression) and writes (stores, atomics). */
+typedef struct suse {
+    int nf;
+    unsigned char *rd, *wr;
+    int ifs; /* if statements */
+} suse;
+static void su_expr(suse *u, const ir_expr *e) {
+    if (!e) return;
+    if (e->kind == IR_LOAD) {
+        for (int i = 0; i < e->nidx; i++) su_expr(u, e->idx[i]);
+        if (e->slot >= 0 && e->slot < u->nf) u->rd[e->slot] = 1;
+        return;
+    }
+    su_expr(u, e->a);
+    su_expr(u, e->b);
+    su_expr(u, e->c);
+}
+static void su_block(suse *u, const ir_block *b);
+static void su_stmt(suse *u, const ir_stmt *s) {
+    for (int i = 0; i < s->nidx; i++) su_expr(u, s->idx[i]);
+    su_expr(u, s->e);
+    su_expr(u, s->e2);
+    if ((s->kind == IR_STORE || s->kind == IR_ATOMIC) && s->slot >= 0 && s->slot < u->nf) u->wr[s->slot] = 1;
+    if (s->kind == IR_IF) u->ifs++;
+    su_block(u, &s->body);
+    su_block(u, &s->orelse);
+}
+static void su_block(suse *u, const ir_block *b) {
+    for (int i = 0; i < b->n; i++) su_stmt(u, b->s[i]);
+}
+static void su_top(suse *u, const ir_top *t) {
+    if (t->parallel) {
+        for (int d = 0; d < t->ndim; d++) su_expr(u, t->stop[d]);
+        for (int d = 0; d < t->ndim; d++) su_expr(u, t->start[d]);
+        su_block(u, &t->body);
+    } else if (t->stmt) {
+        su_stmt(u, t->stmt);
+    }
+}
+/* The last stage may run forward inside its reverse sweep (adjoint()), whose forward sweep
+   recomputes the stage anyway, when it is a parallel loop outside a serial loop and nothing
+   reads what it writes: neither the stage itself (so its reverse sees the arrays as they were
+   before it, and no value needs restoring) nor another stage (so no stage's reverse needs a
+   copy from before it, and the host's versions never involve it). A stage with an if stays
+   unfused: both sweeps would test its condition, kept in a register or on a stack, where the
+   unfused reverse's bounds tests fold into a few jumps (the stencil's JOUTIs). Returns its
+   index or -1. */
+static int fused_stage(ad_ctx *c) {
+    const ir_variant *f = &c->k->v[DVM_V_FORWARD];
+    const int t = f->ntops - 1;
+    if (t < 0 || !f->tops[t].parallel || f->tops[t].loop) return -1;
+    const int nf = f->nslots;
+    suse me = {nf, ad_alloc(c, (size_t)nf + 1), ad_alloc(c, (size_t)nf + 1), 0};
+    suse rest = {nf, ad_alloc(c, (size_t)nf + 1), ad_alloc(c, (size_t)nf + 1), 0};
+    if (c->oom) return -1;
+    su_top(&me, &f->tops[t]);
+    if (me.ifs) return -1;
+    for (int u = 0; u < t; u++) su_top(&rest, &f->tops[u]);
+    for (int q = 0; q < nf; q++)
+        if (me.wr[q] && (me.rd[q] || rest.rd[q] || rest.wr[q])) return -1;
+    return t;
+}
+
 /* ---------------------------------------------------------------- break/continue elimination */
 /* Does s contain a break (what=IR_BREAK) or continue of the loop being processed? Nested
  * loops own theirs. */
@@ -1035,6 +1099,10 @@ static int adjoint(ad_ctx *c) {
     c->cur_top = -1;
     ir_block *sdst = &sfwd; /* a serial loop's sweeps go in a for over its trips, for the sizes */
     int sloop = 0;
+    /* The fused stage (fused_stage) has no phase-0 run: its reverse sweep's forward part also
+       runs its stores, atomics and asserts, one forward pass less for the launch. */
+    const int fused = fused_stage(c);
+    if (c->oom) return -1;
     for (int t = 0; t < nt; t++) {
         if (pre[t].loop != sloop) {
             sloop = pre[t].loop;
@@ -1047,6 +1115,7 @@ static int adjoint(ad_ctx *c) {
             }
         }
         if (f->tops[t].parallel) {
+            if (t == fused) continue;
             ir_top p = f->tops[t];
             p.stage = t;
             p.phase = 0;
@@ -1069,10 +1138,19 @@ static int adjoint(ad_ctx *c) {
         }
         c->par = 1;
         c->cur_top = t;
+        c->replay = t == fused;
         ir_block rev = {0};
         const int nv0 = k->nvars;
         gen_block(c, &pre[t].body, &pfwd[t], &rev);
         c->par = 0;
+        c->replay = 0;
+        if (!rev.n && t == fused) { /* nothing flows back: the stage runs forward as unfused */
+            ir_top p = f->tops[t];
+            p.stage = t;
+            p.phase = 0;
+            add_top(c, &tops, &ntops, &captops, &p);
+            continue;
+        }
         if (!rev.n) continue; /* nothing flows back through this loop */
         ir_top p = pre[t];
         memset(&p.body, 0, sizeof p.body);
