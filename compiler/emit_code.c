@@ -3,8 +3,12 @@
  * Registers: every variable the task touches gets one register, numbered in order of first
  * use (uniform variables are loaded into theirs by LDU at the task's start; a serial task
  * writes top-level variables through to their uniform at every assignment). Temporaries
- * sit above the variables: they are allocated as a stack that each statement resets, and
- * carry the TMP flag until the task is finished, when the variable count is known.
+ * sit above the variables and carry the TMP flag until the task is finished, when the
+ * variable count is known. Each statement takes fresh ones, so that a value computed by one
+ * statement is still in its register when a later one computes it again, and the optimizer's
+ * CSE (opt.c) reuses it (an adjoint's reverse sweep recomputes its forward's sin(v)); the
+ * register allocator packs them afterwards. Past FRESH_TMPS temporaries a statement gives
+ * its own back at its end, which bounds the registers of code compiled without the optimizer.
  * Jumps name labels until the task is finished, when they become node offsets from the
  * task's code_begin (the uniform loads come first, so the body moves by their count).
  *
@@ -19,6 +23,7 @@
 #include <string.h>
 
 #define TMP 0x8000
+#define FRESH_TMPS 512
 #define NO_LABEL (-1)
 
 typedef struct tnode {
@@ -1094,7 +1099,7 @@ static void emit_stmt(tctx *c, const ir_stmt *s) {
         terr(c, s->line, s->col, "internal error: statement kind %d", s->kind);
         break;
     }
-    c->ntmp = save_tmp;
+    if (c->ntmp > FRESH_TMPS) c->ntmp = save_tmp;
 }
 
 static void emit_block(tctx *c, const ir_block *b) {

@@ -577,6 +577,27 @@ static int regalloc_task(dvm_program *p, dvm_task_desc *td) {
         for (uint32_t w = 0; w < t.words; w++)
             for (uint64_t bits = t.live[w] | body_in[w]; bits; bits &= bits - 1) add_edge(adj, t.words, r, w * 64 + ctz64(bits));
     }
+    /* A value the prologue computed holds for every later iteration, so no node at or after
+       the body may write its register (the verifier's rule). END going on at body keeps it
+       live through the body, but not where END is unreachable (a `while True`): there the
+       body's own writes would take its colour, so every one interferes with it. */
+    if (t.body && t.body <= t.len) {
+        uint64_t *pro = forbid; /* scratch until colouring: the prologue's registers */
+        memset(pro, 0, sizeof *pro * t.words);
+        for (uint32_t i = 0; i < t.body; i++) {
+            const char *f = fmt_of(&t.code[i]);
+            for (int j = 0; j < 3; j++)
+                if (f[j + 1] == 'w' || f[j + 1] == 'm') pro[opnd(&t.code[i], j) >> 6] |= (uint64_t)1 << (opnd(&t.code[i], j) & 63);
+        }
+        for (uint32_t i = t.body; i < t.len; i++) {
+            const char *f = fmt_of(&t.code[i]);
+            for (int j = 0; j < 3; j++) {
+                if (f[j + 1] != 'w' && f[j + 1] != 'm') continue;
+                for (uint32_t w = 0; w < t.words; w++)
+                    for (uint64_t bits = pro[w]; bits; bits &= bits - 1) add_edge(adj, t.words, opnd(&t.code[i], j), w * 64 + ctz64(bits));
+            }
+        }
+    }
     /* colour preference: a MOV's destination takes its source's colour when it can */
     for (uint32_t r = 0; r < nr; r++) pref[r] = 0xFFFFu;
     for (uint32_t i = 0; i < t.len; i++)

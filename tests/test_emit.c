@@ -375,8 +375,8 @@ static void test_hidden_extent(void) {
     /* serial: r0 = m (assigned first), r1 = n, both loaded at the start (in variable order);
      * m = n*2 written through to U1; U2 = m - 1 (ADDIK -1) */
     EXPECT_CODE(p, 0,
-                "LDU 0,1,0,0; LDU 0,0,1,0; CONST 0,2,2,0; MULI 0,0,1,2; STU 0,1,0,0; ADDIK 0,2,0,65535; STU 0,2,2,0; "
-                "END 0,0,0,0");
+                "LDU 0,1,0,0; LDU 0,0,1,0; CONST 0,2,2,0; MULI 0,0,1,2; STU 0,1,0,0; ADDIK 0,3,0,65535; "
+                "STU 0,2,3,0; END 0,0,0,0");
     /* parallel: m loaded once into r1 */
     EXPECT_CODE(p, 1, "LDU 0,1,1,0; ST 0,0,1,0; END 0,0,0,0");
     EXPECT_CODE(p, 2, "CONST 0,1,0,0; ATOMADDI 0,1,0,0; END 0,0,0,0");
@@ -410,7 +410,7 @@ static void test_for_loop(void) {
      * 8 ADDIK _ -= 1 (Python's last value); 9 CONST 0; 10 ATOMADDF; 11 END */
     EXPECT_CODE(p, 0,
                 "LDU 0,3,0,0; LD 0,1,0,0; CONST 0,4,0,0; LD 1,5,0,0; JGEI 0,4,5,9; MOV 0,2,4,0; FMAFK 0,1,3,0; "
-                "INCLT 0,2,5,6; ADDIK 0,2,2,65535; CONST 0,4,0,0; ATOMADDF 2,4,1,0; END 0,0,0,0");
+                "INCLT 0,2,5,6; ADDIK 0,2,2,65535; CONST 0,6,0,0; ATOMADDF 2,6,1,0; END 0,0,0,0");
     CHECK(p->nconsts == 1 && kf_at(p, 0) == 0.01f, "pool holds 0.01f");
     CHECK(p->slots[0].writes == 0 && p->slots[1].writes == 0 && p->slots[2].writes == 1, "writes flags");
     CHECK(p->lines[p->tasks[0].code_begin + 6] == (uint32_t)LINE, "line of the FMAFK");
@@ -453,19 +453,11 @@ static void test_control(void) {
     if (!p) return;
     /* regs: i0 k1, constants hoisted out of the loop r2=3 r3=10 r4=1.0f, s5, temps 6.. */
     EXPECT_CODE(p, 0,
-                "CONST 0,2,3,0; CONST 0,3,10,0; CONST 0,4,0,16256; " /* 0-2 prologue: loop constants */
-                "CONST 0,1,0,0; "                                    /* 3 k = 0 */
-                "JMP 0,11,0,0; "                                     /* 4 rotated while: to the test */
-                "EQI 0,6,1,2; JZ 0,6,9,0; "                          /* 5-6 if k == 3 else -> 9 */
-                "JMP 0,15,0,0; "                                     /* 7 break -> 15 */
-                "JMP 0,11,0,0; "                                     /* 8 end of then -> after the if */
-                "ADDIK 0,1,1,1; JMP 0,11,0,0; "                      /* 9-10 k += 1; continue */
-                "JGEI 0,1,3,15; "                                    /* 11 test: k >= 10 exits */
-                "LD 0,6,1,0; LTF 0,7,6,4; JNZ 0,7,5,0; "             /* 12-14 and x[k] < 1.0 loops */
-                "LEI 0,6,1,2; ASSERT 0,6,1,0; "                      /* 15-16 assert k <= 3 (reuses r2) */
-                "JGEI 0,1,0,20; CONST 0,5,0,16384; JMP 0,21,0,0; LD 0,5,0,0; " /* 17-20 s = 2 if k < i else x[i] */
-                "NEGF 0,6,5,0; CONST 0,8,0,0; EQI 0,7,1,8; SEL 0,7,5,6; MOV 0,5,7,0; " /* 21-25 select */
-                "ST 0,0,5,0; END 0,0,0,0");
+                "CONST 0,2,3,0; CONST 0,3,10,0; CONST 0,4,0,16256; CONST 0,1,0,0; JMP 0,11,0,0; EQI 0,6,1,2; "
+                "JZ 0,6,9,0; JMP 0,15,0,0; JMP 0,11,0,0; ADDIK 0,1,1,1; JMP 0,11,0,0; JGEI 0,1,3,15; LD 0,7,1,0; "
+                "LTF 0,8,7,4; JNZ 0,8,5,0; LEI 0,9,1,2; ASSERT 0,9,1,0; JGEI 0,1,0,20; CONST 0,5,0,16384; "
+                "JMP 0,21,0,0; LD 0,5,0,0; NEGF 0,10,5,0; CONST 0,12,0,0; EQI 0,11,1,12; SEL 0,11,5,10; "
+                "MOV 0,5,11,0; ST 0,0,5,0; END 0,0,0,0");
     const dvm_node *c0 = &p->nodes[p->tasks[0].code_begin];
     CHECK(strcmp(p->strings + c0[16].b, "k too big") == 0, "assert message '%s'", p->strings + c0[16].b);
     CHECK(c0[16].b == 1, "assert messages come first in the string table (offset %u)", c0[16].b);
@@ -502,18 +494,9 @@ static void test_superinstructions(void) {
     if (!p) return;
     /* regs: i0 a1 b2, temps 3.. */
     EXPECT_CODE(p, 0,
-                "LD 0,3,0,0; ADDFK 0,1,3,0; "     /* a = x[i] + 1 */
-                "ADDFK 0,2,1,1; "                 /* b = a + (-2) */
-                "KSUBF 0,2,2,2; "                 /* b = 3 - b */
-                "KDIVF 0,2,2,3; "                 /* b = 4 / b */
-                "CONST 0,3,0,16512; DIVF 0,2,2,3; " /* b = b / 4 */
-                "MULFK 0,1,1,2; "                 /* a = 3 * a */
-                "LDADDF 0,1,0,0; "                /* a += x[i] */
-                "FMAF 0,1,2,2; "                  /* a = a + b*b */
-                "FMAF 0,2,1,1; "                  /* b = a*a + b */
-                "MULF 0,3,1,1; ADDF 0,2,3,1; "    /* b = a*a + a */
-                "CONST 0,3,0,32704; ADDF 0,2,1,3; " /* b = a + nan */
-                "ST 0,0,2,0; END 0,0,0,0");
+                "LD 0,3,0,0; ADDFK 0,1,3,0; ADDFK 0,2,1,1; KSUBF 0,2,2,2; KDIVF 0,2,2,3; CONST 0,4,0,16512; "
+                "DIVF 0,2,2,4; MULFK 0,1,1,2; LDADDF 0,1,0,0; FMAF 0,1,2,2; FMAF 0,2,1,1; MULF 0,5,1,1; "
+                "ADDF 0,2,5,1; CONST 0,6,0,32704; ADDF 0,2,1,6; ST 0,0,2,0; END 0,0,0,0");
     CHECK(kf_at(p, 0) == 1.0f && kf_at(p, 1) == -2.0f && kf_at(p, 2) == 3.0f && kf_at(p, 3) == 4.0f,
           "pool: 1, -2, 3, 4 (deduplicated), got %g %g %g %g", kf_at(p, 0), kf_at(p, 1), kf_at(p, 2), kf_at(p, 3));
     CHECK(p->nconsts == 4, "4 constants, got %u", p->nconsts);
@@ -714,8 +697,8 @@ static void test_stacks(void) {
     /* adjoint task: x[1, i] is one LD2 (checks axis 0 and 1), PUSH/POP stack 0; the
        gradient's x.grad[1, i] += popped value is one ATOMADDF2 */
     EXPECT_CODE(p, vd->task_begin,
-                "CONST 0,2,1,0; LD2 0,1,2,0; PUSH 0,0,1,0; POP 0,1,0,0; CONST 0,2,1,0; "
-                "ATOMADDF2 2,2,0,1; END 0,0,0,0");
+                "CONST 0,2,1,0; LD2 0,1,2,0; PUSH 0,0,1,0; POP 0,1,0,0; CONST 0,3,1,0; ATOMADDF2 2,3,0,1; "
+                "END 0,0,0,0");
     dvm_program_free(p);
 }
 
@@ -817,9 +800,9 @@ static void test_serial(void) {
     CHECK(vd->nuniforms == 2, "s and j: 2 uniforms, got %u", vd->nuniforms);
     /* s -> r0/U0, j -> r1/U1; temps: cnt r2, hi r3 */
     EXPECT_CODE(p, 0,
-                "LDU 0,0,0,0; LDU 0,1,1,0; CONST 0,0,0,0; STU 0,0,0,0; CONST 0,2,1,0; CONST 0,3,4,0; JGEI 0,2,3,12; "
-                "MOV 0,1,2,0; STU 0,1,1,0; ADDI 0,0,0,1; STU 0,0,0,0; INCLT 0,2,3,7; CONST 0,2,0,0; ST 0,2,0,0; "
-                "END 0,0,0,0");
+                "LDU 0,0,0,0; LDU 0,1,1,0; CONST 0,0,0,0; STU 0,0,0,0; CONST 0,2,1,0; CONST 0,3,4,0; "
+                "JGEI 0,2,3,12; MOV 0,1,2,0; STU 0,1,1,0; ADDI 0,0,0,1; STU 0,0,0,0; INCLT 0,2,3,7; "
+                "CONST 0,4,0,0; ST 0,4,0,0; END 0,0,0,0");
     dvm_program_free(p);
 }
 
