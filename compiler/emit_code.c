@@ -7,8 +7,9 @@
  * variable count is known. Each statement takes fresh ones, so that a value computed by one
  * statement is still in its register when a later one computes it again, and the optimizer's
  * CSE (opt.c) reuses it (an adjoint's reverse sweep recomputes its forward's sin(v)); the
- * register allocator packs them afterwards. Past FRESH_TMPS temporaries a statement gives
- * its own back at its end, which bounds the registers of code compiled without the optimizer.
+ * register allocator packs them afterwards. Past FRESH_TMPS registers (variables and
+ * temporaries) a statement gives its own back at its end, which bounds the registers of code
+ * compiled without the optimizer.
  * Jumps name labels until the task is finished, when they become node offsets from the
  * task's code_begin (the uniform loads come first, so the body moves by their count).
  *
@@ -1099,7 +1100,7 @@ static void emit_stmt(tctx *c, const ir_stmt *s) {
         terr(c, s->line, s->col, "internal error: statement kind %d", s->kind);
         break;
     }
-    if (c->ntmp > FRESH_TMPS) c->ntmp = save_tmp;
+    if (c->nvreg + c->ntmp > FRESH_TMPS) c->ntmp = save_tmp;
 }
 
 static void emit_block(tctx *c, const ir_block *b) {
