@@ -307,6 +307,29 @@ ivec2 floordivmod(int a, int b) {
     return ivec2(q, r);
 }
 
+/* INCLT a, b at node ip whose loop body is the one node c = ip - 1 (x == 0): whether that node
+   is a self-update (DVM_SELF_UPDATE in bytecode/bc.h) that neither the counter a nor the bound b
+   takes part in, so the loop's remaining trips can run as v = fma(v, m, k) (interp_run.h's
+   ONE_NODE_LOOP_). ba: v's register; bo: m's (or the other operand's), bk: k's; su: the form
+   (su_form, generated from ops.def; bc.h, enum dvm_su_form); bc: the node's constant index. The
+   node as v * m + k: fma, fused or not, gives the node's result (for FMAFK and FMAFR it is the
+   node's own fma; for the others one of its two steps is exact: x * 1, or + -0.0). */
+bool one_node_loop(uint cb, uint c, uint a, uint b, out uint ba, out uint bo, out uint bk, out uint su, out uint bc) {
+    uint bn = cb + c, v0 = ldw(pc.nodes, bn * 2u), v1 = ldw(pc.nodes, bn * 2u + 1u);
+    uint bop = v0 & 0xFFu, bb = v1 & 0xFFFFu;
+    ba = v0 >> 16;
+    bc = v1 >> 16;
+    su = su_form(bop);
+    bool self = su == SU_FMA_K ? bb != ba
+                : (su == SU_MUL_R || su == SU_ADD_R) ? ((bb == ba) != (bc == ba))
+                : (su == SU_MUL_K || su == SU_ADD_K) ? bb == ba
+                : su == SU_SUB_R ? (bb == ba && bc != ba)
+                : su == SU_FMA_R ? (bb != ba && bc != ba) : false;
+    bo = (su == SU_FMA_K || su == SU_FMA_R) ? bb : (su == SU_MUL_K || su == SU_ADD_K) ? ba : bb == ba ? bc : bb;
+    bk = su == SU_FMA_R ? bc : bo;
+    return self && a != ba && b != ba && a != bo && a != bk;
+}
+
 /* Runs one iteration of the task whose code starts at node cb, from its node ip0 (0, or the
    body for a parallel task's later iterations: the prologue runs once per invocation);
    slot = heap slot. Returns 0 at END, 1 after a runtime error (or when another thread
@@ -414,24 +437,10 @@ int run(uint cb, uint ip0, uint slot) {
             /* a loop whose body is the one node before, a self-update (DVM_SELF_UPDATE in
                bytecode/bc.h): its remaining trips here, as interp_run.h's ONE_NODE_LOOP_ (the
                steps in loops of at most 65535 iterations, for llvmpipe) */
-            if (x == 0u && c + 1u == ip && iv(a) < int(hi)) {
-                uint bn = cb + c, v0 = ldw(pc.nodes, bn * 2u), v1 = ldw(pc.nodes, bn * 2u + 1u);
-                uint bop = v0 & 0xFFu, ba = v0 >> 16, bb = v1 & 0xFFFFu, bc = v1 >> 16;
-                /* the forms (su_form, generated from ops.def) and their m and k: bc.h, enum
-                   dvm_su_form and DVM_SELF_UPDATE */
-                uint su = su_form(bop);
-                bool self = su == SU_FMA_K ? bb != ba
-                            : (su == SU_MUL_R || su == SU_ADD_R) ? ((bb == ba) != (bc == ba))
-                            : (su == SU_MUL_K || su == SU_ADD_K) ? bb == ba
-                            : su == SU_SUB_R ? (bb == ba && bc != ba)
-                            : su == SU_FMA_R ? (bb != ba && bc != ba) : false;
-                uint bo = (su == SU_FMA_K || su == SU_FMA_R) ? bb : (su == SU_MUL_K || su == SU_ADD_K) ? ba : bb == ba ? bc : bb;
-                uint bk = su == SU_FMA_R ? bc : bo; /* k's register */
+            uint ba, bo, bk, su, bc;
+            if (x == 0u && c + 1u == ip && iv(a) < int(hi) && one_node_loop(cb, c, a, b, ba, bo, bk, su, bc)) {
                 uint steps = hi - rg(a) - 1u;
-                if (self && a != ba && b != ba && a != bo && a != bk && steps < 65535u * 65535u) {
-                    /* the node as v * m + k; fma, fused or not, gives the node's result: for
-                       FMAFK and FMAFR it is the node's own fma, and for the others one of its
-                       two steps is exact (x * 1, or + -0.0) */
+                if (steps < 65535u * 65535u) {
                     bool kc = su == SU_FMA_K || su == SU_MUL_K || su == SU_ADD_K;
                     float v = f(ba), o = f(bo), kk = kc ? K(bc) : 0.0;
                     float m = (su == SU_FMA_K || su == SU_MUL_R || su == SU_FMA_R) ? o : su == SU_MUL_K ? kk : 1.0;
@@ -547,11 +556,11 @@ int run(uint cb, uint ip0, uint slot) {
  * "Vulkan: resident threads"), so four iterations an invocation put four loads in flight per
  * node and pay one fetch and dispatch for four. Register r of lane l is R4[r][l]: one 16-byte
  * private access a register for all lanes. Lanes part at branches and meet again, as the CUDA
- * interpreter's masked lanes (vm/interp/engine_lanes.h): each lane keeps its node index, and
- * the lanes at the lowest one run it (L4M), the others wait. Lane l of invocation g takes
- * iterations g + l * nthreads + 4k * nthreads, so each lane's accesses stay coalesced across
- * the subgroup. Tasks with adstacks, a few rare nodes or a one-node loop run on one lane
- * (vulkan_backend.c, vk_task_lanes_ok, picks LANES per launch). */
+ * interpreter's masked lanes (vm/interp/engine_lanes.h): the lanes at the lowest node index
+ * run it (L4M), the others wait. Lane l of invocation g takes iterations g + l * nthreads +
+ * 4k * nthreads, so each lane's accesses stay coalesced across the subgroup. Tasks with
+ * adstacks, a few rare nodes or a one-node loop run on one lane (vulkan_backend.c,
+ * vk_task_lanes_ok, picks LANES per launch). */
 const uint R4_WORDS = LANES == 4u ? REGS : 1u;
 uvec4 R4[R4_WORDS];
 bvec4 L4M;    /* the lanes that run the node */
@@ -651,17 +660,29 @@ uvec4 ld4(uvec2 base, uvec4 idx) {
    Returns 0 when every lane has reached END, 1 after a runtime error. */
 int run4(uint cb, uint ip0, bvec4 have) {
     const uint DONE = 0xFFFFFFFFu;
+    /* The running lanes (L4M) are at node ip; lip holds the node of each waiting or finished
+       lane (always beyond ip) and wnext the lowest of them. Only a branch whose lanes
+       disagree parts them, so the other nodes step with one scalar compare (next against
+       wnext), as engine_lanes.h's masked lanes do; sel: choose the running lanes again. */
     uvec4 lip = mix(uvec4(DONE), uvec4(ip0), have);
+    uint ip = 0u, wnext = DONE;
+    bool sel = true;
     LONG_LOOP(true) {
-        uint ip = umin4(lip);
-        if (ip == DONE) return 0;
-        L4M = equal(lip, uvec4(ip));
-        L4ALL = all(L4M);
+        if (sel) {
+            ip = umin4(lip);
+            if (ip == DONE) return 0;
+            L4M = equal(lip, uvec4(ip));
+            L4ALL = all(L4M);
+            wnext = umin4(mix(lip, uvec4(DONE), L4M));
+            sel = false;
+        }
         uint n = cb + ip;
         uvec2 nw = N2(addw(pc.nodes, n * 2u)).v;
         uint w0 = nw.x, w1 = nw.y;
         uint op = w0 & 0xFFu, x = (w0 >> 8) & 0xFFu, a = w0 >> 16, b = w1 & 0xFFFFu, c = w1 >> 16;
-        uvec4 nxt = uvec4(ip + 1u);
+        uint next = ip + 1u;
+        bool br = false;           /* a branch: nxt holds each lane's next node */
+        uvec4 nxt = uvec4(next);
         switch (op) {
         case OP_NOP: break;
         case OP_CONST: s4(a, uvec4(b | (c << 16))); break;
@@ -764,27 +785,32 @@ int run4(uint cb, uint ip0, bvec4 have) {
         case OP_NOT: sb4(a, equal(g4(b), uvec4(0u))); break;
         case OP_SEL: s4(a, mix(g4(c), g4(b), notEqual(g4(a), uvec4(0u)))); break;
 
-        case OP_JMP: nxt = uvec4(a); break;
-        case OP_JZ: nxt = mix(nxt, uvec4(b), equal(g4(a), uvec4(0u))); break;
-        case OP_JNZ: nxt = mix(nxt, uvec4(b), notEqual(g4(a), uvec4(0u))); break;
+        case OP_JMP: next = a; break;
+        case OP_JZ: nxt = mix(nxt, uvec4(b), equal(g4(a), uvec4(0u))); br = true; break;
+        case OP_JNZ: nxt = mix(nxt, uvec4(b), notEqual(g4(a), uvec4(0u))); br = true; break;
         case OP_JGEI: {
             uvec4 p = g4(a), q = g4(b);
             nxt = mix(uvec4(c), nxt, band(lessThan(ivec4(p), ivec4(q)), greaterThan(q - p, uvec4(x))));
+            br = true;
             break;
         }
         case OP_JOUTI: {
             ivec4 p = i4(a);
             nxt = mix(nxt, uvec4(c), bor(greaterThanEqual(i4(x), p), greaterThanEqual(p, i4(b))));
+            br = true;
             break;
         }
         case OP_INCLT: {
-            /* (a task with run's one-node loop runs on one lane: vk_lanes_ok in vulkan_backend.c) */
-            uvec4 hi = g4(b), c2 = g4(a) + (x + 1u);
+            uvec4 hi = g4(b);
+            /* (a task with run's one-node loop runs on one lane: vk_task_lanes_ok in
+               vulkan_backend.c; the fused loop here cost every four-lane launch 5-20%) */
+            uvec4 c2 = g4(a) + (x + 1u);
             s4(a, c2);
             nxt = mix(nxt, uvec4(c), band(lessThan(ivec4(c2), ivec4(hi)), greaterThan(hi - c2, uvec4(x))));
+            br = true;
             break;
         }
-        case OP_END: nxt = uvec4(DONE); break;
+        case OP_END: next = DONE; break;
         case OP_ASSERT: {
             bvec4 f = band(L4M, equal(g4(a), uvec4(0u)));
             if (any(f)) return err4(RT_ASSERT, n, uvec2(b, 0u), P0, P0, P0);
@@ -885,14 +911,29 @@ int run4(uint cb, uint ip0, bvec4 have) {
            ATOMMAXF and ATOMMINF: a task with any runs on one lane (vk_lanes_ok) */
         default: return err4(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0);
         }
-        if (!L4ALL) nxt = mix(lip, nxt, L4M);
-        if (any(lessThanEqual(nxt, uvec4(ip)))) {
+        bool back = next <= ip;
+        if (br) {
+            /* the running lanes' targets: one node when they agree, else they part */
+            uint lo = umin4(mix(uvec4(DONE), nxt, L4M)), hi = umax4(mix(uvec4(0u), nxt, L4M));
+            back = lo <= ip;
+            if (lo == hi) next = lo;
+            else {
+                lip = mix(lip, nxt, L4M);
+                sel = true;
+            }
+        }
+        if (back) {
             if (failed()) return 1;
             if ((++g_polls & (CANCEL_EVERY - 1u)) == 0u && cancelled()) return err4(RT_CANCELLED, n, P0, P0, P0, P0);
         }
-        lip = nxt;
+        /* reaching a waiting lane's node (or END): the running lanes wait there too */
+        if (!sel && next >= wnext) {
+            lip = mix(lip, uvec4(next), L4M);
+            sel = true;
+        }
+        ip = next;
     }
-    rec_err(RT_VK_STEPS, cb + umin4(lip), P0, P0, P0, P0);
+    rec_err(RT_VK_STEPS, cb + ip, P0, P0, P0, P0);
     return 1;
 }
 
