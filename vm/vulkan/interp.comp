@@ -70,15 +70,17 @@ void rs(uint r, uint v) {
 }
 
 /* ---- addresses: uvec2 (lo, hi) byte addresses, word offsets added with carry ---- */
-uvec2 addw(uvec2 b, uint w) {
-    uint c;
-    uint lo = uaddCarry(b.x, w << 2, c);
-    return uvec2(lo, b.y + c + (w >> 30));
-}
 #if DVM_INT64
 uvec2 addw64(uvec2 b, uint64_t w) {
     uint64_t a = packUint2x32(b) + w * 4ul;
     return unpackUint2x32(a);
+}
+uvec2 addw(uvec2 b, uint w) { return addw64(b, uint64_t(w)); }
+#else
+uvec2 addw(uvec2 b, uint w) {
+    uint c;
+    uint lo = uaddCarry(b.x, w << 2, c);
+    return uvec2(lo, b.y + c + (w >> 30));
 }
 #endif
 uint ldw(uvec2 b, uint i) { return W(addw(b, i)).v; }
@@ -665,8 +667,11 @@ int run4(uint cb, uint ip0, bvec4 have) {
        disagree parts them, so the other nodes step with one scalar compare (next against
        wnext), as engine_lanes.h's masked lanes do; sel: choose the running lanes again. */
     uvec4 lip = mix(uvec4(DONE), uvec4(ip0), have);
-    uint ip = 0u, wnext = DONE;
-    bool sel = true;
+    uint ip = ip0, wnext = DONE;
+    /* every lane has an iteration (all but a task's last round): they start together */
+    bool sel = !all(have);
+    L4M = bvec4(true);
+    L4ALL = true;
     LONG_LOOP(true) {
         if (sel) {
             ip = umin4(lip);
