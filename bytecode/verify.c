@@ -814,8 +814,17 @@ int dvm_verify(const dvm_program *p, char *err, size_t errlen) {
     c.own_tasks = calloc((size_t)p->ntasks + 1, 1);
     c.own_stacks = calloc((size_t)p->nstacks + 1, 1);
     c.own_nodes = calloc((size_t)p->nnodes + 1, 1);
-    c.u_read = calloc((size_t)DVM_MAX_UNIFORMS + 1, sizeof *c.u_read);
-    c.u_add = calloc((size_t)DVM_MAX_UNIFORMS + 1, sizeof *c.u_add);
+    /* the uniform marks, as many as the largest variant has uniforms (a variant with more than
+       DVM_MAX_UNIFORMS is refused before its nodes are read; every uniform operand is checked
+       below its variant's count first): 512 KiB zeroed on every load cost a small blob's
+       verification half its time */
+    uint32_t nu = 0;
+    for (uint32_t ki = 0; p->kernels && ki < p->nkernels; ki++)
+        for (int vi = 0; vi < DVM_V_COUNT; vi++)
+            if (p->kernels[ki].v[vi].nuniforms > nu) nu = p->kernels[ki].v[vi].nuniforms;
+    if (nu > DVM_MAX_UNIFORMS) nu = DVM_MAX_UNIFORMS;
+    c.u_read = calloc((size_t)nu + 1, sizeof *c.u_read);
+    c.u_add = calloc((size_t)nu + 1, sizeof *c.u_add);
     int bad = !c.own_params || !c.own_syms || !c.own_slots || !c.own_tasks || !c.own_stacks || !c.own_nodes || !c.u_read ||
               !c.u_add;
     if (bad) vfail(&c, "out of memory");
