@@ -379,7 +379,7 @@ int dvm_task_may_fail(const dvm_node *nodes, const dvm_task_desc *t, const int64
  * it were written), -1 when out of memory. The scratch is reused from call to call. */
 #define DVM_REG_WORDS (DVM_MAX_REGS / 64)
 typedef struct dvm_flow_scratch {
-    uint32_t *order, *num, *dfs, len;
+    uint32_t *order, *num, *dfs, *succ, len; /* succ: each node's two successors */
     uint64_t *sets;
     uint64_t sets_cap;
 } dvm_flow_scratch;

@@ -16,7 +16,13 @@ typedef struct vctx {
     const dvm_program *p;
     char *err;
     size_t errlen;
-    char where[256]; /* "kernel 'k' (adjoint) task 2": prefix of the next message */
+    /* the prefix of the next message, "kernel 'k' (adjoint) task 2": the kernel's part as text,
+       the rest as numbers that only a failure formats (formatting each record's name on the
+       way cost an eighth of a blob's verification) */
+    char where[160];
+    int variant;       /* -1, or the variant (variant_name) */
+    int item;          /* ITEM_*: a record of the kernel or variant, item_i the index */
+    uint32_t item_i;
     /* Every record and node belongs to one owner (a kernel's parameters and symbols, a
        variant's tasks, slots and stacks, a task's code, a stack's size program): each is then
        checked once, so verification is linear in the blob's size, however its ranges are
@@ -36,9 +42,15 @@ static int vfail(vctx *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+enum { ITEM_NONE, ITEM_PARAM, ITEM_SYM, ITEM_STACK, ITEM_TASK };
+static const char *const item_name[] = {"", " parameter", " shape symbol", " stack", " task"};
+
 static int vfail(vctx *c, const char *fmt, ...) {
     if (c->err && c->errlen) {
-        int n = snprintf(c->err, c->errlen, "%s%s", c->where, c->where[0] ? ": " : "");
+        char vn[40] = "", it[40] = "";
+        if (c->variant >= 0) snprintf(vn, sizeof vn, " (%s)", variant_name[c->variant]);
+        if (c->item != ITEM_NONE) snprintf(it, sizeof it, "%s %u", item_name[c->item], c->item_i);
+        int n = snprintf(c->err, c->errlen, "%s%s%s%s", c->where, vn, it, c->where[0] ? ": " : "");
         if (n < 0) n = 0;
         if ((size_t)n < c->errlen) {
             va_list ap;
@@ -334,7 +346,9 @@ static int flow_scratch(dvm_flow_scratch *f, uint32_t len, uint32_t words) {
         if (nm) f->num = nm;
         uint32_t *st = realloc(f->dfs, (size_t)len * sizeof *st);
         if (st) f->dfs = st;
-        if (!o || !nm || !st) return -1;
+        uint32_t *sc = realloc(f->succ, (size_t)len * 2 * sizeof *sc);
+        if (sc) f->succ = sc;
+        if (!o || !nm || !st || !sc) return -1;
         f->len = len;
     }
     if ((uint64_t)len * words > f->sets_cap) {
@@ -350,6 +364,7 @@ void dvm_flow_scratch_free(dvm_flow_scratch *f) {
     free(f->order);
     free(f->num);
     free(f->dfs);
+    free(f->succ);
     free(f->sets);
     memset(f, 0, sizeof *f);
 }
@@ -388,8 +403,12 @@ int dvm_flow_regs(const dvm_node *code, const dvm_task_desc *t, dvm_flow_scratch
     /* depth-first from node 0: num[j] is UNSEEN (not reached) or the next successor to follow
        (DONE: none left), then its place in reverse postorder; order lists them in postorder */
     enum { UNSEEN = 0xFFFFFFFFu, DONE = 2 };
-    uint32_t *num = f->num, *order = f->order, *stk = f->dfs, sp = 0, npost = 0;
-    for (uint32_t j = 0; j < len; j++) num[j] = UNSEEN;
+    uint32_t *num = f->num, *order = f->order, *stk = f->dfs, *succ = f->succ, sp = 0, npost = 0;
+    for (uint32_t j = 0; j < len; j++) {
+        num[j] = UNSEEN;
+        succ[2 * j] = successor(code, len, j, 0);
+        succ[2 * j + 1] = successor(code, len, j, 1);
+    }
     num[0] = 0;
     stk[sp++] = 0;
     while (sp) {
@@ -399,7 +418,7 @@ int dvm_flow_regs(const dvm_node *code, const dvm_task_desc *t, dvm_flow_scratch
             order[npost++] = u;
             continue;
         }
-        const uint32_t s = successor(code, len, u, (int)num[u]++);
+        const uint32_t s = succ[2 * u + num[u]++];
         if (s < len && num[s] == UNSEEN) {
             num[s] = 0;
             stk[sp++] = s;
@@ -431,7 +450,7 @@ int dvm_flow_regs(const dvm_node *code, const dvm_task_desc *t, dvm_flow_scratch
         for (int k = 0; k < 4; k++)
             if ((o->fmt[k] == 'w' || o->fmt[k] == 'm') && v[k] < t->nregs) SET_ADD(out, v[k]);
         for (int k = 0; k < 2; k++) {
-            const uint32_t s = successor(code, len, j, k);
+            const uint32_t s = succ[2 * j + (uint32_t)k];
             if (s >= len) continue;
             uint64_t *in = sets + (size_t)s * W;
             if (num[s] > num[j]) {
@@ -668,7 +687,6 @@ static int check_param(vctx *c, const dvm_kernel_desc *k, const dvm_param_desc *
 static int check_variant(vctx *c, const dvm_kernel_desc *k, int vi) {
     const dvm_program *p = c->p;
     const dvm_variant_desc *v = &k->v[vi];
-    size_t base = strlen(c->where);
     if (!range_ok(v->task_begin, v->ntasks, p->ntasks))
         return vfail(c, "tasks %u..+%u are outside the %u tasks", v->task_begin, v->ntasks, p->ntasks);
     if (!range_ok(v->stack_begin, v->nstacks, p->nstacks))
@@ -714,7 +732,8 @@ static int check_variant(vctx *c, const dvm_kernel_desc *k, int vi) {
     }
     for (uint32_t i = 0; i < v->nstacks; i++) {
         const dvm_stack_desc *s = &p->stacks[v->stack_begin + i];
-        snprintf(c->where + base, sizeof c->where - base, " stack %u", i);
+        c->item = ITEM_STACK;
+        c->item_i = i;
         if (s->type != DVM_T_F32 && s->type != DVM_T_I32 && s->type != DVM_T_BOOL)
             return vfail(c, "type %u is not f32, i32 or bool", s->type);
         if (s->serial > 1) return vfail(c, "serial flag %u is not 0 or 1", s->serial);
@@ -726,7 +745,8 @@ static int check_variant(vctx *c, const dvm_kernel_desc *k, int vi) {
         if (s->sizing == DVM_SZ_PROGRAM && check_size_program(c, k, v, s->size_begin, s->size_len)) return -1;
     }
     for (uint32_t i = 0; i < v->ntasks; i++) {
-        snprintf(c->where + base, sizeof c->where - base, " task %u", i);
+        c->item = ITEM_TASK;
+        c->item_i = i;
         if (check_task(c, k, v, &p->tasks[v->task_begin + i])) return -1;
         /* stages: phase 0 in non-decreasing order, then (adjoints only) phase 1 in
            non-increasing order; the host's stage engine relies on nothing else */
@@ -737,13 +757,15 @@ static int check_variant(vctx *c, const dvm_kernel_desc *k, int vi) {
         if (prev && prev->phase == t->phase && (t->phase ? t->stage > prev->stage : t->stage < prev->stage))
             return vfail(c, "stage %u after stage %u in phase %u", t->stage, prev->stage, t->phase);
     }
-    c->where[base] = 0;
+    c->item = ITEM_NONE;
     return 0;
 }
 
 static int check_kernel(vctx *c, uint32_t ki) {
     const dvm_program *p = c->p;
     const dvm_kernel_desc *k = &p->kernels[ki];
+    c->variant = -1;
+    c->item = ITEM_NONE;
     snprintf(c->where, sizeof c->where, "kernel %u", ki);
     if (k->name >= p->nstrings_bytes || !p->strings[k->name])
         return vfail(c, "name offset %u is not a non-empty string", k->name);
@@ -759,21 +781,22 @@ static int check_kernel(vctx *c, uint32_t ki) {
     if (claim(c, c->own_params, k->param_begin, k->nparams, "parameters") ||
         claim(c, c->own_syms, k->sym_begin, k->nsyms, "shape symbols"))
         return -1;
-    size_t base = strlen(c->where);
     for (uint32_t i = 0; i < k->nparams; i++) {
-        snprintf(c->where + base, sizeof c->where - base, " parameter %u", i);
+        c->item = ITEM_PARAM;
+        c->item_i = i;
         if (check_param(c, k, &p->params[k->param_begin + i])) return -1;
     }
     for (uint32_t i = 0; i < k->nsyms; i++) {
-        snprintf(c->where + base, sizeof c->where - base, " shape symbol %u", i);
+        c->item = ITEM_SYM;
+        c->item_i = i;
         const dvm_sym_desc *s = &p->syms[k->sym_begin + i];
         if (s->name >= p->nstrings_bytes || !p->strings[s->name])
             return vfail(c, "name offset %u is not a non-empty string", s->name);
     }
-    c->where[base] = 0;
+    c->item = ITEM_NONE;
     if (k->v[DVM_V_FORWARD].present != 1) return vfail(c, "the forward variant is absent");
     for (int vi = 0; vi < DVM_V_COUNT; vi++) {
-        snprintf(c->where + base, sizeof c->where - base, " (%s)", variant_name[vi]);
+        c->variant = vi;
         if (k->v[vi].present > 1) return vfail(c, "present flag %u is not 0 or 1", k->v[vi].present);
         if (k->v[vi].present && check_variant(c, k, vi)) return -1;
     }
@@ -787,6 +810,7 @@ static int cmp_str(const void *a, const void *b) {
 int dvm_verify(const dvm_program *p, char *err, size_t errlen) {
     vctx c;
     memset(&c, 0, sizeof c);
+    c.variant = -1;
     c.p = p;
     c.err = err;
     c.errlen = errlen;
