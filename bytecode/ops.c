@@ -34,7 +34,19 @@ static uint64_t fnv_u32(uint64_t h, uint32_t v) {
     return dvm_fnv1a(h, b, 4);
 }
 
+/* Every blob load compares it: computed once (threads that race compute the same value). */
+static uint64_t ops_hash_now(void);
 uint64_t dvm_ops_hash(void) {
+    static uint64_t cached;
+    uint64_t h = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (!h) {
+        h = ops_hash_now();
+        __atomic_store_n(&cached, h, __ATOMIC_RELAXED);
+    }
+    return h;
+}
+
+static uint64_t ops_hash_now(void) {
     uint64_t h = DVM_FNV_BASIS;
 #define DVM_OP(name, num, fmt, flags, props, doc)                                                      \
     h = fnv_u32(h, (uint32_t)(num));                                                            \

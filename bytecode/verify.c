@@ -378,6 +378,30 @@ static int flow_offence(dvm_flow_fail *fail, uint64_t *need, uint32_t j, int k, 
     return 0;
 }
 
+/* Per opcode, the operands (bit k: field x a b c) that the flow pass reads ('r', 'm', 'o'),
+   that are register-plus-offset ('o') and that it writes ('w', 'm'), from the format letters,
+   made once: the letters' tests per operand were a third of the pass. Threads that race fill
+   the same bytes (relaxed atomics). */
+static uint8_t flow_rd[256], flow_ofs[256], flow_wr[256];
+static int flow_ready;
+static void flow_masks(void) {
+    if (__atomic_load_n(&flow_ready, __ATOMIC_ACQUIRE)) return;
+    for (int op = 0; op < 256; op++) {
+        const char *f = dvm_op_table[op].fmt;
+        uint8_t rd = 0, of = 0, wr = 0;
+        for (int k = 0; f && k < 4 && f[k]; k++) {
+            if (f[k] == 'r' || f[k] == 'm' || f[k] == 'o') rd |= (uint8_t)(1u << k);
+            if (f[k] == 'o') of |= (uint8_t)(1u << k);
+            if (f[k] == 'w' || f[k] == 'm') wr |= (uint8_t)(1u << k);
+        }
+        __atomic_store_n(&flow_rd[op], rd, __ATOMIC_RELAXED);
+        __atomic_store_n(&flow_ofs[op], of, __ATOMIC_RELAXED);
+        __atomic_store_n(&flow_wr[op], wr, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&flow_ready, 1, __ATOMIC_RELEASE);
+}
+#define FLOW_MASK(tab, op) __atomic_load_n(&(tab)[op], __ATOMIC_RELAXED)
+
 int dvm_flow_regs(const dvm_node *code, const dvm_task_desc *t, dvm_flow_scratch *f, dvm_flow_fail *fail, uint64_t *need) {
     const uint32_t len = t->code_len, W = t->nregs ? (t->nregs + 63u) / 64u : 1; /* a word even for none */
     const int par = t->kind == DVM_TASK_PARALLEL;
@@ -394,11 +418,13 @@ int dvm_flow_regs(const dvm_node *code, const dvm_task_desc *t, dvm_flow_scratch
         if (t->idx_reg[d] < t->nregs) SET_ADD(idx, t->idx_reg[d]);
     /* what the nodes from body on write: a prologue's register they write is not the prologue's
        value in a later iteration, so it counts as written at body only if none does */
+    flow_masks();
     for (uint32_t j = t->body; par && t->body && j < len; j++) {
-        const char *fm = dvm_op_table[code[j].op].fmt;
         const uint32_t v[4] = {code[j].x, code[j].a, code[j].b, code[j].c};
-        for (int k = 0; k < 4; k++)
-            if ((fm[k] == 'w' || fm[k] == 'm') && v[k] < t->nregs) SET_ADD(later, v[k]);
+        for (uint32_t m = FLOW_MASK(flow_wr, code[j].op); m; m &= m - 1) {
+            const uint32_t r = v[__builtin_ctz(m)];
+            if (r < t->nregs) SET_ADD(later, r);
+        }
     }
     /* depth-first from node 0: num[j] is UNSEEN (not reached) or the next successor to follow
        (DONE: none left), then its place in reverse postorder; order lists them in postorder */
@@ -435,20 +461,21 @@ int dvm_flow_regs(const dvm_node *code, const dvm_task_desc *t, dvm_flow_scratch
     for (uint32_t i = npost; i-- > 0;) {
         const uint32_t j = order[i];
         const dvm_node *n = &code[j];
-        const dvm_op_info *o = &dvm_op_table[n->op];
         const uint32_t v[4] = {n->x, n->a, n->b, n->c};
         memcpy(out, sets + (size_t)j * W, W * sizeof *out);
-        for (int k = 0; k < 4; k++) { /* reads first: an m operand reads, then writes */
-            const char l = o->fmt[k];
-            if (l != 'r' && l != 'm' && l != 'o') continue;
-            const uint32_t r = l == 'o' ? DVM_OFS_REG(v[k]) : v[k];
+        const uint32_t ofs = FLOW_MASK(flow_ofs, n->op);
+        for (uint32_t m = FLOW_MASK(flow_rd, n->op); m; m &= m - 1) { /* reads first: an m operand reads, then writes */
+            const int k = __builtin_ctz(m);
+            const uint32_t r = (ofs >> k) & 1u ? DVM_OFS_REG(v[k]) : v[k];
             if (r >= t->nregs || SET_HAS(out, r)) continue;
             bad = 1;
             if (flow_offence(fail, need, j, k, r, 0)) return 1;
             SET_ADD(out, r);
         }
-        for (int k = 0; k < 4; k++)
-            if ((o->fmt[k] == 'w' || o->fmt[k] == 'm') && v[k] < t->nregs) SET_ADD(out, v[k]);
+        for (uint32_t m = FLOW_MASK(flow_wr, n->op); m; m &= m - 1) {
+            const uint32_t r = v[__builtin_ctz(m)];
+            if (r < t->nregs) SET_ADD(out, r);
+        }
         for (int k = 0; k < 2; k++) {
             const uint32_t s = succ[2 * j + (uint32_t)k];
             if (s >= len) continue;
