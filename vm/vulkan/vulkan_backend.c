@@ -877,11 +877,15 @@ static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errl
     if (!be->cancel->map) { fmt(err, errlen, "vulkan: the cancel word's host-visible memory cannot be mapped"); goto fail; }
     memset(be->cancel->map, 0, 16);
     /* params where the host can write them in place (a GPU's BAR heap; stage_params) */
-    if (be->poll_fence && buf_new(be, 4096, 2, &be->params, err, errlen) == 0) {
-        be->params_mapped = be->params->map && be->params->devlocal;
-        if (!be->params_mapped) {
-            buf_free(be, be->params);
-            be->params = NULL;
+    if (be->poll_fence) {
+        if (buf_new(be, 4096, 2, &be->params, err, errlen) == 0) {
+            be->params_mapped = be->params->map && be->params->devlocal;
+            if (!be->params_mapped) {
+                buf_free(be, be->params);
+                be->params = NULL;
+            }
+        } else if (err && errlen) {
+            err[0] = 0; /* optional: the staging path serves */
         }
     }
 
