@@ -190,17 +190,24 @@ typedef struct rchk {
     unsigned char *restore; /* per slot: read after a store of this statement */
 } rchk;
 
-static void rchk_expr(rchk *r, const ir_expr *e) {
+/* Calls f(arg, slot) for each load in e, in evaluation order (a load's index expressions
+   first): the walk that reads_after_stores and the fusion's slot use share. */
+static void each_load(const ir_expr *e, void (*f)(void *, int), void *arg) {
     if (!e) return;
     if (e->kind == IR_LOAD) {
-        for (int i = 0; i < e->nidx; i++) rchk_expr(r, e->idx[i]);
-        if (e->slot >= 0 && e->slot < r->c->nfslots && r->stored[e->slot]) r->restore[e->slot] = 1;
+        for (int i = 0; i < e->nidx; i++) each_load(e->idx[i], f, arg);
+        f(arg, e->slot);
         return;
     }
-    rchk_expr(r, e->a);
-    rchk_expr(r, e->b);
-    rchk_expr(r, e->c);
+    each_load(e->a, f, arg);
+    each_load(e->b, f, arg);
+    each_load(e->c, f, arg);
 }
+static void rchk_load(void *arg, int slot) {
+    rchk *r = arg;
+    if (slot >= 0 && slot < r->c->nfslots && r->stored[slot]) r->restore[slot] = 1;
+}
+static void rchk_expr(rchk *r, const ir_expr *e) { each_load(e, rchk_load, r); }
 static void rchk_block(rchk *r, const ir_block *b);
 /* every store and atomic of b, nested ones included */
 static void rchk_mark(rchk *r, const ir_block *b) {
@@ -266,17 +273,11 @@ typedef struct suse {
     unsigned char *rd, *wr;
     int ifs; /* if statements */
 } suse;
-static void su_expr(suse *u, const ir_expr *e) {
-    if (!e) return;
-    if (e->kind == IR_LOAD) {
-        for (int i = 0; i < e->nidx; i++) su_expr(u, e->idx[i]);
-        if (e->slot >= 0 && e->slot < u->nf) u->rd[e->slot] = 1;
-        return;
-    }
-    su_expr(u, e->a);
-    su_expr(u, e->b);
-    su_expr(u, e->c);
+static void su_load(void *arg, int slot) {
+    suse *u = arg;
+    if (slot >= 0 && slot < u->nf) u->rd[slot] = 1;
 }
+static void su_expr(suse *u, const ir_expr *e) { each_load(e, su_load, u); }
 static void su_block(suse *u, const ir_block *b);
 static void su_stmt(suse *u, const ir_stmt *s) {
     for (int i = 0; i < s->nidx; i++) su_expr(u, s->idx[i]);
