@@ -71,8 +71,9 @@ static void write_abi(FILE *o) {
 #undef W_
     fprintf(o, "} pc;\n");
     fprintf(o, "const uint MODE_SERIAL = %uu, MODE_PARALLEL = %uu, MODE_SZ_RANGES = %uu, MODE_SZ_FINAL = %uu, "
-               "MODE_SZ_BODY = %uu;\n",
-            DVM_VK_MODE_SERIAL, DVM_VK_MODE_PARALLEL, DVM_VK_MODE_SZ_RANGES, DVM_VK_MODE_SZ_FINAL, DVM_VK_MODE_SZ_BODY);
+               "MODE_SZ_BODY = %uu, MODE_COPY = %uu;\n",
+            DVM_VK_MODE_SERIAL, DVM_VK_MODE_PARALLEL, DVM_VK_MODE_SZ_RANGES, DVM_VK_MODE_SZ_FINAL, DVM_VK_MODE_SZ_BODY,
+            DVM_VK_MODE_COPY);
     fprintf(o, "const uint FLAG_ZERO_SERIAL = %uu;\n", DVM_VK_FLAG_ZERO_SERIAL);
     fprintf(o, "#define WG_SIZE %u\n", DVM_VK_WG_SIZE);
     fprintf(o, "const uint SLOT_ADDR = %uu, SLOT_LEN = %uu, SLOT_SHAPE = %uu, SLOT_WORDS = %uu;\n", DVM_VK_SLOT_ADDR,

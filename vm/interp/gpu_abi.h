@@ -102,6 +102,9 @@ typedef struct dvm_gpu_size_args {
 #define DVM_VK_MODE_SZ_RANGES 2u
 #define DVM_VK_MODE_SZ_FINAL 3u
 #define DVM_VK_MODE_SZ_BODY 4u
+/* A copy between two buffers (vulkan_backend.c, record_copy): pc.walk_lo 16-byte units, then
+   pc.walk_hi words, from address pc.aux to address pc.heap; nthreads invocations. */
+#define DVM_VK_MODE_COPY 5u
 #define DVM_VK_FLAG_ZERO_SERIAL 1u /* serial task: zero the serial slot's stack counts first */
 /* Threads per workgroup (local_size_x). */
 #define DVM_VK_WG_SIZE 64u

@@ -1303,8 +1303,23 @@ void sizer_body() {
     }
 }
 
+/* ---- copies between buffers (vulkan_backend.c, record_copy) ----
+   Invocation g copies the 16-byte units g, g + nthreads, .. of pc.walk_lo from address pc.aux
+   to pc.heap, then the word g of the pc.walk_hi after them. Consecutive invocations take
+   consecutive units: each subgroup moves whole cache lines. */
+void copy_mode() {
+    uint g = gl_GlobalInvocationID.x, n = pc.walk_lo;
+    LONG_LOOP(g < n) {
+        W4(addw(pc.heap, g * 4u)).v = W4(addw(pc.aux, g * 4u)).v;
+        g += pc.nthreads;
+    }
+    g = gl_GlobalInvocationID.x;
+    if (g < pc.walk_hi) W(addw(pc.heap, n * 4u + g)).v = W(addw(pc.aux, n * 4u + g)).v;
+}
+
 void main() {
     switch (pc.mode) {
+    case MODE_COPY: copy_mode(); break;
     case MODE_SERIAL: serial_task(); break;
     case MODE_PARALLEL: parallel_task(); break;
     case MODE_SZ_RANGES:
