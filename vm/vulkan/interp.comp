@@ -92,6 +92,10 @@ bool failed() { return WC(pc.err).v != 0u; }
 /* Backward jumps between two reads of the cancel word (interp_run.h, DVM_CANCEL_EVERY). */
 const uint CANCEL_EVERY = 64u;
 uint g_polls = 0u;
+/* The node offset of the running task's closing END (its last node), else 0xFFFFFFFF
+   (set_end): an iteration that reaches it is over without that node's fetch and dispatch, one
+   node less every iteration. */
+uint g_end = 0xFFFFFFFFu;
 bool cancelled() { return WV(pc.cancel).v != 0u; }
 
 void rec_err(int code, uint node, uvec2 p0, uvec2 p1, uvec2 p2, uvec2 p3) {
@@ -547,6 +551,7 @@ int run(uint cb, uint ip0, uint slot) {
                 return 1;
             }
         }
+        if (next == g_end) return 0;
         ip = next;
     }
     rec_err(RT_VK_STEPS, cb + ip, P0, P0, P0, P0);
@@ -667,7 +672,7 @@ int run4(uint cb, uint ip0, bvec4 have) {
        disagree parts them, so the other nodes step with one scalar compare (next against
        wnext), as engine_lanes.h's masked lanes do; sel: choose the running lanes again. */
     uvec4 lip = mix(uvec4(DONE), uvec4(ip0), have);
-    uint ip = ip0, wnext = DONE;
+    uint ip = ip0, wnext = g_end; /* lanes that reach the closing END (g_end) stop there */
     /* every lane has an iteration (all but a task's last round): they start together */
     bool sel = !all(have);
     L4M = bvec4(true);
@@ -675,10 +680,10 @@ int run4(uint cb, uint ip0, bvec4 have) {
     LONG_LOOP(true) {
         if (sel) {
             ip = umin4(lip);
-            if (ip == DONE) return 0;
+            if (ip >= g_end) return 0;
             L4M = equal(lip, uvec4(ip));
             L4ALL = all(L4M);
-            wnext = umin4(mix(lip, uvec4(DONE), L4M));
+            wnext = min(umin4(mix(lip, uvec4(DONE), L4M)), g_end);
             sel = false;
         }
         uint n = cb + ip;
@@ -966,6 +971,11 @@ void par_loop4(uint total, uint ndim, uint e[3], uint s[3], uint idx_reg[3], uin
 /* ---- task descriptors: dvm_task_desc, 8 words (bytecode/bc.h) ---- */
 /* word k of task t's dvm_task_desc (9 words: vulkan_backend.c uploads the structs as they are) */
 uint tw(uint t, uint k) { return ldw(pc.tasks, t * 10u + k); }
+/* g_end of task t, whose code starts at node cb (word 2: code_len) */
+void set_end(uint t, uint cb) {
+    uint len = tw(t, 2u);
+    g_end = len != 0u && (ldw(pc.nodes, (cb + len - 1u) * 2u) & 0xFFu) == OP_END ? len - 1u : 0xFFFFFFFFu;
+}
 
 void serial_task() {
     if (gl_GlobalInvocationID.x != 0u || failed()) return;
@@ -973,6 +983,7 @@ void serial_task() {
     if ((pc.flags & FLAG_ZERO_SERIAL) != 0u) zero_counts(slot);
     uint nregs = tw(pc.task, 0u) >> 16;
     for (uint i = 0u; i < nregs; i++) rs(i, 0u);
+    set_end(pc.task, tw(pc.task, 1u));
     run(tw(pc.task, 1u), 0u, slot);
 }
 
@@ -1017,6 +1028,7 @@ void parallel_task() {
         e[d] = stop > start ? uint(stop) - uint(start) : 0u;
     }
     for (uint d = 0u; d < ndim; d++) if (e[d] == 0u) return;
+    set_end(pc.task, cb);
     zero_counts(g);
     for (uint i = 0u; i < nregs; i++) {
         if (LANES == 4u) R4[i] = uvec4(0u);
