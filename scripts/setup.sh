@@ -5,7 +5,8 @@
 #         are built where their toolchains already are, never installed for the demo.
 #   hip:  demo, plus hipcc and clang for the HIP backend (scripts/demo.sh --hip).
 #   test: everything the test suite builds and runs (scripts/test.sh): the Vulkan toolchain
-#         and lavapipe, hipcc, clang for the fuzzers, Python for the package's tests.
+#         and lavapipe, hipcc, clang for the fuzzers, Python (with numpy, for test_peers) for
+#         the package's tests.
 # CUDA's nvcc is not a Debian package here: the CUDA backend is built when nvcc is on PATH or
 # in /usr/local/cuda/bin.
 set -euo pipefail
@@ -15,7 +16,7 @@ hip=(clang libclang-rt-14-dev hipcc)
 case $mode in
   demo) pkgs=("${demo[@]}") ;;
   hip) pkgs=("${demo[@]}" "${hip[@]}") ;;
-  test) pkgs=("${demo[@]}" "${hip[@]}" python3 python3-venv python3-pip git
+  test) pkgs=("${demo[@]}" "${hip[@]}" python3 python3-venv python3-pip python3-numpy git
               glslang-tools spirv-tools libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-tools) ;;
   *) echo "usage: scripts/setup.sh demo|hip|test" >&2; exit 2 ;;
 esac
