@@ -276,6 +276,7 @@ struct dvm_backend {
     uint32_t thread_cap_ns; /* .. of a launch without (no heap slot per thread) */
     int private_ns;         /* a launch without adstacks takes private register files */
     int few_threads;        /* the gpu_threads option set the thread count */
+    uint32_t max_threads;   /* threads one dispatch can have: maxComputeWorkGroupCount x WG_SIZE, < 2^31 */
     int poll_fence;         /* a wait polls the fence before blocking (not a CPU device) */
     int params_mapped;      /* params live in device-local memory the host maps (stage_params) */
     int lanes_ns;           /* .. and runs its parallel tasks four iterations an invocation */
@@ -404,6 +405,7 @@ static int buf_reserve(dvm_backend *be, dvm_buffer **b, size_t bytes, int host, 
 
 static void barrier(dvm_backend *be);
 static uint32_t copy_threads(const dvm_backend *be, uint64_t units);
+static void dispatch(dvm_backend *be, const vk_push *pc, uint32_t threads);
 /* Records a copy of n bytes from the start of src to the start of dst into the command buffer
    being recorded, then a barrier. Between device buffers the interpreter's copy mode
    (interp.comp, copy_mode) moves them: on an H200, vkCmdCopyBuffer ran a snapshot's 64 MiB at
@@ -421,9 +423,7 @@ static void record_copy(dvm_backend *be, dvm_buffer *dst, dvm_buffer *src, size_
                   .walk_hi = (uint32_t)(n % 16 / 4)};
     pc.nthreads = copy_threads(be, pc.walk_lo > 4 ? pc.walk_lo : 4); /* at least one invocation a tail word */
     D.vkCmdBindPipeline(be->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, be->pipe);
-    D.vkCmdPushConstants(be->cmd, be->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc, &pc);
-    D.vkCmdDispatch(be->cmd, (pc.nthreads + WG_SIZE - 1) / WG_SIZE, 1, 1);
-    barrier(be);
+    dispatch(be, &pc, pc.nthreads);
 }
 /* Records the deferred copies into the command buffer being recorded. */
 static void lazy_record(dvm_backend *be) {
@@ -925,6 +925,7 @@ static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errl
     be->few_threads = opts && opts->gpu_threads > 0;
     uint64_t maxg = (uint64_t)be->caps.props.limits.maxComputeWorkGroupCount[0] * WG_SIZE;
     if (maxg > 0x7FFFFFFFull) maxg = 0x7FFFFFFFull;
+    be->max_threads = (uint32_t)maxg;
     be->thread_cap = (uint32_t)(cap < maxg ? cap : maxg);
     be->thread_cap_ns = (uint32_t)(cap_ns < maxg ? cap_ns : maxg);
 
@@ -1098,9 +1099,7 @@ static int64_t vk_slots(dvm_backend *be, const dvm_exec *x) {
        trans 1.26 -> 1.19, the sin loop 1.48 -> 1.37, the stencil 1.26 -> 1.18; 2x gained half. */
     if (lanes && !be->few_threads) {
         cap *= 4;
-        const int64_t maxg = (int64_t)be->caps.props.limits.maxComputeWorkGroupCount[0] * WG_SIZE;
-        if (cap > maxg) cap = maxg;
-        if (cap > 0x7FFFFFFF) cap = 0x7FFFFFFF;
+        if (cap > (int64_t)be->max_threads) cap = be->max_threads;
     }
     int64_t want = 0;
     for (uint32_t t = 0; t < x->var->ntasks; t++) {
@@ -1119,8 +1118,7 @@ static int64_t vk_slots(dvm_backend *be, const dvm_exec *x) {
    (each then takes several, grid-stride), within maxComputeWorkGroupCount. */
 static uint32_t copy_threads(const dvm_backend *be, uint64_t units) {
     uint64_t t = units < ((uint64_t)1 << 20) ? units : ((uint64_t)1 << 20);
-    const uint64_t maxg = (uint64_t)be->caps.props.limits.maxComputeWorkGroupCount[0] * WG_SIZE;
-    if (t > maxg) t = maxg;
+    if (t > be->max_threads) t = be->max_threads;
     return t < 1 ? 1 : (uint32_t)t;
 }
 
@@ -1203,7 +1201,7 @@ static int take_error(const uint32_t *e, dvm_rt_error *rt, char *err, size_t err
 static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *err, size_t errlen) {
     const dvm_variant_desc *v = x->var;
     int64_t nthr = x->nthread_slots < 1 ? 1 : x->nthread_slots;
-    if (nthr > (int64_t)be->caps.props.limits.maxComputeWorkGroupCount[0] * WG_SIZE || nthr > 0x7FFFFFFF) {
+    if (nthr > (int64_t)be->max_threads) {
         fmt(err, errlen, "vulkan: %lld thread slots exceed maxComputeWorkGroupCount", (long long)nthr);
         return -1;
     }
