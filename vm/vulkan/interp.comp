@@ -56,6 +56,9 @@ layout(constant_id = 1) const bool REGS_SHARED = false;
 /* LANES 4: parallel tasks run four iterations an invocation through run4 (below), each
    register a uvec4 of private R4 (REGS of them); 1: one iteration, through run. */
 layout(constant_id = 2) const uint LANES = 1u;
+/* LANE_STACKS: run4 has PUSH and POP (a launch with adstacks on four lanes). A pipeline of its
+   own, so that the other four-lane launches keep code without the stack nodes. */
+layout(constant_id = 3) const bool LANE_STACKS = false;
 const uint RS_WORDS = REGS_SHARED ? REGS * WG : 1u;
 const uint RP_WORDS = (REGS_SHARED || LANES == 4u) ? 1u : REGS;
 shared uint RS[RS_WORDS];
@@ -251,23 +254,26 @@ int c_f2i(float v) {
     return int(v);
 }
 
-/* ---- heap: nthreads + 1 slots (the last the serial tasks'), each stride words; stack i at
-   word stack_off[i] of a slot (the stack table, gpu_abi.h), its count there and element j at
-   word stack_off[i] + j. The slots are interleaved as the CUDA interpreter's (vm/interp/
-   interp_core.h, DVM_HEAP_WORD): word w of slot s at w * (nthreads + 1) + s, so a subgroup
+/* ---- heap: S + 1 slots (the last the serial tasks'), each stride words; stack i at word
+   stack_off[i] of a slot (the stack table, gpu_abi.h), its count there and element j at word
+   stack_off[i] + j. S is the launch's thread slots: one an invocation, so nthreads, except in
+   a four-lane dispatch, where lane l of invocation g has slot g + l * nthreads of S = 4 *
+   nthreads (vulkan_backend.c, vk_slots). The slots are interleaved as the CUDA interpreter's
+   (vm/interp/interp_core.h, DVM_HEAP_WORD): word w of slot s at w * (S + 1) + s, so a subgroup
    pushing in step writes consecutive words, not one cache line an invocation. stack_base is
    the count's address, stack_elem element j's. ---- */
 uint stack_w(uint i, uint k) { return ldw(pc.stacks, i * STACK_WORDS + k); }
+uint heap_slots() { return LANES * pc.nthreads + 1u; }
 #if DVM_INT64
 uvec2 stack_base(uint slot, uint i) {
     uint64_t off = packUint2x32(uvec2(stack_w(i, STACK_OFF), stack_w(i, STACK_OFF + 1u)));
-    return addw64(pc.heap, off * uint64_t(pc.nthreads + 1u) + uint64_t(slot));
+    return addw64(pc.heap, off * uint64_t(heap_slots()) + uint64_t(slot));
 }
-uvec2 stack_elem(uvec2 sb, uint j) { return addw64(sb, uint64_t(j) * uint64_t(pc.nthreads + 1u)); }
+uvec2 stack_elem(uvec2 sb, uint j) { return addw64(sb, uint64_t(j) * uint64_t(heap_slots())); }
 #else
 /* The host refuses heaps of 2^32 words or more on this path, so 32-bit offsets are exact. */
-uvec2 stack_base(uint slot, uint i) { return addw(pc.heap, stack_w(i, STACK_OFF) * (pc.nthreads + 1u) + slot); }
-uvec2 stack_elem(uvec2 sb, uint j) { return addw(sb, j * (pc.nthreads + 1u)); }
+uvec2 stack_base(uint slot, uint i) { return addw(pc.heap, stack_w(i, STACK_OFF) * heap_slots() + slot); }
+uvec2 stack_elem(uvec2 sb, uint j) { return addw(sb, j * heap_slots()); }
 #endif
 uvec2 stack_cap(uint i) { return uvec2(stack_w(i, STACK_CAP), stack_w(i, STACK_CAP + 1u)); }
 
@@ -565,9 +571,9 @@ int run(uint cb, uint ip0, uint slot) {
  * private access a register for all lanes. Lanes part at branches and meet again, as the CUDA
  * interpreter's masked lanes (vm/interp/engine_lanes.h): the lanes at the lowest node index
  * run it (L4M), the others wait. Lane l of invocation g takes iterations g + l * nthreads +
- * 4k * nthreads, so each lane's accesses stay coalesced across the subgroup. Tasks with
- * adstacks, a few rare nodes or a one-node loop run on one lane (vulkan_backend.c,
- * vk_task_lanes_ok, picks LANES per launch). */
+ * 4k * nthreads, so each lane's accesses stay coalesced across the subgroup, and has its own
+ * heap slot (heap_slots) for its adstacks. Tasks with a few rare nodes or a one-node loop run
+ * on one lane (vulkan_backend.c, vk_task_lanes_ok, picks LANES per launch). */
 const uint R4_WORDS = LANES == 4u ? REGS : 1u;
 uvec4 R4[R4_WORDS];
 bvec4 L4M;    /* the lanes that run the node */
@@ -917,8 +923,39 @@ int run4(uint cb, uint ip0, bvec4 have) {
         case OP_FMAFK: sf4(a, fma(f4(a), f4(b), vec4(K(c)))); break;
         case OP_FMAFR: sf4(a, fma(f4(a), f4(b), f4(c))); break;
 
-        /* STU (serial tasks only), PUSH and POP (tasks with adstacks), POWF, ATAN2F, ASIN, ACOS,
-           ATOMMAXF and ATOMMINF: a task with any runs on one lane (vk_lanes_ok) */
+        /* each lane its own stack, in heap slot g + l * nthreads (heap_slots) */
+        case OP_PUSH: {
+            if (!LANE_STACKS) return err4(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0);
+            uvec2 cap = stack_cap(a);
+            uvec4 v = g4(b);
+            [[unroll]] for (uint l = 0u; l < 4u; l++) {
+                if (!L4M[l]) continue;
+                uvec2 sb = stack_base(gl_GlobalInvocationID.x + l * pc.nthreads, a);
+                uint cnt = W(sb).v;
+                if (cap.y == 0u && cnt >= cap.x) return err4(RT_ADSTACK_OVERFLOW, n, uvec2(a, 0u), cap, P0, P0);
+                W(stack_elem(sb, 1u + cnt)).v = v[l];
+                W(sb).v = cnt + 1u;
+            }
+            break;
+        }
+        case OP_POP: {
+            if (!LANE_STACKS) return err4(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0);
+            uvec4 v = uvec4(0u);
+            [[unroll]] for (uint l = 0u; l < 4u; l++) {
+                if (!L4M[l]) continue;
+                uvec2 sb = stack_base(gl_GlobalInvocationID.x + l * pc.nthreads, b);
+                uint cnt = W(sb).v;
+                if (cnt == 0u) return err4(RT_ADSTACK_UNDERFLOW, n, uvec2(b, 0u), P0, P0, P0);
+                v[l] = W(stack_elem(sb, cnt)).v;
+                W(sb).v = cnt - 1u;
+            }
+            s4(a, v);
+            break;
+        }
+
+        /* STU (serial tasks only), POWF, ATAN2F, ASIN, ACOS, ATOMMAXF and ATOMMINF: a task with
+           any runs on one lane (vk_task_lanes_ok); PUSH and POP without LANE_STACKS: the host
+           gives a launch with adstacks a pipeline with them */
         default: return err4(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0);
         }
         bool back = next <= ip;
@@ -1029,7 +1066,7 @@ void parallel_task() {
     }
     for (uint d = 0u; d < ndim; d++) if (e[d] == 0u) return;
     set_end(pc.task, cb);
-    zero_counts(g);
+    for (uint l = 0u; l < LANES; l++) zero_counts(g + l * pc.nthreads);
     for (uint i = 0u; i < nregs; i++) {
         if (LANES == 4u) R4[i] = uvec4(0u);
         else rs(i, 0u);

@@ -224,17 +224,18 @@ struct dvm_loaded {
     uint8_t *lanes_ok; /* per task: run4 can run it (vk_task_lanes_ok) */
 };
 
-/* One pipeline of the interpreter: its register-file class (interp.comp: REGS, REGS_SHARED)
-   and its lanes (LANES). */
+/* One pipeline of the interpreter: its register-file class (interp.comp: REGS, REGS_SHARED),
+   its lanes (LANES) and, with four, whether it has the stack nodes (LANE_STACKS). */
 typedef struct vk_pipe {
     uint32_t regs;
     int shared;
     uint32_t lanes;
+    int stacks;
     VkPipeline pipe;
 } vk_pipe;
 /* classes 16, 32, .., DVM_MAX_REGS (7) in shared memory, the private one, and the four-lane
-   classes VK_LANE_MIN_REGS .. DVM_MAX_REGS (5) */
-#define VK_MAX_PIPES 13
+   classes VK_LANE_MIN_REGS .. DVM_MAX_REGS (5), without and with the stack nodes */
+#define VK_MAX_PIPES 18
 /* The smallest four-lane register file: NVIDIA's compiler keeps a small private array in
    registers (see reg_class), a uvec4 array of 64 it does not. */
 #define VK_LANE_MIN_REGS 64
@@ -708,11 +709,11 @@ static void reg_class(const dvm_backend *be, uint32_t nregs, int priv, uint32_t 
 
 /* Creates the pipeline of one class (from the pipeline cache when it holds it). Callable from
    two threads at once: the pipeline cache synchronizes itself (no EXTERNALLY_SYNCHRONIZED bit). */
-static VkResult make_pipe(const dvm_backend *be, uint32_t regs, int shared, uint32_t lanes, VkPipeline *p) {
-    const uint32_t spec[3] = {regs, shared ? VK_TRUE : VK_FALSE, lanes};
-    const VkSpecializationMapEntry me[3] = {{.constantID = 0, .offset = 0, .size = 4}, {.constantID = 1, .offset = 4, .size = 4},
-                                            {.constantID = 2, .offset = 8, .size = 4}};
-    const VkSpecializationInfo si = {.mapEntryCount = 3, .pMapEntries = me, .dataSize = sizeof spec, .pData = spec};
+static VkResult make_pipe(const dvm_backend *be, uint32_t regs, int shared, uint32_t lanes, int stacks, VkPipeline *p) {
+    const uint32_t spec[4] = {regs, shared ? VK_TRUE : VK_FALSE, lanes, stacks ? VK_TRUE : VK_FALSE};
+    const VkSpecializationMapEntry me[4] = {{.constantID = 0, .offset = 0, .size = 4}, {.constantID = 1, .offset = 4, .size = 4},
+                                            {.constantID = 2, .offset = 8, .size = 4}, {.constantID = 3, .offset = 12, .size = 4}};
+    const VkSpecializationInfo si = {.mapEntryCount = 4, .pMapEntries = me, .dataSize = sizeof spec, .pData = spec};
     VkComputePipelineCreateInfo pi = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
@@ -722,10 +723,11 @@ static VkResult make_pipe(const dvm_backend *be, uint32_t regs, int shared, uint
 }
 
 /* Keeps a created pipeline; the cache file is rewritten when the driver added to it. */
-static void keep_pipe(dvm_backend *be, uint32_t regs, int shared, uint32_t lanes, VkPipeline p) {
+static void keep_pipe(dvm_backend *be, uint32_t regs, int shared, uint32_t lanes, int stacks, VkPipeline p) {
     be->pipes[be->npipes].regs = regs;
     be->pipes[be->npipes].shared = shared;
     be->pipes[be->npipes].lanes = lanes;
+    be->pipes[be->npipes].stacks = stacks;
     be->pipes[be->npipes++].pipe = p;
     size_t n = 0;
     if (be->pcache && be->have_cache_path && D.vkGetPipelineCacheData(be->dev, be->pcache, &n, NULL) == VK_SUCCESS &&
@@ -733,28 +735,31 @@ static void keep_pipe(dvm_backend *be, uint32_t regs, int shared, uint32_t lanes
         be->cache_bytes = n;
 }
 
-/* The pipeline of a register-file class, created on first use. */
-static int get_pipeline(dvm_backend *be, uint32_t nregs, int priv, uint32_t lanes, VkPipeline *out, char *err, size_t errlen) {
+/* The pipeline of a register-file class, created on first use; stacks: four lanes with the
+   stack nodes (one lane always has them). */
+static int get_pipeline(dvm_backend *be, uint32_t nregs, int priv, uint32_t lanes, int stacks, VkPipeline *out, char *err,
+                        size_t errlen) {
     uint32_t regs;
     int shared;
     reg_class(be, nregs, priv, lanes, &regs, &shared);
+    stacks = stacks && lanes == 4;
     for (int i = 0; i < be->npipes; i++)
-        if (be->pipes[i].regs == regs && be->pipes[i].shared == shared && be->pipes[i].lanes == lanes) {
+        if (be->pipes[i].regs == regs && be->pipes[i].shared == shared && be->pipes[i].lanes == lanes && be->pipes[i].stacks == stacks) {
             *out = be->pipes[i].pipe;
             return 0;
         }
     if (be->npipes == VK_MAX_PIPES) { fmt(err, errlen, "vulkan: more register-file classes than pipelines"); return -1; }
     VkPipeline p;
     double t0 = now_ms();
-    VkResult r = make_pipe(be, regs, shared, lanes, &p);
+    VkResult r = make_pipe(be, regs, shared, lanes, stacks, &p);
     be->pipeline_ms += now_ms() - t0;
     if (r != VK_SUCCESS) {
-        char what[96];
+        char what[128];
         snprintf(what, sizeof what, "vkCreateComputePipelines (the interpreter, %u registers%s%s)", regs,
-                 shared ? " in shared memory" : "", lanes == 4 ? ", four lanes" : "");
+                 shared ? " in shared memory" : "", lanes != 4 ? "" : stacks ? ", four lanes with adstacks" : ", four lanes");
         return vkfail(r, what, err, errlen);
     }
-    keep_pipe(be, regs, shared, lanes, p);
+    keep_pipe(be, regs, shared, lanes, stacks, p);
     *out = p;
     return 0;
 }
@@ -768,7 +773,7 @@ typedef struct vk_pre {
 } vk_pre;
 static void *pre_main(void *arg) {
     vk_pre *q = arg;
-    q->r = make_pipe(q->be, VK_LANE_MIN_REGS, 0, 4, &q->p);
+    q->r = make_pipe(q->be, VK_LANE_MIN_REGS, 0, 4, 0, &q->p);
     return NULL;
 }
 
@@ -881,10 +886,10 @@ static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errl
     pthread_t pre_th;
     const int pre_on = be->lanes_ns && pthread_create(&pre_th, NULL, pre_main, &pre) == 0;
     const double t_open = now_ms();
-    const int bad = get_pipeline(be, 1, be->private_ns, 1, &be->pipe, err, errlen);
+    const int bad = get_pipeline(be, 1, be->private_ns, 1, 0, &be->pipe, err, errlen);
     if (pre_on) {
         pthread_join(pre_th, NULL);
-        if (pre.r == VK_SUCCESS && !bad) keep_pipe(be, VK_LANE_MIN_REGS, 0, 4, pre.p);
+        if (pre.r == VK_SUCCESS && !bad) keep_pipe(be, VK_LANE_MIN_REGS, 0, 4, 0, pre.p);
         else if (pre.r == VK_SUCCESS) D.vkDestroyPipeline(be->dev, pre.p, NULL);
         be->pipeline_ms = now_ms() - t_open;
     }
@@ -1009,17 +1014,17 @@ static int upload(dvm_backend *be, const void *src, size_t n, dvm_buffer **out, 
 }
 
 /* Whether interp.comp's run4 (four lanes) can run a parallel task: it has no node of the ones run4
-   leaves to run (PUSH, POP: adstacks; POWF, ATAN2F, ASIN, ACOS, ATOMMAXF, ATOMMINF: library code
-   too long to keep four times; STU: serial tasks only) and no one-node loop that run fuses into
-   one FMA loop (interp.comp, OP_INCLT), which beats four lanes. */
+   leaves to run (POWF, ATAN2F, ASIN, ACOS, ATOMMAXF, ATOMMINF: library code too long to keep four
+   times; STU: serial tasks only) and no one-node loop that run fuses into one FMA loop
+   (interp.comp, OP_INCLT), which beats four lanes. */
 static int vk_task_lanes_ok(const dvm_program *prog, const dvm_task_desc *td) {
     if (td->kind != DVM_TASK_PARALLEL) return 0;
     const dvm_node *code = prog->nodes + td->code_begin;
     for (uint32_t i = 0; i < td->code_len; i++) {
         const dvm_node *n = &code[i];
         switch (n->op) {
-        case DVM_OP_PUSH: case DVM_OP_POP: case DVM_OP_STU: case DVM_OP_POWF: case DVM_OP_ATAN2F: case DVM_OP_ASIN:
-        case DVM_OP_ACOS: case DVM_OP_ATOMMAXF: case DVM_OP_ATOMMINF:
+        case DVM_OP_STU: case DVM_OP_POWF: case DVM_OP_ATAN2F: case DVM_OP_ASIN: case DVM_OP_ACOS: case DVM_OP_ATOMMAXF:
+        case DVM_OP_ATOMMINF:
             return 0;
         case DVM_OP_INCLT:
             if (n->x == 0 && n->c + 1u == i) {
@@ -1051,35 +1056,41 @@ static int vk_load(dvm_backend *be, const dvm_program *prog, dvm_loaded **out, c
     return 0;
 }
 
-/* The most threads of a launch: thread_cap_ns without adstacks, and with them while the
-   heap for that many threads (one slot each, its stacks at their sized capacities) stays
-   within 1/32 of the device's largest memory heap; else thread_cap. On an H100 the sin loop's
-   adjoint ran 43.6 -> 28.5 ms with 4x the threads (private register files). */
-static int64_t vk_thread_cap(const dvm_backend *be, const dvm_exec *x) {
-    if (!x->nstacks || be->thread_cap_ns <= be->thread_cap) return be->thread_cap_ns;
+/* Whether the adstack heap of `slots` thread slots (its stacks at their sized capacities)
+   stays within 1/32 of the device's largest memory heap. */
+static int heap_fits(const dvm_backend *be, const dvm_exec *x, uint64_t slots) {
     VkDeviceSize dev = 0;
     for (uint32_t h = 0; h < be->mp.memoryHeapCount; h++)
         if ((be->mp.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) && be->mp.memoryHeaps[h].size > dev)
             dev = be->mp.memoryHeaps[h].size;
-    const uint64_t limit = dev / 32 / 4 / be->thread_cap_ns; /* words a slot may have */
+    const uint64_t limit = dev / 32 / 4 / (slots ? slots : 1); /* words a slot may have */
     uint64_t words = 0;
     for (uint32_t i = 0; i < x->nstacks; i++) {
         const int64_t c = x->stack_cap ? x->stack_cap[i] : -1;
-        if (c < 0 || c > DVM_SIZE_SAT) return be->thread_cap;
+        if (c < 0 || c > DVM_SIZE_SAT) return 0;
         words += (uint64_t)c + 1;
-        if (words > limit) return be->thread_cap;
+        if (words > limit) return 0;
     }
-    return be->thread_cap_ns;
+    return 1;
+}
+
+/* The most threads of a launch on one lane: thread_cap_ns without adstacks, and with them
+   while their heap (one slot each) fits (heap_fits); else thread_cap. On an H100 the sin loop's
+   adjoint ran 43.6 -> 28.5 ms with 4x the threads (private register files). */
+static int64_t vk_thread_cap(const dvm_backend *be, const dvm_exec *x) {
+    if (!x->nstacks || be->thread_cap_ns <= be->thread_cap) return be->thread_cap_ns;
+    return heap_fits(be, x, be->thread_cap_ns) ? be->thread_cap_ns : be->thread_cap;
 }
 
 /* The threads a launch needs: the largest iteration count of the variant's parallel tasks
    where the host knows it (dvm_exec.total: parameters, shape symbols and what the serial
    tasks run on the host computed), else the cap (vk_thread_cap). */
 /* Whether a launch runs its parallel tasks four iterations an invocation (interp.comp, run4):
-   on a GPU, without adstacks (run4 has no stack nodes), when the host knows every parallel
-   task's iteration count and each is below 2^31 (run4's 32-bit lane indices). */
+   on a GPU, when the host knows every parallel task's iteration count and each is below 2^31
+   (run4's 32-bit lane indices), and with adstacks while the heap of four slots for each of
+   thread_cap_ns invocations fits (each lane has its own stacks). */
 static int vk_lanes(const dvm_backend *be, const dvm_exec *x) {
-    if (!be->lanes_ns || x->nstacks) return 0;
+    if (!be->lanes_ns || (x->nstacks && !heap_fits(be, x, 4 * (uint64_t)be->thread_cap_ns))) return 0;
     for (uint32_t t = 0; t < x->var->ntasks; t++) {
         if (x->prog->tasks[x->var->task_begin + t].kind != DVM_TASK_PARALLEL) continue;
         const int64_t total = dvm_exec_total(x, t);
@@ -1090,17 +1101,20 @@ static int vk_lanes(const dvm_backend *be, const dvm_exec *x) {
     return 1;
 }
 
-/* With four lanes a thread takes four iterations a round, so a quarter of the threads. */
+/* The thread slots of a launch: one an invocation on one lane; with four lanes, four (one a
+   lane: its adstacks' heap slot) for a quarter of the invocations, since each takes four
+   iterations a round. vk_exec dispatches slots / 4 invocations then. */
 static int64_t vk_slots(dvm_backend *be, const dvm_exec *x) {
     const int lanes = vk_lanes(be, x);
     int64_t cap = vk_thread_cap(be, x);
-    /* Four lanes: 4x the threads too (unless gpu_threads set them), so the iterations in flight
-       are 16x one lane's cap. On an H200, 262144 -> 1048576 threads took saxpy 0.54 -> 0.51 ms,
-       trans 1.26 -> 1.19, the sin loop 1.48 -> 1.37, the stencil 1.26 -> 1.18; 2x gained half. */
-    if (lanes && !be->few_threads) {
+    /* Four lanes: 4x the invocations too (unless gpu_threads set them), so the iterations in
+       flight are 16x one lane's cap. On an H200, 262144 -> 1048576 threads took saxpy 0.54 ->
+       0.51 ms, trans 1.26 -> 1.19, the sin loop 1.48 -> 1.37, the stencil 1.26 -> 1.18; 2x
+       gained half. With adstacks, while their heap fits. */
+    if (lanes && !be->few_threads && (!x->nstacks || heap_fits(be, x, 16 * (uint64_t)cap))) {
         cap *= 4;
-        if (cap > (int64_t)be->max_threads) cap = be->max_threads;
     }
+    if (lanes && cap > (int64_t)(be->max_threads / 4)) cap = be->max_threads / 4; /* the slots within max_threads */
     int64_t want = 0;
     for (uint32_t t = 0; t < x->var->ntasks; t++) {
         const dvm_task_desc *td = &x->prog->tasks[x->var->task_begin + t];
@@ -1111,7 +1125,8 @@ static int64_t vk_slots(dvm_backend *be, const dvm_exec *x) {
         if (total > want) want = total;
     }
     if (want > (int64_t)cap) want = cap;
-    return want < 1 ? 1 : want;
+    if (want < 1) want = 1;
+    return lanes ? 4 * want : want;
 }
 
 /* The invocations of a copy of `units` 16-byte units (record_copy): one a unit, at most 2^20
@@ -1222,11 +1237,11 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
     for (uint32_t t = x->host_tasks; t < v->ntasks; t++) {
         const dvm_task_desc *td = &x->prog->tasks[v->task_begin + t];
         const int l4 = lanes && td->kind == DVM_TASK_PARALLEL;
-        if (get_pipeline(be, td->nregs, priv, l4 ? 4 : 1, &tp, err, errlen) == 0) continue;
+        if (get_pipeline(be, td->nregs, priv, l4 ? 4 : 1, x->nstacks > 0, &tp, err, errlen) == 0) continue;
         if (!l4) return -1;
         /* the driver cannot make this four-lane class: this launch and every later one with
-           as many registers run on one lane (the grid-stride loop covers the iterations with
-           the threads vk_slots counted for four) */
+           as many registers run on one lane (an invocation a thread slot of vk_slots; the
+           grid-stride loop covers the iterations) */
         uint32_t cls;
         int sh;
         reg_class(be, td->nregs, priv, 4, &cls, &sh);
@@ -1269,7 +1284,8 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
         const dvm_task_desc *td = &x->prog->tasks[v->task_begin + t];
         pc.task = v->task_begin + t;
         pc.task_rel = t;
-        get_pipeline(be, td->nregs, priv, lanes && td->kind == DVM_TASK_PARALLEL ? 4 : 1, &tp, err, errlen); /* made above: a lookup */
+        const int l4 = lanes && td->kind == DVM_TASK_PARALLEL;
+        get_pipeline(be, td->nregs, priv, l4 ? 4 : 1, x->nstacks > 0, &tp, err, errlen); /* made above: a lookup */
         if (tp != bound) {
             D.vkCmdBindPipeline(be->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, tp);
             bound = tp;
@@ -1280,9 +1296,12 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
             first_serial = 0;
             dispatch(be, &pc, 1);
         } else {
+            /* four lanes: an invocation for four thread slots (interp.comp, heap_slots) */
             pc.mode = MODE_PARALLEL;
             pc.flags = 0;
-            dispatch(be, &pc, (uint32_t)nthr);
+            pc.nthreads = (uint32_t)(l4 ? nthr / 4 : nthr);
+            dispatch(be, &pc, pc.nthreads);
+            pc.nthreads = (uint32_t)nthr;
         }
     }
     rc = finish_params(be, o_slots, err, errlen);
