@@ -56,9 +56,12 @@ layout(constant_id = 1) const bool REGS_SHARED = false;
 /* LANES 4: parallel tasks run four iterations an invocation through run4 (below), each
    register a uvec4 of private R4 (REGS of them); 1: one iteration, through run. */
 layout(constant_id = 2) const uint LANES = 1u;
-/* LANE_STACKS: run4 has PUSH and POP (a launch with adstacks on four lanes). A pipeline of its
-   own, so that the other four-lane launches keep code without the stack nodes. */
+/* What run4 has beyond the other nodes, for the tasks that need it (vulkan_backend.c,
+   vk_task_lanes): PUSH and POP (LANE_STACKS), the fused one-node loop in INCLT (LANE_LOOPS).
+   Pipelines of their own, so that the other four-lane tasks keep code without them (the
+   registers of the lane interpreter set how many threads stay resident). */
 layout(constant_id = 3) const bool LANE_STACKS = false;
+layout(constant_id = 4) const bool LANE_LOOPS = false;
 const uint RS_WORDS = REGS_SHARED ? REGS * WG : 1u;
 const uint RP_WORDS = (REGS_SHARED || LANES == 4u) ? 1u : REGS;
 shared uint RS[RS_WORDS];
@@ -817,12 +820,38 @@ int run4(uint cb, uint ip0, bvec4 have) {
             break;
         }
         case OP_INCLT: {
-            uvec4 hi = g4(b);
-            /* (a task with run's one-node loop runs on one lane: vk_task_lanes_ok in
-               vulkan_backend.c; the fused loop here cost every four-lane launch 5-20%) */
-            uvec4 c2 = g4(a) + (x + 1u);
+            uvec4 hi = g4(b), c2 = g4(a) + (x + 1u);
+            bvec4 jump = band(lessThan(ivec4(c2), ivec4(hi)), greaterThan(hi - c2, uvec4(x)));
+            /* LANE_LOOPS: a loop whose body is the one node before, a self-update, runs the
+               remaining trips of each running lane whose counter is below the bound (go) here,
+               as run's INCLT, the lane's fma kept while it has trips left; every lane then
+               leaves the loop, as the step would take the others (unless one's counter wrapped:
+               the step then) */
+            uint ba, bo, bk, su, bc;
+            if (LANE_LOOPS && x == 0u && c + 1u == ip && one_node_loop(cb, c, a, b, ba, bo, bk, su, bc)) {
+                ivec4 cur = i4(a);
+                bvec4 go = band(L4M, lessThan(cur, ivec4(hi)));
+                uvec4 steps = mix(uvec4(0u), hi - uvec4(cur) - 1u, go);
+                uint most = umax4(steps);
+                if (most < 65535u * 65535u && !any(band(band(L4M, not(go)), jump))) {
+                    bool kc = su == SU_FMA_K || su == SU_MUL_K || su == SU_ADD_K;
+                    vec4 v = f4(ba), o = f4(bo);
+                    float kk = kc ? K(bc) : 0.0;
+                    vec4 m = (su == SU_FMA_K || su == SU_MUL_R || su == SU_FMA_R) ? o : vec4(su == SU_MUL_K ? kk : 1.0);
+                    vec4 k = (su == SU_ADD_R || su == SU_FMA_R) ? f4(bk) : su == SU_SUB_R ? -o
+                           : vec4((su == SU_MUL_R || su == SU_MUL_K) ? uintBitsToFloat(0x80000000u) : kk); /* -0.0 */
+                    uint q = most / 65535u, r = most - q * 65535u, i = 0u;
+                    for (uint oi = 0u; oi <= q; oi++) {
+                        uint mm = oi < q ? 65535u : r;
+                        for (uint j = 0u; j < mm; j++, i++) v = mix(v, fma(v, m, k), lessThan(uvec4(i), steps));
+                    }
+                    sf4(ba, v);
+                    s4(a, mix(c2, hi, go));
+                    break;
+                }
+            }
             s4(a, c2);
-            nxt = mix(nxt, uvec4(c), band(lessThan(ivec4(c2), ivec4(hi)), greaterThan(hi - c2, uvec4(x))));
+            nxt = mix(nxt, uvec4(c), jump);
             br = true;
             break;
         }
@@ -923,32 +952,37 @@ int run4(uint cb, uint ip0, bvec4 have) {
         case OP_FMAFK: sf4(a, fma(f4(a), f4(b), vec4(K(c)))); break;
         case OP_FMAFR: sf4(a, fma(f4(a), f4(b), f4(c))); break;
 
-        /* each lane its own stack, in heap slot g + l * nthreads (heap_slots) */
+        /* each lane its own stack, in heap slot g + l * nthreads (heap_slots); the lanes' counts
+           are loaded together and every load comes before the first store, so the lanes'
+           round trips to memory overlap */
         case OP_PUSH: {
             if (!LANE_STACKS) return err4(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0);
-            uvec2 cap = stack_cap(a);
-            uvec4 v = g4(b);
+            uvec2 cap = stack_cap(a), sb[4];
+            uvec4 cnt = uvec4(0u), v = g4(b);
+            [[unroll]] for (uint l = 0u; l < 4u; l++) {
+                sb[l] = stack_base(gl_GlobalInvocationID.x + l * pc.nthreads, a);
+                if (L4M[l]) cnt[l] = W(sb[l]).v;
+            }
+            if (cap.y == 0u && any(band(L4M, greaterThanEqual(cnt, uvec4(cap.x)))))
+                return err4(RT_ADSTACK_OVERFLOW, n, uvec2(a, 0u), cap, P0, P0);
             [[unroll]] for (uint l = 0u; l < 4u; l++) {
                 if (!L4M[l]) continue;
-                uvec2 sb = stack_base(gl_GlobalInvocationID.x + l * pc.nthreads, a);
-                uint cnt = W(sb).v;
-                if (cap.y == 0u && cnt >= cap.x) return err4(RT_ADSTACK_OVERFLOW, n, uvec2(a, 0u), cap, P0, P0);
-                W(stack_elem(sb, 1u + cnt)).v = v[l];
-                W(sb).v = cnt + 1u;
+                W(stack_elem(sb[l], 1u + cnt[l])).v = v[l];
+                W(sb[l]).v = cnt[l] + 1u;
             }
             break;
         }
         case OP_POP: {
             if (!LANE_STACKS) return err4(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0);
-            uvec4 v = uvec4(0u);
+            uvec2 sb[4];
+            uvec4 cnt = uvec4(1u), v = uvec4(0u);
             [[unroll]] for (uint l = 0u; l < 4u; l++) {
-                if (!L4M[l]) continue;
-                uvec2 sb = stack_base(gl_GlobalInvocationID.x + l * pc.nthreads, b);
-                uint cnt = W(sb).v;
-                if (cnt == 0u) return err4(RT_ADSTACK_UNDERFLOW, n, uvec2(b, 0u), P0, P0, P0);
-                v[l] = W(stack_elem(sb, cnt)).v;
-                W(sb).v = cnt - 1u;
+                sb[l] = stack_base(gl_GlobalInvocationID.x + l * pc.nthreads, b);
+                if (L4M[l]) cnt[l] = W(sb[l]).v;
             }
+            if (any(band(L4M, equal(cnt, uvec4(0u))))) return err4(RT_ADSTACK_UNDERFLOW, n, uvec2(b, 0u), P0, P0, P0);
+            [[unroll]] for (uint l = 0u; l < 4u; l++) if (L4M[l]) v[l] = W(stack_elem(sb[l], cnt[l])).v;
+            [[unroll]] for (uint l = 0u; l < 4u; l++) if (L4M[l]) W(sb[l]).v = cnt[l] - 1u;
             s4(a, v);
             break;
         }

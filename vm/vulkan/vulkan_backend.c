@@ -221,21 +221,28 @@ struct dvm_buffer {
 
 struct dvm_loaded {
     dvm_buffer *nodes, *consts, *tasks;
-    uint8_t *lanes_ok; /* per task: run4 can run it (vk_task_lanes_ok) */
+    uint8_t *lane_need; /* per task: whether run4 can run it, and with what (vk_task_lanes) */
 };
 
+/* What a four-lane pipeline has beyond the other nodes, each a specialization constant of
+   interp.comp, so that launches without it keep the lane interpreter's code as it is (its
+   registers set how many threads stay resident): the adstack nodes (LANE_STACKS), the fused
+   one-node loop (LANE_LOOPS). vk_task_lanes says what a task needs: VK_LANES_OK and these. */
+#define VK_LANES_OK 1
+#define VK_X_STACKS 2
+#define VK_X_LOOPS 4
 /* One pipeline of the interpreter: its register-file class (interp.comp: REGS, REGS_SHARED),
-   its lanes (LANES) and, with four, whether it has the stack nodes (LANE_STACKS). */
+   its lanes (LANES) and, with four, its extras (VK_X_). */
 typedef struct vk_pipe {
     uint32_t regs;
     int shared;
     uint32_t lanes;
-    int stacks;
+    uint32_t extra;
     VkPipeline pipe;
 } vk_pipe;
 /* classes 16, 32, .., DVM_MAX_REGS (7) in shared memory, the private one, and the four-lane
-   classes VK_LANE_MIN_REGS .. DVM_MAX_REGS (5), without and with the stack nodes */
-#define VK_MAX_PIPES 18
+   classes VK_LANE_MIN_REGS .. DVM_MAX_REGS (5) with each set of extras (4) */
+#define VK_MAX_PIPES 28
 /* The smallest four-lane register file: NVIDIA's compiler keeps a small private array in
    registers (see reg_class), a uvec4 array of 64 it does not. */
 #define VK_LANE_MIN_REGS 64
@@ -709,11 +716,13 @@ static void reg_class(const dvm_backend *be, uint32_t nregs, int priv, uint32_t 
 
 /* Creates the pipeline of one class (from the pipeline cache when it holds it). Callable from
    two threads at once: the pipeline cache synchronizes itself (no EXTERNALLY_SYNCHRONIZED bit). */
-static VkResult make_pipe(const dvm_backend *be, uint32_t regs, int shared, uint32_t lanes, int stacks, VkPipeline *p) {
-    const uint32_t spec[4] = {regs, shared ? VK_TRUE : VK_FALSE, lanes, stacks ? VK_TRUE : VK_FALSE};
-    const VkSpecializationMapEntry me[4] = {{.constantID = 0, .offset = 0, .size = 4}, {.constantID = 1, .offset = 4, .size = 4},
-                                            {.constantID = 2, .offset = 8, .size = 4}, {.constantID = 3, .offset = 12, .size = 4}};
-    const VkSpecializationInfo si = {.mapEntryCount = 4, .pMapEntries = me, .dataSize = sizeof spec, .pData = spec};
+static VkResult make_pipe(const dvm_backend *be, uint32_t regs, int shared, uint32_t lanes, uint32_t extra, VkPipeline *p) {
+    const uint32_t spec[5] = {regs, shared ? VK_TRUE : VK_FALSE, lanes, extra & VK_X_STACKS ? VK_TRUE : VK_FALSE,
+                              extra & VK_X_LOOPS ? VK_TRUE : VK_FALSE};
+    const VkSpecializationMapEntry me[5] = {{.constantID = 0, .offset = 0, .size = 4}, {.constantID = 1, .offset = 4, .size = 4},
+                                            {.constantID = 2, .offset = 8, .size = 4}, {.constantID = 3, .offset = 12, .size = 4},
+                                            {.constantID = 4, .offset = 16, .size = 4}};
+    const VkSpecializationInfo si = {.mapEntryCount = 5, .pMapEntries = me, .dataSize = sizeof spec, .pData = spec};
     VkComputePipelineCreateInfo pi = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
@@ -723,11 +732,11 @@ static VkResult make_pipe(const dvm_backend *be, uint32_t regs, int shared, uint
 }
 
 /* Keeps a created pipeline; the cache file is rewritten when the driver added to it. */
-static void keep_pipe(dvm_backend *be, uint32_t regs, int shared, uint32_t lanes, int stacks, VkPipeline p) {
+static void keep_pipe(dvm_backend *be, uint32_t regs, int shared, uint32_t lanes, uint32_t extra, VkPipeline p) {
     be->pipes[be->npipes].regs = regs;
     be->pipes[be->npipes].shared = shared;
     be->pipes[be->npipes].lanes = lanes;
-    be->pipes[be->npipes].stacks = stacks;
+    be->pipes[be->npipes].extra = extra;
     be->pipes[be->npipes++].pipe = p;
     size_t n = 0;
     if (be->pcache && be->have_cache_path && D.vkGetPipelineCacheData(be->dev, be->pcache, &n, NULL) == VK_SUCCESS &&
@@ -735,31 +744,32 @@ static void keep_pipe(dvm_backend *be, uint32_t regs, int shared, uint32_t lanes
         be->cache_bytes = n;
 }
 
-/* The pipeline of a register-file class, created on first use; stacks: four lanes with the
-   stack nodes (one lane always has them). */
-static int get_pipeline(dvm_backend *be, uint32_t nregs, int priv, uint32_t lanes, int stacks, VkPipeline *out, char *err,
-                        size_t errlen) {
+/* The pipeline of a register-file class, created on first use; extra: a four-lane pipeline's
+   (VK_X_; one lane has them all). */
+static int get_pipeline(dvm_backend *be, uint32_t nregs, int priv, uint32_t lanes, uint32_t extra, VkPipeline *out,
+                        char *err, size_t errlen) {
     uint32_t regs;
     int shared;
     reg_class(be, nregs, priv, lanes, &regs, &shared);
-    stacks = stacks && lanes == 4;
+    if (lanes != 4) extra = 0;
     for (int i = 0; i < be->npipes; i++)
-        if (be->pipes[i].regs == regs && be->pipes[i].shared == shared && be->pipes[i].lanes == lanes && be->pipes[i].stacks == stacks) {
+        if (be->pipes[i].regs == regs && be->pipes[i].shared == shared && be->pipes[i].lanes == lanes && be->pipes[i].extra == extra) {
             *out = be->pipes[i].pipe;
             return 0;
         }
     if (be->npipes == VK_MAX_PIPES) { fmt(err, errlen, "vulkan: more register-file classes than pipelines"); return -1; }
     VkPipeline p;
     double t0 = now_ms();
-    VkResult r = make_pipe(be, regs, shared, lanes, stacks, &p);
+    VkResult r = make_pipe(be, regs, shared, lanes, extra, &p);
     be->pipeline_ms += now_ms() - t0;
     if (r != VK_SUCCESS) {
         char what[128];
-        snprintf(what, sizeof what, "vkCreateComputePipelines (the interpreter, %u registers%s%s)", regs,
-                 shared ? " in shared memory" : "", lanes != 4 ? "" : stacks ? ", four lanes with adstacks" : ", four lanes");
+        snprintf(what, sizeof what, "vkCreateComputePipelines (the interpreter, %u registers%s%s%s%s)", regs,
+                 shared ? " in shared memory" : "", lanes == 4 ? ", four lanes" : "", extra & VK_X_STACKS ? ", adstacks" : "",
+                 extra & VK_X_LOOPS ? ", fused loops" : "");
         return vkfail(r, what, err, errlen);
     }
-    keep_pipe(be, regs, shared, lanes, stacks, p);
+    keep_pipe(be, regs, shared, lanes, extra, p);
     *out = p;
     return 0;
 }
@@ -1004,7 +1014,7 @@ static void vk_unload(dvm_backend *be, dvm_loaded *l) {
     buf_free(be, l->nodes);
     buf_free(be, l->consts);
     buf_free(be, l->tasks);
-    free(l->lanes_ok);
+    free(l->lane_need);
     free(l);
 }
 
@@ -1013,16 +1023,21 @@ static int upload(dvm_backend *be, const void *src, size_t n, dvm_buffer **out, 
     return n ? vk_write(be, *out, 0, src, n, err, errlen) : 0;
 }
 
-/* Whether interp.comp's run4 (four lanes) can run a parallel task: it has no node of the ones run4
-   leaves to run (POWF, ATAN2F, ASIN, ACOS, ATOMMAXF, ATOMMINF: library code too long to keep four
-   times; STU: serial tasks only) and no one-node loop that run fuses into one FMA loop
-   (interp.comp, OP_INCLT), which beats four lanes. */
-static int vk_task_lanes_ok(const dvm_program *prog, const dvm_task_desc *td) {
+/* Whether interp.comp's run4 (four lanes) can run a parallel task, and with what: 0 when it has a
+   node that run4 leaves to run (POWF, ATAN2F, ASIN, ACOS, ATOMMAXF, ATOMMINF: library code too
+   long to keep four times; STU: serial tasks only); else VK_LANES_OK, with VK_X_STACKS when it
+   has PUSH or POP and VK_X_LOOPS when it has a one-node loop, which the interpreters fuse into
+   one FMA loop (interp.comp, OP_INCLT). */
+static int vk_task_lanes(const dvm_program *prog, const dvm_task_desc *td) {
     if (td->kind != DVM_TASK_PARALLEL) return 0;
+    int need = VK_LANES_OK;
     const dvm_node *code = prog->nodes + td->code_begin;
     for (uint32_t i = 0; i < td->code_len; i++) {
         const dvm_node *n = &code[i];
         switch (n->op) {
+        case DVM_OP_PUSH: case DVM_OP_POP:
+            need |= VK_X_STACKS;
+            break;
         case DVM_OP_STU: case DVM_OP_POWF: case DVM_OP_ATAN2F: case DVM_OP_ASIN: case DVM_OP_ACOS: case DVM_OP_ATOMMAXF:
         case DVM_OP_ATOMMINF:
             return 0;
@@ -1031,21 +1046,21 @@ static int vk_task_lanes_ok(const dvm_program *prog, const dvm_task_desc *td) {
                 const dvm_node *b = &code[n->c];
                 const uint32_t bo = DVM_SELF_OTHER(b->op, b->a, b->b, b->c), bk = DVM_SU_IS(b->op, FMA_R) ? b->c : bo;
                 if (DVM_SELF_UPDATE(b->op, b->a, b->b, b->c) && n->a != b->a && n->b != b->a && n->a != bo && n->a != bk)
-                    return 0;
+                    need |= VK_X_LOOPS;
             }
             break;
         default:
             break;
         }
     }
-    return 1;
+    return need;
 }
 
 static int vk_load(dvm_backend *be, const dvm_program *prog, dvm_loaded **out, char *err, size_t errlen) {
     dvm_loaded *l = calloc(1, sizeof *l);
-    if (l) l->lanes_ok = malloc(prog->ntasks ? prog->ntasks : 1);
-    if (!l || !l->lanes_ok) { free(l); fmt(err, errlen, "vulkan: out of host memory"); return -1; }
-    for (uint32_t t = 0; t < prog->ntasks; t++) l->lanes_ok[t] = (uint8_t)vk_task_lanes_ok(prog, &prog->tasks[t]);
+    if (l) l->lane_need = malloc(prog->ntasks ? prog->ntasks : 1);
+    if (!l || !l->lane_need) { free(l); fmt(err, errlen, "vulkan: out of host memory"); return -1; }
+    for (uint32_t t = 0; t < prog->ntasks; t++) l->lane_need[t] = (uint8_t)vk_task_lanes(prog, &prog->tasks[t]);
     if (upload(be, prog->nodes, (size_t)prog->nnodes * sizeof(dvm_node), &l->nodes, err, errlen) ||
         upload(be, prog->consts, (size_t)prog->nconsts * 4, &l->consts, err, errlen) ||
         upload(be, prog->tasks, (size_t)prog->ntasks * sizeof(dvm_task_desc), &l->tasks, err, errlen)) {
@@ -1094,7 +1109,7 @@ static int vk_lanes(const dvm_backend *be, const dvm_exec *x) {
     for (uint32_t t = 0; t < x->var->ntasks; t++) {
         if (x->prog->tasks[x->var->task_begin + t].kind != DVM_TASK_PARALLEL) continue;
         const int64_t total = dvm_exec_total(x, t);
-        if (total < 0 || total >= ((int64_t)1 << 31) || !x->loaded->lanes_ok[x->var->task_begin + t] ||
+        if (total < 0 || total >= ((int64_t)1 << 31) || !x->loaded->lane_need[x->var->task_begin + t] ||
             x->prog->tasks[x->var->task_begin + t].nregs > be->lane_regs_max)
             return 0;
     }
@@ -1237,7 +1252,8 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
     for (uint32_t t = x->host_tasks; t < v->ntasks; t++) {
         const dvm_task_desc *td = &x->prog->tasks[v->task_begin + t];
         const int l4 = lanes && td->kind == DVM_TASK_PARALLEL;
-        if (get_pipeline(be, td->nregs, priv, l4 ? 4 : 1, x->nstacks > 0, &tp, err, errlen) == 0) continue;
+        const uint32_t extra = x->loaded->lane_need[v->task_begin + t] & ~(uint32_t)VK_LANES_OK;
+        if (get_pipeline(be, td->nregs, priv, l4 ? 4 : 1, extra, &tp, err, errlen) == 0) continue;
         if (!l4) return -1;
         /* the driver cannot make this four-lane class: this launch and every later one with
            as many registers run on one lane (an invocation a thread slot of vk_slots; the
@@ -1285,7 +1301,8 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
         pc.task = v->task_begin + t;
         pc.task_rel = t;
         const int l4 = lanes && td->kind == DVM_TASK_PARALLEL;
-        get_pipeline(be, td->nregs, priv, l4 ? 4 : 1, x->nstacks > 0, &tp, err, errlen); /* made above: a lookup */
+        const uint32_t extra = x->loaded->lane_need[v->task_begin + t] & ~(uint32_t)VK_LANES_OK;
+        get_pipeline(be, td->nregs, priv, l4 ? 4 : 1, extra, &tp, err, errlen); /* made above: a lookup */
         if (tp != bound) {
             D.vkCmdBindPipeline(be->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, tp);
             bound = tp;
