@@ -377,6 +377,67 @@ static void test_control(void)
     both("adstack overflow", &A, kind);
 }
 
+/* One parallel task whose iterations take 0..8 trips (so an invocation's four lanes part and
+   meet again): push x, x * 1.5, .. then pop and sum them, then a one-node loop (a self-update
+   that the interpreters fuse); with --vk-lanes 4 it runs on four lanes, the stack nodes and
+   the fused loop in pipelines of their own. Then a capacity too small for some lanes only. */
+static void test_lane_loops(void)
+{
+    reset();
+    ns = 1;
+    stacks[0].type = DVM_T_F32;
+    const uint16_t k15 = K(f2u(1.5f)), k25 = K(f2u(0.25f));
+    dvm_task_desc *t = task(DVM_TASK_PARALLEL, 1);
+    t->ext_u[0] = 0;
+    t->idx_reg[0] = 1;
+    N(DVM_OP_LD, 0, 2, 1, 0);       /* r2 = trips[i] */
+    N(DVM_OP_LD, 1, 3, 1, 0);       /* r3 = x[i] */
+    CI(4, 0);
+    N(DVM_OP_JGEI, 0, 4, 2, 0);     /* patched: no trips */
+    uint32_t j1 = nn - 1;
+    uint16_t lp = rel(t);
+    N(DVM_OP_PUSH, 0, 0, 3, 0);
+    N(DVM_OP_MULFK, 0, 3, 3, k15);
+    N(DVM_OP_INCLT, 0, 4, 2, lp);
+    nodes[j1].c = rel(t);
+    CI(5, 0);
+    CI(6, 0);
+    N(DVM_OP_JGEI, 0, 5, 2, 0);
+    uint32_t j2 = nn - 1;
+    uint16_t lp2 = rel(t);
+    N(DVM_OP_POP, 0, 7, 0, 0);
+    N(DVM_OP_ADDF, 0, 6, 6, 7);
+    N(DVM_OP_INCLT, 0, 5, 2, lp2);
+    nodes[j2].c = rel(t);
+    CI(8, 0);
+    N(DVM_OP_JGEI, 0, 8, 2, 0);
+    uint32_t j3 = nn - 1;
+    uint16_t lp3 = rel(t);
+    N(DVM_OP_FMAFK, 0, 6, 3, k25);  /* r6 = r6 * r3 + 0.25: a one-node loop */
+    N(DVM_OP_INCLT, 0, 8, 2, lp3);
+    nodes[j3].c = rel(t);
+    N(DVM_OP_ST, 2, 1, 6, 0);
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+
+    static uint32_t trips[NE], x[NE], o[NE];
+    for (int i = 0; i < NE; i++) trips[i] = (uint32_t)((i * 7 + i / 5) % 9), x[i] = f2u(0.5f + (float)(i % 13) * 0.03125f);
+    run_in A;
+    memset(&A, 0, sizeof A);
+    arr1(&A, 0, trips, NE);
+    arr1(&A, 1, x, NE);
+    memset(o, 0, sizeof o);
+    arr1(&A, 2, o, NE);
+    A.uni[0] = NE;
+    A.nuni = 1;
+    A.total = NE;
+    A.caps[0] = 8;
+    int kind[3] = {EXACT, EXACT, LOOSE};
+    both("lanes: stacks and a fused loop", &A, kind);
+    A.caps[0] = 6;
+    both("lanes: adstack overflow in some lanes", &A, kind);
+}
+
 /* Many threads hit few cells with every atomic. */
 static void test_atomics(void)
 {
@@ -754,6 +815,7 @@ int main(int argc, char **argv)
     if (!cpu) { printf("FAIL cpu open: %s\n", err); return 1; }
     test_ops();
     test_control();
+    test_lane_loops();
     test_reg_classes();
     test_starts();
     test_atomics();
