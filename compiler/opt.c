@@ -929,6 +929,35 @@ static int ldadd_pass(topt *t, const uint8_t *f32) {
     return fused;
 }
 
+/* A negation that only an add or a subtraction right after it reads: `NEGF t, s; ADDF d, x, t`
+ * (either order of the add) becomes `SUBF d, x, s`, and `NEGF t, s; SUBF d, x, t` becomes
+ * `ADDF d, x, s`. IEEE defines x - s as x + (-s), so the result is the same (NaNs aside, whose
+ * sign no result depends on). The adjoints of subtractions and of sin * cos are where they
+ * come from. Needs fresh liveness. */
+static int neg_pass(topt *t) {
+    int fused = 0;
+    for (uint32_t i = 0; i < t->len; i++) {
+        dvm_node *ng = &t->code[i];
+        if (ng->op != DVM_OP_NEGF) continue;
+        const uint32_t j = next_unentered(t, i);
+        if (j >= t->len) continue;
+        dvm_node *ad = &t->code[j];
+        const uint16_t r = ng->a;
+        uint16_t x;
+        uint8_t op;
+        if (ad->op == DVM_OP_ADDF && ad->b == r && ad->c != r) x = ad->c, op = DVM_OP_SUBF;
+        else if (ad->op == DVM_OP_ADDF && ad->c == r && ad->b != r) x = ad->b, op = DVM_OP_SUBF;
+        else if (ad->op == DVM_OP_SUBF && ad->c == r && ad->b != r) x = ad->b, op = DVM_OP_ADDF;
+        else continue;
+        live_out(t, j, t->tmp);
+        if (BIT(t->tmp, r)) continue; /* the negation is read later */
+        *ad = (dvm_node){op, 0, ad->a, x, ng->b};
+        memset(ng, 0, sizeof *ng);
+        fused++;
+    }
+    return fused;
+}
+
 /* A two-sided bounds test: `JGEI lo, v, T` and `JGEI v, hi, T` one after the other (either
  * order, no jump landing on the second) are `JOUTI lo, v, hi, T` (lo in the 8-bit x field: a
  * register below 256): `if i > 0 and i < n - 1` is one node, not two. */
@@ -971,6 +1000,8 @@ static int fuse_task(dvm_program *p, const dvm_task_desc *td, const uint8_t *f32
     int fused = offset_pass(&t);
     liveness(&t);
     fused += ldadd_pass(&t, f32);
+    liveness(&t);
+    fused += neg_pass(&t);
     fused += bounds_pass(&t);
     topt_free(&t);
     return fused;

@@ -575,8 +575,8 @@ int run(uint cb, uint ip0, uint slot) {
  * interpreter's masked lanes (vm/interp/engine_lanes.h): the lanes at the lowest node index
  * run it (L4M), the others wait. Lane l of invocation g takes iterations g + l * nthreads +
  * 4k * nthreads, so each lane's accesses stay coalesced across the subgroup, and has its own
- * heap slot (heap_slots) for its adstacks. Tasks with a few rare nodes or a one-node loop run
- * on one lane (vulkan_backend.c, vk_task_lanes_ok, picks LANES per launch). */
+ * heap slot (heap_slots) for its adstacks. Tasks with a few rare nodes run on one lane
+ * (vulkan_backend.c, vk_task_lanes and vk_lanes, pick LANES per launch). */
 const uint R4_WORDS = LANES == 4u ? REGS : 1u;
 uvec4 R4[R4_WORDS];
 bvec4 L4M;    /* the lanes that run the node */
@@ -988,8 +988,8 @@ int run4(uint cb, uint ip0, bvec4 have) {
         }
 
         /* STU (serial tasks only), POWF, ATAN2F, ASIN, ACOS, ATOMMAXF and ATOMMINF: a task with
-           any runs on one lane (vk_task_lanes_ok); PUSH and POP without LANE_STACKS: the host
-           gives a launch with adstacks a pipeline with them */
+           any runs on one lane (vk_task_lanes); PUSH and POP without LANE_STACKS: the host
+           gives a task with them a pipeline with them */
         default: return err4(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0);
         }
         bool back = next <= ip;
