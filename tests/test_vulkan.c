@@ -171,8 +171,10 @@ static dvm_backend *cpu, *vk;
 static const dvm_backend_vtbl *VC = &dvm_backend_cpu, *VV = &dvm_backend_vulkan;
 
 /* EXACT: bit for bit (i32); EXACTF: f32 bit for bit except that any NaN matches any NaN
-   (drivers differ in NaN payloads); LOOSE: f32 within the tolerance above. */
-enum { EXACT = 0, LOOSE = 1, EXACTF = 2 };
+   (drivers differ in NaN payloads); LOOSE: f32 within the tolerance above; UNSET: not compared
+   (what iterations of a failed launch wrote before it stopped: the backends stop at different
+   points, and vm/launch.c puts back what a failed launch wrote). */
+enum { EXACT = 0, LOOSE = 1, EXACTF = 2, UNSET = 3 };
 /* Runs the program on both and compares every array word (kind[slot]: EXACT or LOOSE f32). */
 static void both(const char *what, const run_in *A, const int *kind)
 {
@@ -189,7 +191,7 @@ static void both(const char *what, const run_in *A, const int *kind)
               (long long)v.rt.p[2], (long long)v.rt.p[3]);
     for (uint32_t s = 0; s < A->n; s++) {
         int bad = 0;
-        for (int64_t i = 0; i < A->len[s]; i++) {
+        for (int64_t i = 0; i < A->len[s] && !(kind && kind[s] == UNSET); i++) {
             uint32_t a = c.data[s][i], b = v.data[s][i];
             if (a == b) continue;
             if (kind && kind[s] == EXACTF && isnan(u2f(a)) && isnan(u2f(b))) continue;
@@ -435,6 +437,7 @@ static void test_lane_loops(void)
     int kind[3] = {EXACT, EXACT, LOOSE};
     both("lanes: stacks and a fused loop", &A, kind);
     A.caps[0] = 6;
+    kind[2] = UNSET;
     both("lanes: adstack overflow in some lanes", &A, kind);
 }
 
