@@ -65,7 +65,7 @@ static dvm_variant_desc var;
 
 static void make_prog(uint32_t nslots, uint32_t nuni) { pb_program(&prog, &var, nslots, nuni); }
 
-#define NARR 4
+#define NARR 5
 typedef struct run_in {
     uint32_t n;
     uint32_t *data[NARR];
@@ -439,6 +439,66 @@ static void test_lane_loops(void)
     A.caps[0] = 6;
     kind[2] = UNSET;
     both("lanes: adstack overflow in some lanes", &A, kind);
+}
+
+/* An 'o' operand: register r plus offset k (-32..31). */
+static uint16_t OF(uint16_t r, int k) { return (uint16_t)(r | (((unsigned)k & 63u) << 10)); }
+
+/* The four lanes' row path (interp.comp, row1 and row2): a 2-D task over [1, n - 1) x [1, m - 1)
+   whose index registers are r0 and r1 and never written, its array nodes at the indices plus
+   constants (LD2O, LDADDF2O, LDO, ST2, ATOMADDF2O, ATOMADDFO). m = 700 puts rows across a
+   workgroup's 256 iterations a round, so some rounds take the row path and some (those that
+   straddle two rows, and the last) the usual one. Every value is a small integer, so the
+   atomic sums are exact in any order. Then the same with the columns up to m: u[i, j + 1] is
+   out of bounds at j = m - 1 only, which the row path leaves to the usual one to report. */
+static void test_rows(void)
+{
+    enum { RN = 9, RM = 700 };
+    reset();
+    dvm_task_desc *t = task(DVM_TASK_PARALLEL, 2);
+    t->ext_u[0] = 0; t->start_u[0] = 2;
+    t->ext_u[1] = 1; t->start_u[1] = 3;
+    t->idx_reg[0] = 0;
+    t->idx_reg[1] = 1;
+    N(DVM_OP_LD2O, 0, 2, OF(0, -1), OF(1, 0));     /* r2 = u[i - 1, j] */
+    N(DVM_OP_LDADDF2O, 0, 2, OF(0, 1), OF(1, 0));  /* + u[i + 1, j] */
+    N(DVM_OP_LDADDF2O, 0, 2, OF(0, 0), OF(1, -1)); /* + u[i, j - 1] */
+    N(DVM_OP_LDADDF2O, 0, 2, OF(0, 0), OF(1, 1));  /* + u[i, j + 1] */
+    N(DVM_OP_LD2, 0, 3, 0, 1);                   /* r3 = u[i, j] */
+    N(DVM_OP_SUBF, 0, 2, 2, 3);
+    N(DVM_OP_LDO, 1, 4, 1, 5);                   /* r4 = w[j + 5] */
+    N(DVM_OP_ADDF, 0, 2, 2, 4);
+    N(DVM_OP_ST2, 2, 0, 1, 2);                   /* out[i, j] = r2 */
+    N(DVM_OP_ATOMADDF2O, 3, OF(0, 1), OF(1, -1), 3); /* acc[i + 1, j - 1] += u[i, j] */
+    N(DVM_OP_ATOMADDFO, 4, 1, 3, (uint16_t)-1);  /* col[j - 1] += u[i, j] */
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+
+    static uint32_t u[RN * RM], w[RM + 8], out[RN * RM], acc[RN * RM], col[RM];
+    for (int i = 0; i < RN * RM; i++) u[i] = f2u((float)((i * 7 + i / 13) % 17)), out[i] = 0, acc[i] = f2u(1.0f);
+    for (int i = 0; i < RM + 8; i++) w[i] = f2u((float)(i % 5));
+    for (int i = 0; i < RM; i++) col[i] = 0;
+    run_in A;
+    memset(&A, 0, sizeof A);
+    A.n = 5;
+    for (uint32_t s = 0; s < 5; s++) {
+        uint32_t *d[5] = {u, w, out, acc, col};
+        const int64_t len[5] = {RN * RM, RM + 8, RN * RM, RN * RM, RM};
+        A.data[s] = d[s];
+        A.len[s] = len[s];
+        for (int k = 0; k < DVM_MAX_RANK; k++) A.shape[s * DVM_MAX_RANK + k] = 1;
+        A.shape[s * DVM_MAX_RANK] = s == 1 || s == 4 ? (int32_t)len[s] : RN;
+        if (s != 1 && s != 4) A.shape[s * DVM_MAX_RANK + 1] = RM;
+    }
+    A.uni[0] = RN - 1; A.uni[1] = RM - 1; A.uni[2] = 1; A.uni[3] = 1;
+    A.nuni = 4;
+    A.total = (RN - 2) * (RM - 2);
+    int kind[5] = {EXACT, EXACT, EXACT, EXACT, EXACT};
+    both("rows: 2-D accesses at the indices plus constants", &A, kind);
+    A.uni[1] = RM;
+    A.total = (RN - 2) * (RM - 1);
+    kind[2] = kind[3] = kind[4] = UNSET;
+    both("rows: out of bounds at the last column only", &A, kind);
 }
 
 /* Many threads hit few cells with every atomic. */
@@ -819,6 +879,7 @@ int main(int argc, char **argv)
     test_ops();
     test_control();
     test_lane_loops();
+    test_rows();
     test_reg_classes();
     test_starts();
     test_atomics();

@@ -75,6 +75,7 @@ static void write_abi(FILE *o) {
             DVM_VK_MODE_SERIAL, DVM_VK_MODE_PARALLEL, DVM_VK_MODE_SZ_RANGES, DVM_VK_MODE_SZ_FINAL, DVM_VK_MODE_SZ_BODY,
             DVM_VK_MODE_COPY);
     fprintf(o, "const uint FLAG_ZERO_SERIAL = %uu;\n", DVM_VK_FLAG_ZERO_SERIAL);
+    fprintf(o, "const uint FLAG_ROWS = %uu;\n", DVM_VK_FLAG_ROWS);
     fprintf(o, "#define WG_SIZE %u\n", DVM_VK_WG_SIZE);
     fprintf(o, "const uint SLOT_ADDR = %uu, SLOT_LEN = %uu, SLOT_SHAPE = %uu, SLOT_WORDS = %uu;\n", DVM_VK_SLOT_ADDR,
             DVM_VK_SLOT_LEN, DVM_VK_SLOT_SHAPE, DVM_VK_SLOT_WORDS);

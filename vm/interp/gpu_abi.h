@@ -106,6 +106,9 @@ typedef struct dvm_gpu_size_args {
    pc.walk_hi words, from address pc.aux to address pc.heap; nthreads invocations. */
 #define DVM_VK_MODE_COPY 5u
 #define DVM_VK_FLAG_ZERO_SERIAL 1u /* serial task: zero the serial slot's stack counts first */
+/* a parallel task on four lanes in whole workgroups whose index registers are registers
+   0..ndim-1, never written: the row path (interp.comp, row1), FLAG_ROWS times its ndim (1, 2) */
+#define DVM_VK_FLAG_ROWS 2u
 /* Threads per workgroup (local_size_x). */
 #define DVM_VK_WG_SIZE 64u
 /* The error record's words in the parameter buffer (dvm_rt_error, 12 words, padded). */

@@ -57,11 +57,14 @@ layout(constant_id = 1) const bool REGS_SHARED = false;
    register a uvec4 of private R4 (REGS of them); 1: one iteration, through run. */
 layout(constant_id = 2) const uint LANES = 1u;
 /* What run4 has beyond the other nodes, for the tasks that need it (vulkan_backend.c,
-   vk_task_lanes): PUSH and POP (LANE_STACKS), the fused one-node loop in INCLT (LANE_LOOPS).
-   Pipelines of their own, so that the other four-lane tasks keep code without them (the
-   registers of the lane interpreter set how many threads stay resident). */
+   vk_task_lanes): PUSH and POP (LANE_STACKS), the fused one-node loop in INCLT (LANE_LOOPS),
+   the row path (LANE_ROWS, row1). Pipelines of their own, so that the other four-lane tasks
+   keep code without them (the registers of the lane interpreter set how many threads stay
+   resident, and its code layout matters too: the row path's code, never run, made the
+   transcendental kernel 1.3x slower). */
 layout(constant_id = 3) const bool LANE_STACKS = false;
 layout(constant_id = 4) const bool LANE_LOOPS = false;
+layout(constant_id = 5) const bool LANE_ROWS = false;
 const uint RS_WORDS = REGS_SHARED ? REGS * WG : 1u;
 const uint RP_WORDS = (REGS_SHARED || LANES == 4u) ? 1u : REGS;
 shared uint RS[RS_WORDS];
@@ -672,6 +675,65 @@ uvec4 ld4(uvec2 base, uvec4 idx) {
     return uvec4(ldw(base, idx.x), ldw(base, idx.y), ldw(base, idx.z), ldw(base, idx.w));
 }
 
+/* The row path (engine_lanes.h's, for the CUDA lanes). A task whose index registers are
+   registers 0..ndim-1 (ndim <= 2) and never written runs with FLAG_ROWS x ndim in pc.flags
+   (rows_n); lane l of a round then takes lane 0's iteration + l * WG (par_loop4). When every
+   lane runs the node (so each has an iteration) and the lanes lie in one row (2-D: lane 0's
+   row index is lane 3's), an array node whose index is the innermost index register plus a
+   constant (x[j + k]: row1), or whose two indices are the two index registers plus constants
+   (u[i + a, j + b]: row2), has lane l's element at lane 0's + l * WG: lane 0's and lane 3's in
+   bounds check all four, and each lane's address is lane 0's plus a constant. Otherwise, and
+   for any lane out of bounds (whose error it then reports), the node takes its usual path.
+   Nothing of it is kept across nodes (lane 0's indices kept in scalars beside the register
+   file ran slower: bench/HISTORY.md, "Vulkan: the row path"). */
+const uint ROW_SPAN = 3u * WG;
+const uvec4 ROW_E = uvec4(0u, WG, 2u * WG, 3u * WG); /* the lanes' elements from lane 0's */
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer WR { uint v[]; };
+uint rows_n() { return LANE_ROWS ? (pc.flags / FLAG_ROWS) & 3u : 0u; }
+/* the element count of slot s (slot_al), clamped to the i32 index range */
+uint len31(uvec4 s) { return (s.w != 0u || s.z > 0x7FFFFFFFu) ? 0x7FFFFFFFu : s.z; }
+/* x[r + k] for the running lanes on the row path: rp is then lane 0's element */
+bool row1(uint x, uint r, uint k, out uvec2 rp) {
+    rp = P0;
+    uint rn = rows_n();
+    if (rn == 0u || !L4ALL || r + 1u != rn) return false;
+    uint r0;
+    if (rn == 2u) {
+        uvec4 i = g4(0u);
+        if (i.x != i.w) return false;
+        r0 = g4(1u).x + k;
+    } else r0 = g4(0u).x + k; /* wraps: a negative index fails the test below */
+    uvec4 s = slot_al(x);
+    uint n = len31(s);
+    if (r0 >= n || r0 + ROW_SPAN >= n) return false;
+    rp = addw(s.xy, r0);
+    return true;
+}
+/* x[i + a, j + b] (the 'o' operands fi and fj when o, else registers) on the row path */
+bool row2(uint x, uint fi, uint fj, bool o, out uvec2 rp) {
+    rp = P0;
+    if (rows_n() != 2u || !L4ALL || (o ? fi & 1023u : fi) != 0u || (o ? fj & 1023u : fj) != 1u) return false;
+    uvec4 i = g4(0u);
+    if (i.x != i.w) return false;
+    uint i0 = i.x, j0 = g4(1u).x;
+    if (o) {
+        i0 += uint((int((fi >> 10) & 63u) ^ 32) - 32);
+        j0 += uint((int((fj >> 10) & 63u) ^ 32) - 32);
+    }
+    uvec2 dd = W2(addw(pc.slots, x * SLOT_WORDS + SLOT_SHAPE)).v;
+    if (i0 >= dd.x || j0 >= dd.y || j0 + ROW_SPAN >= dd.y) return false;
+    rp = addw(slot_al(x).xy, i0 * dd.y + j0);
+    return true;
+}
+uvec4 ldrow(uvec2 rp) { WR p = WR(rp); return uvec4(p.v[0], p.v[WG], p.v[2u * WG], p.v[3u * WG]); }
+void strow(uvec2 rp, uvec4 v) {
+    WR p = WR(rp);
+    p.v[0] = v.x;
+    p.v[WG] = v.y;
+    p.v[2u * WG] = v.z;
+    p.v[3u * WG] = v.w;
+}
+
 /* run for four lanes: lanes in `have` run an iteration from node ip0, the others have none.
    Returns 0 when every lane has reached END, 1 after a runtime error. */
 int run4(uint cb, uint ip0, bvec4 have) {
@@ -875,11 +937,14 @@ int run4(uint cb, uint ip0, bvec4 have) {
         case OP_LDADDF:
         case OP_LDADDFO: {
             bool o = op == OP_LDO || op == OP_LDADDFO;
-            ivec4 i = o ? rk16_4(b, c) : i4(b);
             uvec2 ab;
-            uvec4 idx;
-            if (!chk4(x, i, n, ab, idx)) return 1;
-            uvec4 v = ld4(ab, idx);
+            uvec4 v;
+            if (row1(x, b, o ? uint(int(c << 16) >> 16) : 0u, ab)) v = ldrow(ab);
+            else {
+                uvec4 idx;
+                if (!chk4(x, o ? rk16_4(b, c) : i4(b), n, ab, idx)) return 1;
+                v = ld4(ab, idx);
+            }
             if (op == OP_LD || op == OP_LDO) s4(a, v);
             else { precise vec4 t = f4(a) + uintBitsToFloat(v); sf4(a, t); }
             break;
@@ -890,10 +955,11 @@ int run4(uint cb, uint ip0, bvec4 have) {
         case OP_ATOMADDI:
         case OP_ATOMMAXI:
         case OP_ATOMMINI: {
-            ivec4 i = op == OP_ATOMADDFO ? rk16_4(a, c) : i4(a);
             uvec2 ab;
-            uvec4 idx, v = g4(b);
-            if (!chk4(x, i, n, ab, idx)) return 1;
+            uvec4 idx = ROW_E, v = g4(b);
+            if (row1(x, a, op == OP_ATOMADDFO ? uint(int(c << 16) >> 16) : 0u, ab)) {
+                if (op == OP_ST) { strow(ab, v); break; }
+            } else if (!chk4(x, op == OP_ATOMADDFO ? rk16_4(a, c) : i4(a), n, ab, idx)) return 1;
             if (op == OP_ST) {
                 if (L4M.x) W(addw(ab, idx.x)).v = v.x;
                 if (L4M.y) W(addw(ab, idx.y)).v = v.y;
@@ -921,18 +987,24 @@ int run4(uint cb, uint ip0, bvec4 have) {
             bool ld = op == OP_LD2 || op == OP_LD2O || op == OP_LDADDF2O;
             bool o = op == OP_LD2O || op == OP_ATOMADDF2O || op == OP_LDADDF2O;
             uint fi = ld ? b : a, fj = ld ? c : b;
-            uvec2 dd = W2(addw(pc.slots, x * SLOT_WORDS + SLOT_SHAPE)).v;
-            ivec4 i = o ? ov4(fi) : i4(fi), j = o ? ov4(fj) : i4(fj);
-            if (!chk_axis4(x, 0u, i, int(dd.x), n) || !chk_axis4(x, 1u, j, int(dd.y), n)) return 1;
-            uvec4 e = uvec4(i) * dd.y + uvec4(j);
-            if (!L4ALL) e = mix(uvec4(0u), e, L4M);
-            uvec2 base = slot_al(x).xy;
+            uvec2 base;
+            uvec4 e = ROW_E;
+            bool row = row2(x, fi, fj, o, base);
+            if (!row) {
+                uvec2 dd = W2(addw(pc.slots, x * SLOT_WORDS + SLOT_SHAPE)).v;
+                ivec4 i = o ? ov4(fi) : i4(fi), j = o ? ov4(fj) : i4(fj);
+                if (!chk_axis4(x, 0u, i, int(dd.x), n) || !chk_axis4(x, 1u, j, int(dd.y), n)) return 1;
+                e = uvec4(i) * dd.y + uvec4(j);
+                if (!L4ALL) e = mix(uvec4(0u), e, L4M);
+                base = slot_al(x).xy;
+            }
             if (ld) {
-                uvec4 v = ld4(base, e);
+                uvec4 v = row ? ldrow(base) : ld4(base, e);
                 if (op == OP_LDADDF2O) { precise vec4 t = f4(a) + uintBitsToFloat(v); sf4(a, t); }
                 else s4(a, v);
             } else {
                 vec4 v = f4(c);
+                if (row && op == OP_ST2) { strow(base, floatBitsToUint(v)); break; }
                 for (uint l = 0u; l < 4u; l++) {
                     if (L4M[l]) {
                         if (op == OP_ST2) W(addw(base, e[l])).v = floatBitsToUint(v[l]);
@@ -1018,14 +1090,20 @@ int run4(uint cb, uint ip0, bvec4 have) {
     return 1;
 }
 
-/* par_loop32 for four lanes: lane l of invocation g takes iterations g + (4k + l) * nthreads
-   (total + 4 * nthreads < 2^32: the host runs larger tasks on one lane). */
+/* par_loop32 for four lanes (total + 4 * nthreads < 2^32: the host runs larger tasks on one
+   lane). Lane l of invocation g takes iterations g + l nthreads, 4 nthreads more each round. On
+   the row path (whole workgroups: vk_slots), invocation k of workgroup w takes 4 WG w + k + l WG
+   instead: the workgroup's invocations take consecutive iterations in each lane (coalesced),
+   and an invocation's four lanes usually lie in one row. (The layout alone ran as fast as the
+   other, H100; without LANE_ROWS the compiler folds it away.) */
 void par_loop4(uint total, uint ndim, uint e[3], uint s[3], uint idx_reg[3], uint cb, uint body) {
-    uint g = gl_GlobalInvocationID.x, N = pc.nthreads, ip0 = 0u;
+    uint N = pc.nthreads, ip0 = 0u;
     if (total > 0xFFFFFFFFu - 4u * N) { rec_err(RT_VK_RANGE32, cb, P0, P0, P0, P0); return; }
-    uint t = g;
+    bool whole = rows_n() != 0u;
+    uint t = whole ? gl_WorkGroupID.x * (4u * WG) + gl_LocalInvocationID.x : gl_GlobalInvocationID.x;
+    uint step = whole ? WG : N;
     LONG_LOOP(t < total) {
-        uvec4 q = uvec4(t) + uvec4(0u, N, 2u * N, 3u * N);
+        uvec4 q = uvec4(t) + uvec4(0u, step, 2u * step, 3u * step);
         bvec4 have = lessThan(q, uvec4(total));
         for (int d = int(ndim) - 1; d >= 1; d--) {
             R4[idx_reg[d]] = q % e[d] + s[d];

@@ -47,7 +47,7 @@ typedef struct vk_push {
 _Static_assert(sizeof(vk_push) <= 128, "push constants: 128 bytes is the guaranteed minimum");
 enum { MODE_SERIAL = DVM_VK_MODE_SERIAL, MODE_PARALLEL = DVM_VK_MODE_PARALLEL, MODE_SZ_RANGES = DVM_VK_MODE_SZ_RANGES,
        MODE_SZ_FINAL = DVM_VK_MODE_SZ_FINAL, MODE_SZ_BODY = DVM_VK_MODE_SZ_BODY };
-enum { FLAG_ZERO_SERIAL = DVM_VK_FLAG_ZERO_SERIAL };
+enum { FLAG_ZERO_SERIAL = DVM_VK_FLAG_ZERO_SERIAL, FLAG_ROWS = DVM_VK_FLAG_ROWS };
 enum { RT_VK_RANGE32 = DVM_VK_RT_RANGE32, RT_VK_STEPS = DVM_VK_RT_STEPS }; /* interp.comp's backend-private error codes */
 enum { ERR_WORDS = DVM_VK_ERR_WORDS };
 #define WG_SIZE DVM_VK_WG_SIZE /* local_size_x of interp.comp */
@@ -226,11 +226,15 @@ struct dvm_loaded {
 
 /* What a four-lane pipeline has beyond the other nodes, each a specialization constant of
    interp.comp, so that launches without it keep the lane interpreter's code as it is (its
-   registers set how many threads stay resident): the adstack nodes (LANE_STACKS), the fused
-   one-node loop (LANE_LOOPS). vk_task_lanes says what a task needs: VK_LANES_OK and these. */
+   registers, and its code: the row path's code alone, never run, made the transcendental
+   kernel 1.3x slower, H100): the adstack nodes (LANE_STACKS), the fused one-node loop
+   (LANE_LOOPS), the row path (LANE_ROWS). vk_task_lanes says what a task needs: VK_LANES_OK
+   and these. */
 #define VK_LANES_OK 1
 #define VK_X_STACKS 2
 #define VK_X_LOOPS 4
+#define VK_X_ROWS 8
+#define VK_X_MASK (VK_X_STACKS | VK_X_LOOPS | VK_X_ROWS)
 /* One pipeline of the interpreter: its register-file class (interp.comp: REGS, REGS_SHARED),
    its lanes (LANES) and, with four, its extras (VK_X_). */
 typedef struct vk_pipe {
@@ -241,8 +245,8 @@ typedef struct vk_pipe {
     VkPipeline pipe;
 } vk_pipe;
 /* classes 16, 32, .., DVM_MAX_REGS (7) in shared memory, the private one, and the four-lane
-   classes VK_LANE_MIN_REGS .. DVM_MAX_REGS (5) with each set of extras (4) */
-#define VK_MAX_PIPES 28
+   classes VK_LANE_MIN_REGS .. DVM_MAX_REGS (5) with each set of extras (8) */
+#define VK_MAX_PIPES 48
 /* The smallest four-lane register file: NVIDIA's compiler keeps a small private array in
    registers (see reg_class), a uvec4 array of 64 it does not. */
 #define VK_LANE_MIN_REGS 64
@@ -717,12 +721,11 @@ static void reg_class(const dvm_backend *be, uint32_t nregs, int priv, uint32_t 
 /* Creates the pipeline of one class (from the pipeline cache when it holds it). Callable from
    two threads at once: the pipeline cache synchronizes itself (no EXTERNALLY_SYNCHRONIZED bit). */
 static VkResult make_pipe(const dvm_backend *be, uint32_t regs, int shared, uint32_t lanes, uint32_t extra, VkPipeline *p) {
-    const uint32_t spec[5] = {regs, shared ? VK_TRUE : VK_FALSE, lanes, extra & VK_X_STACKS ? VK_TRUE : VK_FALSE,
-                              extra & VK_X_LOOPS ? VK_TRUE : VK_FALSE};
-    const VkSpecializationMapEntry me[5] = {{.constantID = 0, .offset = 0, .size = 4}, {.constantID = 1, .offset = 4, .size = 4},
-                                            {.constantID = 2, .offset = 8, .size = 4}, {.constantID = 3, .offset = 12, .size = 4},
-                                            {.constantID = 4, .offset = 16, .size = 4}};
-    const VkSpecializationInfo si = {.mapEntryCount = 5, .pMapEntries = me, .dataSize = sizeof spec, .pData = spec};
+    const uint32_t spec[6] = {regs, shared ? VK_TRUE : VK_FALSE, lanes, extra & VK_X_STACKS ? VK_TRUE : VK_FALSE,
+                              extra & VK_X_LOOPS ? VK_TRUE : VK_FALSE, extra & VK_X_ROWS ? VK_TRUE : VK_FALSE};
+    VkSpecializationMapEntry me[6];
+    for (uint32_t i = 0; i < 6; i++) me[i] = (VkSpecializationMapEntry){.constantID = i, .offset = 4 * i, .size = 4};
+    const VkSpecializationInfo si = {.mapEntryCount = 6, .pMapEntries = me, .dataSize = sizeof spec, .pData = spec};
     VkComputePipelineCreateInfo pi = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
@@ -764,9 +767,9 @@ static int get_pipeline(dvm_backend *be, uint32_t nregs, int priv, uint32_t lane
     be->pipeline_ms += now_ms() - t0;
     if (r != VK_SUCCESS) {
         char what[128];
-        snprintf(what, sizeof what, "vkCreateComputePipelines (the interpreter, %u registers%s%s%s%s)", regs,
+        snprintf(what, sizeof what, "vkCreateComputePipelines (the interpreter, %u registers%s%s%s%s%s)", regs,
                  shared ? " in shared memory" : "", lanes == 4 ? ", four lanes" : "", extra & VK_X_STACKS ? ", adstacks" : "",
-                 extra & VK_X_LOOPS ? ", fused loops" : "");
+                 extra & VK_X_LOOPS ? ", fused loops" : "", extra & VK_X_ROWS ? ", the row path" : "");
         return vkfail(r, what, err, errlen);
     }
     keep_pipe(be, regs, shared, lanes, extra, p);
@@ -774,16 +777,17 @@ static int get_pipeline(dvm_backend *be, uint32_t nregs, int priv, uint32_t lane
     return 0;
 }
 
-/* The four-lane class of VK_LANE_MIN_REGS registers, made on a second host thread while vk_open
-   makes the first class (pre_main). */
+/* A four-lane class of VK_LANE_MIN_REGS registers, made on a host thread of its own while
+   vk_open makes the first class (pre_main). */
 typedef struct vk_pre {
     const dvm_backend *be;
+    uint32_t extra;
     VkPipeline p;
     VkResult r;
 } vk_pre;
 static void *pre_main(void *arg) {
     vk_pre *q = arg;
-    q->r = make_pipe(q->be, VK_LANE_MIN_REGS, 0, 4, 0, &q->p);
+    q->r = make_pipe(q->be, VK_LANE_MIN_REGS, 0, 4, q->extra, &q->p);
     return NULL;
 }
 
@@ -889,18 +893,21 @@ static dvm_backend *vk_open(const dvm_backend_opts *opts, char *err, size_t errl
     for (uint32_t k = 16; k <= DVM_MAX_REGS && (uint64_t)k * WG_SIZE * 4 + WG_SIZE * 8 <= smem; k *= 2) be->shared_regs_max = k;
     if (make_module(be, err, errlen)) goto fail;
     /* With four lanes, most launches without adstacks take the four-lane class of
-       VK_LANE_MIN_REGS registers: made beside the first, on a second host thread, so that a cold
-       cache costs the longer of the two driver compiles (H100: about 3 s each), not their sum. A
-       failure here is left to the first launch that needs the class, which reports it. */
-    vk_pre pre = {.be = be, .r = VK_NOT_READY};
-    pthread_t pre_th;
-    const int pre_on = be->lanes_ns && pthread_create(&pre_th, NULL, pre_main, &pre) == 0;
+       VK_LANE_MIN_REGS registers, with the row path or without: both made beside the first, on
+       host threads of their own, so that a cold cache costs the longest of the driver compiles
+       (H100: about 3 s each), not their sum. A failure here is left to the first launch that
+       needs the class, which reports it. */
+    vk_pre pre[2] = {{.be = be, .extra = 0, .r = VK_NOT_READY}, {.be = be, .extra = VK_X_ROWS, .r = VK_NOT_READY}};
+    pthread_t pre_th[2];
+    int pre_on[2] = {0, 0};
+    for (int i = 0; i < 2; i++) pre_on[i] = be->lanes_ns && pthread_create(&pre_th[i], NULL, pre_main, &pre[i]) == 0;
     const double t_open = now_ms();
     const int bad = get_pipeline(be, 1, be->private_ns, 1, 0, &be->pipe, err, errlen);
-    if (pre_on) {
-        pthread_join(pre_th, NULL);
-        if (pre.r == VK_SUCCESS && !bad) keep_pipe(be, VK_LANE_MIN_REGS, 0, 4, 0, pre.p);
-        else if (pre.r == VK_SUCCESS) D.vkDestroyPipeline(be->dev, pre.p, NULL);
+    for (int i = 0; i < 2; i++) {
+        if (!pre_on[i]) continue;
+        pthread_join(pre_th[i], NULL);
+        if (pre[i].r == VK_SUCCESS && !bad) keep_pipe(be, VK_LANE_MIN_REGS, 0, 4, pre[i].extra, pre[i].p);
+        else if (pre[i].r == VK_SUCCESS) D.vkDestroyPipeline(be->dev, pre[i].p, NULL);
         be->pipeline_ms = now_ms() - t_open;
     }
     if (bad) goto fail;
@@ -1028,12 +1035,34 @@ static int upload(dvm_backend *be, const void *src, size_t n, dvm_buffer **out, 
    long to keep four times; STU: serial tasks only); else VK_LANES_OK, with VK_X_STACKS when it
    has PUSH or POP and VK_X_LOOPS when it has a one-node loop, which the interpreters fuse into
    one FMA loop (interp.comp, OP_INCLT). */
+/* Whether node n of a task of ndim dimensions takes the four lanes' row path when it can
+   (interp.comp, row1 and row2): an array access whose row-path indices (dvm_row_index_operand)
+   are the task's index registers, the innermost one for a 1-D index, both for two. */
+static int vk_row_node(const dvm_node *n, uint32_t ndim) {
+    const char *f = dvm_op_table[n->op].fmt;
+    uint32_t reg[3], nr = 0;
+    for (int k = 1; k <= 3; k++) {
+        if (!f || !dvm_row_index_operand(n->op, k)) continue;
+        const uint32_t v = k == 1 ? n->a : k == 2 ? n->b : n->c;
+        reg[nr++] = f[k] == 'o' ? v & 1023u : v;
+    }
+    return (nr == 1 && reg[0] + 1 == ndim) || (nr == 2 && ndim == 2 && reg[0] == 0 && reg[1] == 1);
+}
+
+/* What run4 needs to run task td (VK_LANES_OK and VK_X_), or 0: it cannot. The row path
+   (VK_X_ROWS) for a task whose index registers are registers 0..ndim-1 (ndim <= 2), never
+   written (dvm_task_flow.fixed_idx), when at least half its nodes (less its closing END) are
+   accesses that take it: on an H100 its pipeline ran the 5-point stencil (6 of 8) 1.13x faster
+   and saxpy (3 of 4) as fast, but the transcendental kernel (2 of 14) 1.17x and the FMA loop (3
+   of 7) 1.03x slower than the pipeline without it. */
 static int vk_task_lanes(const dvm_program *prog, const dvm_task_desc *td) {
     if (td->kind != DVM_TASK_PARALLEL) return 0;
     int need = VK_LANES_OK;
+    uint32_t rows = 0;
     const dvm_node *code = prog->nodes + td->code_begin;
     for (uint32_t i = 0; i < td->code_len; i++) {
         const dvm_node *n = &code[i];
+        rows += (uint32_t)vk_row_node(n, td->ndim);
         switch (n->op) {
         case DVM_OP_PUSH: case DVM_OP_POP:
             need |= VK_X_STACKS;
@@ -1053,6 +1082,8 @@ static int vk_task_lanes(const dvm_program *prog, const dvm_task_desc *td) {
             break;
         }
     }
+    const uint32_t len = td->code_len - (td->code_len && code[td->code_len - 1].op == DVM_OP_END);
+    if (td->ndim <= 2 && 2 * rows >= len && dvm_task_flow_of(prog->nodes, td).fixed_idx) need |= VK_X_ROWS;
     return need;
 }
 
@@ -1109,7 +1140,7 @@ static int vk_lanes(const dvm_backend *be, const dvm_exec *x) {
     for (uint32_t t = 0; t < x->var->ntasks; t++) {
         if (x->prog->tasks[x->var->task_begin + t].kind != DVM_TASK_PARALLEL) continue;
         const int64_t total = dvm_exec_total(x, t);
-        if (total < 0 || total >= ((int64_t)1 << 31) || !x->loaded->lane_need[x->var->task_begin + t] ||
+        if (total < 0 || total >= ((int64_t)1 << 31) || !(x->loaded->lane_need[x->var->task_begin + t] & VK_LANES_OK) ||
             x->prog->tasks[x->var->task_begin + t].nregs > be->lane_regs_max)
             return 0;
     }
@@ -1129,7 +1160,8 @@ static int64_t vk_slots(dvm_backend *be, const dvm_exec *x) {
     if (lanes && !be->few_threads && (!x->nstacks || heap_fits(be, x, 16 * (uint64_t)cap))) {
         cap *= 4;
     }
-    if (lanes && cap > (int64_t)(be->max_threads / 4)) cap = be->max_threads / 4; /* the slots within max_threads */
+    /* the slots within max_threads, in whole workgroups */
+    if (lanes && cap > (int64_t)(be->max_threads / 4)) cap = be->max_threads / 4 / WG_SIZE * WG_SIZE;
     int64_t want = 0;
     for (uint32_t t = 0; t < x->var->ntasks; t++) {
         const dvm_task_desc *td = &x->prog->tasks[x->var->task_begin + t];
@@ -1141,6 +1173,10 @@ static int64_t vk_slots(dvm_backend *be, const dvm_exec *x) {
     }
     if (want > (int64_t)cap) want = cap;
     if (want < 1) want = 1;
+    /* four lanes: whole workgroups, so that each takes 4 x WG_SIZE consecutive iterations a
+       round (interp.comp, par_loop4: the row path); a cap of gpu_threads that is not a
+       multiple keeps it (the lanes then lie the thread count apart, without the row path) */
+    if (lanes && cap % WG_SIZE == 0) want = (want + WG_SIZE - 1) / WG_SIZE * WG_SIZE;
     return lanes ? 4 * want : want;
 }
 
@@ -1252,7 +1288,7 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
     for (uint32_t t = x->host_tasks; t < v->ntasks; t++) {
         const dvm_task_desc *td = &x->prog->tasks[v->task_begin + t];
         const int l4 = lanes && td->kind == DVM_TASK_PARALLEL;
-        const uint32_t extra = x->loaded->lane_need[v->task_begin + t] & ~(uint32_t)VK_LANES_OK;
+        const uint32_t extra = x->loaded->lane_need[v->task_begin + t] & VK_X_MASK;
         if (get_pipeline(be, td->nregs, priv, l4 ? 4 : 1, extra, &tp, err, errlen) == 0) continue;
         if (!l4) return -1;
         /* the driver cannot make this four-lane class: this launch and every later one with
@@ -1301,7 +1337,7 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
         pc.task = v->task_begin + t;
         pc.task_rel = t;
         const int l4 = lanes && td->kind == DVM_TASK_PARALLEL;
-        const uint32_t extra = x->loaded->lane_need[v->task_begin + t] & ~(uint32_t)VK_LANES_OK;
+        const uint32_t extra = x->loaded->lane_need[v->task_begin + t] & VK_X_MASK;
         get_pipeline(be, td->nregs, priv, l4 ? 4 : 1, extra, &tp, err, errlen); /* made above: a lookup */
         if (tp != bound) {
             D.vkCmdBindPipeline(be->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, tp);
@@ -1315,8 +1351,9 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
         } else {
             /* four lanes: an invocation for four thread slots (interp.comp, heap_slots) */
             pc.mode = MODE_PARALLEL;
-            pc.flags = 0;
             pc.nthreads = (uint32_t)(l4 ? nthr / 4 : nthr);
+            /* the row path: in whole workgroups only (interp.comp, par_loop4) */
+            pc.flags = l4 && (extra & VK_X_ROWS) && pc.nthreads % WG_SIZE == 0 ? FLAG_ROWS * td->ndim : 0;
             dispatch(be, &pc, pc.nthreads);
             pc.nthreads = (uint32_t)nthr;
         }
