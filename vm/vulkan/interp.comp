@@ -1157,7 +1157,7 @@ void par_loop32(uint total, uint ndim, uint e[3], uint s[3], uint idx_reg[3], ui
 
 void parallel_task() {
     uint g = gl_GlobalInvocationID.x;
-    if (g >= pc.nthreads || failed()) return;
+    if (g >= pc.nthreads) return;
     uint w0 = tw(pc.task, 0u);
     uint ndim = (w0 >> 8) & 0xFFu, nregs = w0 >> 16, cb = tw(pc.task, 1u);
     /* words 3..7: u16 ext_u[3], start_u[3], idx_reg[3], body */
@@ -1170,14 +1170,20 @@ void parallel_task() {
        stop <= start), the index register gets start + digit */
     uint e[3] = uint[3](1u, 1u, 1u);
     uint s[3] = uint[3](0u, 0u, 0u);
-    for (uint d = 0u; d < ndim; d++) {
-        int stop = int(ldw(pc.uni, ext_u[d]));
-        int start = start_u[d] != 0xFFFFu ? int(ldw(pc.uni, start_u[d])) : 0;
-        s[d] = uint(start);
-        e[d] = stop > start ? uint(stop) - uint(start) : 0u;
+    [[unroll]] for (uint d = 0u; d < 3u; d++) {
+        if (d < ndim) {
+            int stop = int(ldw(pc.uni, ext_u[d]));
+            int start = start_u[d] != 0xFFFFu ? int(ldw(pc.uni, start_u[d])) : 0;
+            s[d] = uint(start);
+            e[d] = stop > start ? uint(stop) - uint(start) : 0u;
+        }
     }
-    for (uint d = 0u; d < ndim; d++) if (e[d] == 0u) return;
     set_end(pc.task, cb);
+    /* no task runs after one failed: the error word is read after the task's own loads, so
+       that its trip to memory overlaps theirs (a thread of a launch of 2^22 iterations on four
+       lanes runs one round: dynloop 0.169 -> 0.162 ms, H100) */
+    if (failed()) return;
+    for (uint d = 0u; d < ndim; d++) if (e[d] == 0u) return;
     for (uint l = 0u; l < LANES; l++) zero_counts(g + l * pc.nthreads);
     for (uint i = 0u; i < nregs; i++) {
         if (LANES == 4u) R4[i] = uvec4(0u);
