@@ -1030,11 +1030,6 @@ static int upload(dvm_backend *be, const void *src, size_t n, dvm_buffer **out, 
     return n ? vk_write(be, *out, 0, src, n, err, errlen) : 0;
 }
 
-/* Whether interp.comp's run4 (four lanes) can run a parallel task, and with what: 0 when it has a
-   node that run4 leaves to run (POWF, ATAN2F, ASIN, ACOS, ATOMMAXF, ATOMMINF: library code too
-   long to keep four times; STU: serial tasks only); else VK_LANES_OK, with VK_X_STACKS when it
-   has PUSH or POP and VK_X_LOOPS when it has a one-node loop, which the interpreters fuse into
-   one FMA loop (interp.comp, OP_INCLT). */
 /* Whether node n of a task of ndim dimensions takes the four lanes' row path when it can
    (interp.comp, row1 and row2): an array access whose row-path indices (dvm_row_index_operand)
    are the task's index registers, the innermost one for a 1-D index, both for two. */
@@ -1049,12 +1044,16 @@ static int vk_row_node(const dvm_node *n, uint32_t ndim) {
     return (nr == 1 && reg[0] + 1 == ndim) || (nr == 2 && ndim == 2 && reg[0] == 0 && reg[1] == 1);
 }
 
-/* What run4 needs to run task td (VK_LANES_OK and VK_X_), or 0: it cannot. The row path
-   (VK_X_ROWS) for a task whose index registers are registers 0..ndim-1 (ndim <= 2), never
-   written (dvm_task_flow.fixed_idx), when at least half its nodes (less its closing END) are
-   accesses that take it: on an H100 its pipeline ran the 5-point stencil (6 of 8) 1.13x faster
-   and saxpy (3 of 4) as fast, but the transcendental kernel (2 of 14) 1.17x and the FMA loop (3
-   of 7) 1.03x slower than the pipeline without it. */
+/* Whether interp.comp's run4 (four lanes) can run a parallel task, and with what: 0 when it has a
+   node that run4 leaves to run (POWF, ATAN2F, ASIN, ACOS, ATOMMAXF, ATOMMINF: library code too
+   long to keep four times; STU: serial tasks only); else VK_LANES_OK, with VK_X_STACKS when it
+   has PUSH or POP, VK_X_LOOPS when it has a one-node loop, which the interpreters fuse into
+   one FMA loop (interp.comp, OP_INCLT), and VK_X_ROWS (the row path) when its index registers
+   are registers 0..ndim-1 (ndim <= 2), never written (dvm_task_flow.fixed_idx), and at least
+   half its nodes (less its closing END) are accesses that take it (vk_row_node): on an H100
+   the row path's pipeline ran the 5-point stencil (6 of 8) 1.13x faster and saxpy (3 of 4) as
+   fast, but the transcendental kernel (2 of 14) 1.17x and the FMA loop (3 of 7) 1.03x slower
+   than the pipeline without it. */
 static int vk_task_lanes(const dvm_program *prog, const dvm_task_desc *td) {
     if (td->kind != DVM_TASK_PARALLEL) return 0;
     int need = VK_LANES_OK;
