@@ -17,6 +17,12 @@ import threading
 import dvmbatch
 import npyio
 
+# One command's limit (a hang guard): lavapipe compiles each pipeline's machine code at its
+# first dispatch, a minute or more on two busy cores when Mesa's shader cache lacks it (a
+# changed interpreter, a fresh machine); a command killed then loses that compile, and every
+# later command of its class compiles again.
+COMMAND_TIMEOUT = 360
+
 
 class Arr:
     """A float64 / int array with C-order indexing for references: a[i], a[i, j]."""
@@ -159,9 +165,9 @@ class Runner:
                 b = self.local.batch = dvmbatch.Batch(self.dvm)
                 with self.lock:
                     self.batches.append(b)
-            return b.call(args, cwd, 120)
+            return b.call(args, cwd, COMMAND_TIMEOUT)
         p = subprocess.run([self.dvm] + args, cwd=cwd, capture_output=True, text=True,
-                           timeout=120)
+                           timeout=COMMAND_TIMEOUT)
         return p.returncode, p.stdout, p.stderr
 
     def close(self):
