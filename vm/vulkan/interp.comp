@@ -126,13 +126,15 @@ int arr_dim(uint x, uint ax) { return int(slot_w(x, SLOT_SHAPE + ax)); }
 /* Slot x's address (xy) and element count (zw) in one load: SLOT_ADDR and SLOT_LEN are its
    first four words, and the host aligns the slot table to 16 bytes (vulkan_backend.c). */
 uvec4 slot_al(uint x) { return W4(addw(pc.slots, x * SLOT_WORDS)).v; }
+/* the element count of slot s (slot_al), clamped to the i32 index range: registers hold i32
+   indices */
+uint len31(uvec4 s) { return (s.w != 0u || s.z > 0x7FFFFFFFu) ? 0x7FFFFFFFu : s.z; }
 /* Checks flat index i of slot x; records OOB (axis -1) and returns false when outside; base:
    the array's address. */
 bool chk(uint x, int i, uint node, out uvec2 base) {
     uvec4 s = slot_al(x);
     base = s.xy;
-    /* the element count clamped to the i32 index range: registers hold i32 indices */
-    int n = (s.w != 0u || s.z > 0x7FFFFFFFu) ? 0x7FFFFFFF : int(s.z);
+    int n = int(len31(s));
     if (i >= 0 && i < n) return true;
     rec_err(RT_OOB, node, uvec2(x, 0u), P(-1), P(i), s.zw);
     return false;
@@ -656,7 +658,7 @@ int err4(int code, uint node, uvec2 p0, uvec2 p1, uvec2 p2, uvec2 p3) { rec_err(
 bool chk4(uint x, ivec4 i, uint node, out uvec2 base, out uvec4 idx) {
     uvec4 s = slot_al(x);
     base = s.xy;
-    uint n = (s.w != 0u || s.z > 0x7FFFFFFFu) ? 0x7FFFFFFFu : s.z;
+    uint n = len31(s);
     bvec4 bad = band(L4M, greaterThanEqual(uvec4(i), uvec4(n))); /* negative i: huge unsigned */
     idx = L4ALL ? uvec4(i) : mix(uvec4(0u), uvec4(i), L4M);
     if (!any(bad)) return true;
@@ -690,8 +692,6 @@ const uint ROW_SPAN = 3u * WG;
 const uvec4 ROW_E = uvec4(0u, WG, 2u * WG, 3u * WG); /* the lanes' elements from lane 0's */
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer WR { uint v[]; };
 uint rows_n() { return LANE_ROWS ? (pc.flags / FLAG_ROWS) & 3u : 0u; }
-/* the element count of slot s (slot_al), clamped to the i32 index range */
-uint len31(uvec4 s) { return (s.w != 0u || s.z > 0x7FFFFFFFu) ? 0x7FFFFFFFu : s.z; }
 /* x[r + k] for the running lanes on the row path: rp is then lane 0's element */
 bool row1(uint x, uint r, uint k, out uvec2 rp) {
     rp = P0;
