@@ -501,6 +501,54 @@ static void test_rows(void)
     both("rows: out of bounds at the last column only", &A, kind);
 }
 
+/* Parallel tasks of different sizes in one launch: the launch's threads are its largest
+   task's, and a smaller task dispatches only the invocations with an iteration
+   (vulkan_backend.c, task_invocations), rounded up to whole workgroups of 64, so the smaller
+   tasks span several. The first two take the row path on four lanes (accesses at index
+   register 0), the third not (its index is register 1, and most of its nodes are
+   arithmetic). */
+static void test_task_sizes(void)
+{
+    enum { TA = 4000, TB = 700, TC = 530 };
+    reset();
+    for (uint8_t k = 0; k < 2; k++) { /* y[i] = x[i], i < U0; z[i] = x[i], i < U1 */
+        dvm_task_desc *c = task(DVM_TASK_PARALLEL, 1);
+        c->ext_u[0] = k;
+        c->idx_reg[0] = 0;
+        N(DVM_OP_LD, 0, 2, 0, 0);
+        N(DVM_OP_ST, 1 + k, 0, 2, 0);
+        N(DVM_OP_END, 0, 0, 0, 0);
+        end_task(c);
+    }
+    dvm_task_desc *t = task(DVM_TASK_PARALLEL, 1);
+    t->ext_u[0] = 2;
+    t->idx_reg[0] = 1;
+    N(DVM_OP_LD, 0, 2, 1, 0);
+    N(DVM_OP_MULF, 0, 3, 2, 2);
+    N(DVM_OP_ADDF, 0, 3, 3, 2);
+    N(DVM_OP_MULF, 0, 3, 3, 2);
+    N(DVM_OP_ST, 3, 1, 3, 0); /* w[i] = (x[i]^2 + x[i]) x[i], i < U2 */
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+    static uint32_t x[TA], y[TA], zz[TA], w[TA];
+    for (int i = 0; i < TA; i++) x[i] = f2u((float)(i % 23) - 11.0f), y[i] = 0;
+    memset(zz, 0xFF, sizeof zz);
+    memset(w, 0xFF, sizeof w);
+    run_in A;
+    memset(&A, 0, sizeof A);
+    arr1(&A, 0, x, TA);
+    arr1(&A, 1, y, TA);
+    arr1(&A, 2, zz, TA);
+    arr1(&A, 3, w, TA);
+    A.uni[0] = TA, A.uni[1] = TB, A.uni[2] = TC;
+    A.nuni = 3;
+    const int saved = pass_totals;
+    pass_totals = 1; /* each task's count known, as dvm_launch passes it */
+    int kind[4] = {EXACT, EXACT, EXACT, EXACT};
+    both("tasks of 4000, 700 and 530 iterations in one launch", &A, kind);
+    pass_totals = saved;
+}
+
 /* Many threads hit few cells with every atomic. */
 static void test_atomics(void)
 {
@@ -880,6 +928,7 @@ int main(int argc, char **argv)
     test_control();
     test_lane_loops();
     test_rows();
+    test_task_sizes();
     test_reg_classes();
     test_starts();
     test_atomics();
