@@ -1188,15 +1188,14 @@ static uint32_t copy_threads(const dvm_backend *be, uint64_t units) {
 }
 
 /* The invocations a parallel task's dispatch needs: those with an iteration in their first
-   round (interp.comp, par_loop32 and par_loop4), where the host knows the task's iteration
-   count (total, else -1; also -1 with adstacks, whose every thread slot's counts each task
-   zeroes). The launch's thread count is its largest task's: a stencil's border
-   tasks of one row each, dispatched over all of it, took 20 us apiece (H100). */
-static uint32_t task_invocations(const vk_push *pc, int64_t total) {
-    if (total < 0 || total >= (int64_t)pc->nthreads) return pc->nthreads;
-    /* the row path's workgroups take 4 x WG_SIZE consecutive iterations each */
-    int64_t need = pc->flags ? (total + 4 * WG_SIZE - 1) / (4 * WG_SIZE) * WG_SIZE : total;
-    if (need > (int64_t)pc->nthreads) need = pc->nthreads;
+   round (interp.comp, par_loop32 and par_loop4; rows: on the row path, whose workgroups take
+   4 x WG_SIZE consecutive iterations each), where the host knows the task's iteration count
+   (total, else -1). The launch's thread count is its largest task's: a stencil's border tasks
+   of one row each, dispatched over all of it, took 20 us apiece (H100). */
+static uint32_t task_invocations(uint32_t nthreads, int rows, int64_t total) {
+    if (total < 0 || total >= (int64_t)nthreads) return nthreads;
+    int64_t need = rows ? (total + 4 * WG_SIZE - 1) / (4 * WG_SIZE) * WG_SIZE : total;
+    if (need > (int64_t)nthreads) need = nthreads;
     return need < 1 ? 1 : (uint32_t)need;
 }
 
@@ -1365,8 +1364,10 @@ static int vk_exec(dvm_backend *be, const dvm_exec *x, dvm_rt_error *rt, char *e
             pc.mode = MODE_PARALLEL;
             pc.nthreads = (uint32_t)(l4 ? nthr / 4 : nthr);
             /* the row path: in whole workgroups only (interp.comp, par_loop4) */
-            pc.flags = l4 && (extra & VK_X_ROWS) && pc.nthreads % WG_SIZE == 0 ? FLAG_ROWS * td->ndim : 0;
-            dispatch(be, &pc, task_invocations(&pc, x->nstacks ? -1 : dvm_exec_total(x, t)));
+            const int rows = l4 && (extra & VK_X_ROWS) && pc.nthreads % WG_SIZE == 0;
+            pc.flags = rows ? FLAG_ROWS * td->ndim : 0;
+            /* with adstacks every invocation zeroes its own slots' counts: all of them run */
+            dispatch(be, &pc, task_invocations(pc.nthreads, rows, x->nstacks ? -1 : dvm_exec_total(x, t)));
             pc.nthreads = (uint32_t)nthr;
         }
     }
