@@ -549,6 +549,47 @@ static void test_task_sizes(void)
     pass_totals = saved;
 }
 
+/* A task without branches runs on plain lanes (vulkan_backend.c, VK_X_PLAIN): in its last
+   round a lane without an iteration repeats lane 0's, and only its stores and adds are left
+   out. On four lanes 4001 iterations take 1024 invocations (whole workgroups), lane 3 of the
+   last 95 without one. x is as long as the task, so a lane without lane 0's indices would
+   read past it; each add must count its iteration once. */
+static void test_plain_lanes(void)
+{
+    enum { PN = 4001 };
+    reset();
+    dvm_task_desc *t = task(DVM_TASK_PARALLEL, 1);
+    t->ext_u[0] = 0;
+    t->idx_reg[0] = 0;
+    N(DVM_OP_LD, 0, 1, 0, 0);        /* r1 = x[i] */
+    CI(2, 7);
+    N(DVM_OP_MODI, 0, 3, 0, 2);      /* cell = i % 7 */
+    N(DVM_OP_ATOMADDF, 1, 3, 1, 0);  /* s[cell] += x[i] */
+    CI(4, 1);
+    N(DVM_OP_ATOMADDI, 2, 3, 4, 0);  /* c[cell] += 1 */
+    N(DVM_OP_ADDF, 0, 5, 1, 1);
+    N(DVM_OP_ST, 3, 0, 5, 0);        /* y[i] = 2 x[i] */
+    N(DVM_OP_ATOMADDU, 0, 1, 1, 0);  /* U1 += x[i] */
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+    static uint32_t x[PN], sum[7], cnt[7], y[PN];
+    for (int i = 0; i < PN; i++) x[i] = f2u((float)(i % 5)), y[i] = 0xFFFFFFFFu;
+    memset(sum, 0, sizeof sum);
+    memset(cnt, 0, sizeof cnt);
+    run_in A;
+    memset(&A, 0, sizeof A);
+    arr1(&A, 0, x, PN);
+    arr1(&A, 1, sum, 7);
+    arr1(&A, 2, cnt, 7);
+    arr1(&A, 3, y, PN);
+    A.uni[0] = PN;
+    A.uni[1] = f2u(0.0f);
+    A.nuni = 2;
+    A.total = PN;
+    int kind[4] = {EXACT, EXACT, EXACT, EXACT}; /* sums of small integers are exact */
+    both("plain lanes: a last round with lanes that have no iteration", &A, kind);
+}
+
 /* Many threads hit few cells with every atomic. */
 static void test_atomics(void)
 {
@@ -929,6 +970,7 @@ int main(int argc, char **argv)
     test_lane_loops();
     test_rows();
     test_task_sizes();
+    test_plain_lanes();
     test_reg_classes();
     test_starts();
     test_atomics();

@@ -65,6 +65,12 @@ layout(constant_id = 2) const uint LANES = 1u;
 layout(constant_id = 3) const bool LANE_STACKS = false;
 layout(constant_id = 4) const bool LANE_LOOPS = false;
 layout(constant_id = 5) const bool LANE_ROWS = false;
+/* LANE_PLAIN: the task has no branch (vk_task_lanes), so its four lanes never part: every
+   lane runs every node, a lane without an iteration (a task's last round) repeats lane 0's
+   (par_loop4 gives it lane 0's indices) and only its stores and adds are masked (L4W), as
+   the CUDA interpreter's plain lanes. A register write is then a whole row, with no select
+   against the old value, and nothing is kept for parting lanes after a node. */
+layout(constant_id = 6) const bool LANE_PLAIN = false;
 const uint RS_WORDS = REGS_SHARED ? REGS * WG : 1u;
 const uint RP_WORDS = (REGS_SHARED || LANES == 4u) ? 1u : REGS;
 shared uint RS[RS_WORDS];
@@ -585,12 +591,14 @@ int run(uint cb, uint ip0, uint slot) {
 const uint R4_WORDS = LANES == 4u ? REGS : 1u;
 uvec4 R4[R4_WORDS];
 bvec4 L4M;    /* the lanes that run the node */
-bool L4ALL;   /* all four do */
+bool L4ALL;   /* all four do (LANE_PLAIN: all four have an iteration) */
+bvec4 L4W;    /* LANE_PLAIN: the lanes whose stores and adds count (those with an iteration) */
+bvec4 wmask() { return LANE_PLAIN ? L4W : L4M; }
 uvec4 g4(uint r) { return R4[r]; }
 vec4 f4(uint r) { return uintBitsToFloat(R4[r]); }
 ivec4 i4(uint r) { return ivec4(R4[r]); }
 /* writes the running lanes of register r (a select, so the row is written whole) */
-void s4(uint r, uvec4 v) { R4[r] = L4ALL ? v : mix(R4[r], v, L4M); }
+void s4(uint r, uvec4 v) { R4[r] = (LANE_PLAIN || L4ALL) ? v : mix(R4[r], v, L4M); }
 void sf4(uint r, vec4 v) { s4(r, floatBitsToUint(v)); }
 void si4(uint r, ivec4 v) { s4(r, uvec4(v)); }
 void sb4(uint r, bvec4 v) { s4(r, uvec4(v)); }
@@ -660,7 +668,7 @@ bool chk4(uint x, ivec4 i, uint node, out uvec2 base, out uvec4 idx) {
     base = s.xy;
     uint n = len31(s);
     bvec4 bad = band(L4M, greaterThanEqual(uvec4(i), uvec4(n))); /* negative i: huge unsigned */
-    idx = L4ALL ? uvec4(i) : mix(uvec4(0u), uvec4(i), L4M);
+    idx = (LANE_PLAIN || L4ALL) ? uvec4(i) : mix(uvec4(0u), uvec4(i), L4M);
     if (!any(bad)) return true;
     uint l = lane_of(bad);
     rec_err(RT_OOB, node, uvec2(x, 0u), P(-1), P(i[l]), s.zw);
@@ -748,9 +756,10 @@ int run4(uint cb, uint ip0, bvec4 have) {
        reset to next, every other node paid four moves for it (trans 1.21 -> 1.18 ms, H100) */
     uvec4 nxt = uvec4(0u);
     /* every lane has an iteration (all but a task's last round): they start together */
-    bool sel = !all(have);
+    bool sel = !LANE_PLAIN && !all(have);
     L4M = bvec4(true);
-    L4ALL = true;
+    L4ALL = !LANE_PLAIN || all(have);
+    L4W = have;
     LONG_LOOP(true) {
         if (sel) {
             ip = umin4(lip);
@@ -774,7 +783,8 @@ int run4(uint cb, uint ip0, bvec4 have) {
         case OP_LDU: s4(a, uvec4(ldw(pc.uni, b))); break;
         case OP_ATOMADDU: {
             vec4 v = f4(b);
-            for (uint l = 0u; l < 4u; l++) if (L4M[l]) atom_addf(addw(pc.uni, a), v[l]);
+            bvec4 w = wmask();
+            for (uint l = 0u; l < 4u; l++) if (w[l]) atom_addf(addw(pc.uni, a), v[l]);
             break;
         }
 
@@ -879,22 +889,37 @@ int run4(uint cb, uint ip0, bvec4 have) {
         case OP_NOT: sb4(a, equal(g4(b), uvec4(0u))); break;
         case OP_SEL: s4(a, mix(g4(c), g4(b), notEqual(g4(a), uvec4(0u)))); break;
 
-        case OP_JMP: next = a; break;
-        case OP_JZ: nxt = mix(uvec4(next), uvec4(b), equal(g4(a), uvec4(0u))); br = true; break;
-        case OP_JNZ: nxt = mix(uvec4(next), uvec4(b), notEqual(g4(a), uvec4(0u))); br = true; break;
+        /* branches: never in a task on plain lanes (vk_task_lanes) */
+        case OP_JMP:
+            if (LANE_PLAIN) return err4(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0);
+            next = a;
+            break;
+        case OP_JZ:
+            if (LANE_PLAIN) return err4(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0);
+            nxt = mix(uvec4(next), uvec4(b), equal(g4(a), uvec4(0u)));
+            br = true;
+            break;
+        case OP_JNZ:
+            if (LANE_PLAIN) return err4(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0);
+            nxt = mix(uvec4(next), uvec4(b), notEqual(g4(a), uvec4(0u)));
+            br = true;
+            break;
         case OP_JGEI: {
+            if (LANE_PLAIN) return err4(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0);
             uvec4 p = g4(a), q = g4(b);
             nxt = mix(uvec4(c), uvec4(next), band(lessThan(ivec4(p), ivec4(q)), greaterThan(q - p, uvec4(x))));
             br = true;
             break;
         }
         case OP_JOUTI: {
+            if (LANE_PLAIN) return err4(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0);
             ivec4 p = i4(a);
             nxt = mix(uvec4(next), uvec4(c), bor(greaterThanEqual(i4(x), p), greaterThanEqual(p, i4(b))));
             br = true;
             break;
         }
         case OP_INCLT: {
+            if (LANE_PLAIN) return err4(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0);
             uvec4 hi = g4(b), c2 = g4(a) + (x + 1u);
             bvec4 jump = band(lessThan(ivec4(c2), ivec4(hi)), greaterThan(hi - c2, uvec4(x)));
             /* LANE_LOOPS: a loop whose body is the one node before, a self-update, runs the
@@ -973,15 +998,16 @@ int run4(uint cb, uint ip0, bvec4 have) {
             if (row1(x, a, op == OP_ATOMADDFO ? uint(int(c << 16) >> 16) : 0u, ab)) {
                 if (op == OP_ST) { strow(ab, v); break; }
             } else if (!chk4(x, op == OP_ATOMADDFO ? rk16_4(a, c) : i4(a), n, ab, idx)) return 1;
+            bvec4 w = wmask();
             if (op == OP_ST) {
-                if (L4M.x) W(addw(ab, idx.x)).v = v.x;
-                if (L4M.y) W(addw(ab, idx.y)).v = v.y;
-                if (L4M.z) W(addw(ab, idx.z)).v = v.z;
-                if (L4M.w) W(addw(ab, idx.w)).v = v.w;
+                if (w.x) W(addw(ab, idx.x)).v = v.x;
+                if (w.y) W(addw(ab, idx.y)).v = v.y;
+                if (w.z) W(addw(ab, idx.z)).v = v.z;
+                if (w.w) W(addw(ab, idx.w)).v = v.w;
                 break;
             }
             for (uint l = 0u; l < 4u; l++) {
-                if (L4M[l]) {
+                if (w[l]) {
                     uvec2 p = addw(ab, idx[l]);
                     if (op == OP_ATOMADDF || op == OP_ATOMADDFO) atom_addf(p, uintBitsToFloat(v[l]));
                     else if (op == OP_ATOMADDI) atomicAdd(W(p).v, v[l]);
@@ -1008,7 +1034,7 @@ int run4(uint cb, uint ip0, bvec4 have) {
                 ivec4 i = o ? ov4(fi) : i4(fi), j = o ? ov4(fj) : i4(fj);
                 if (!chk_axis4(x, 0u, i, int(dd.x), n) || !chk_axis4(x, 1u, j, int(dd.y), n)) return 1;
                 e = uvec4(i) * dd.y + uvec4(j);
-                if (!L4ALL) e = mix(uvec4(0u), e, L4M);
+                if (!LANE_PLAIN && !L4ALL) e = mix(uvec4(0u), e, L4M);
                 base = slot_al(x).xy;
             }
             if (ld) {
@@ -1018,8 +1044,9 @@ int run4(uint cb, uint ip0, bvec4 have) {
             } else {
                 vec4 v = f4(c);
                 if (row && op == OP_ST2) { strow(base, floatBitsToUint(v)); break; }
+                bvec4 w = wmask();
                 for (uint l = 0u; l < 4u; l++) {
-                    if (L4M[l]) {
+                    if (w[l]) {
                         if (op == OP_ST2) W(addw(base, e[l])).v = floatBitsToUint(v[l]);
                         else atom_addf(addw(base, e[l]), v[l]);
                     }
@@ -1077,6 +1104,11 @@ int run4(uint cb, uint ip0, bvec4 have) {
            gives a task with them a pipeline with them */
         default: return err4(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0);
         }
+        if (LANE_PLAIN) { /* no branch: the next node, or the task's end */
+            if (next >= g_end) return 0;
+            ip = next;
+            continue;
+        }
         bool back = next <= ip;
         if (br) {
             /* the running lanes' targets: one node when they agree, else they part */
@@ -1088,9 +1120,13 @@ int run4(uint cb, uint ip0, bvec4 have) {
                 sel = true;
             }
         }
-        if (back) {
+        /* every CANCEL_EVERY backward jumps, the error word (another thread's failure) and the
+           cancel word: read at every jump, the error word's trip to L2 sat on the loop's path
+           (the sin loop's adjoint 11.56 -> 11.24 ms, H100; the tasks without loops run on
+           plain lanes, which have no backward jump) */
+        if (back && (++g_polls & (CANCEL_EVERY - 1u)) == 0u) {
             if (failed()) return 1;
-            if ((++g_polls & (CANCEL_EVERY - 1u)) == 0u && cancelled()) return err4(RT_CANCELLED, n, P0, P0, P0, P0);
+            if (cancelled()) return err4(RT_CANCELLED, n, P0, P0, P0, P0);
         }
         /* reaching a waiting lane's node (or END): the running lanes wait there too */
         if (!sel && next >= wnext) {
@@ -1118,6 +1154,7 @@ void par_loop4(uint total, uint ndim, uint e[3], uint s[3], uint idx_reg[3], uin
     LONG_LOOP(t < total) {
         uvec4 q = uvec4(t) + uvec4(0u, step, 2u * step, 3u * step);
         bvec4 have = lessThan(q, uvec4(total));
+        if (LANE_PLAIN) q = mix(uvec4(q.x), q, have);
         for (int d = int(ndim) - 1; d >= 1; d--) {
             R4[idx_reg[d]] = q % e[d] + s[d];
             q /= e[d];
