@@ -720,7 +720,7 @@ static void reg_class(const dvm_backend *be, uint32_t nregs, int priv, uint32_t 
 }
 
 /* Creates the pipeline of one class (from the pipeline cache when it holds it). Callable from
-   two threads at once: the pipeline cache synchronizes itself (no EXTERNALLY_SYNCHRONIZED bit). */
+   several threads at once: the pipeline cache synchronizes itself (no EXTERNALLY_SYNCHRONIZED bit). */
 static VkResult make_pipe(const dvm_backend *be, uint32_t regs, int shared, uint32_t lanes, uint32_t extra, VkPipeline *p) {
     const uint32_t spec[7] = {regs, shared ? VK_TRUE : VK_FALSE, lanes, extra & VK_X_STACKS ? VK_TRUE : VK_FALSE,
                               extra & VK_X_LOOPS ? VK_TRUE : VK_FALSE, extra & VK_X_ROWS ? VK_TRUE : VK_FALSE,
