@@ -168,6 +168,7 @@ static void launch(const dvm_backend_vtbl *vt, dvm_backend *be, const run_in *A,
 }
 
 static dvm_backend *cpu, *vk;
+static const dvm_backend_opts *opts_main; /* main's options */
 static const dvm_backend_vtbl *VC = &dvm_backend_cpu, *VV = &dvm_backend_vulkan;
 
 /* EXACT: bit for bit (i32); EXACTF: f32 bit for bit except that any NaN matches any NaN
@@ -588,6 +589,39 @@ static void test_plain_lanes(void)
     A.total = PN;
     int kind[4] = {EXACT, EXACT, EXACT, EXACT}; /* sums of small integers are exact */
     both("plain lanes: a last round with lanes that have no iteration", &A, kind);
+
+    /* Plain lanes keep the register written last in machine registers (interp.comp, flush4),
+       so at a round's end it must reach the register file, where the next round's indices are
+       written: here the last node before END writes the index register (as the compiler's
+       allocator does once the index is dead), and 64 threads take the 4001 iterations in 16
+       rounds (on one lane, 64 iterations a round). A stale index (x[i]^2 taken for the next i)
+       fails the comparison. */
+    reset();
+    t = task(DVM_TASK_PARALLEL, 1);
+    t->ext_u[0] = 0;
+    t->idx_reg[0] = 0;
+    N(DVM_OP_LD, 0, 1, 0, 0);        /* r1 = x[i] */
+    N(DVM_OP_I2F, 0, 2, 0, 0);       /* the index read as a value (loads and stores of x[i] */
+    N(DVM_OP_ADDF, 0, 2, 2, 1);      /* take the row path's own indices) */
+    N(DVM_OP_ST, 3, 0, 2, 0);        /* y[i] = i + x[i] */
+    CI(3, 0);
+    N(DVM_OP_MULF, 0, 0, 1, 1);      /* r0 (the index) = x[i]^2: the last register written */
+    N(DVM_OP_ATOMADDF, 1, 3, 0, 0);  /* s[0] += x[i]^2 */
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+    for (int i = 0; i < PN; i++) y[i] = 0xFFFFFFFFu;
+    memset(sum, 0, sizeof sum);
+    dvm_backend_opts few = *opts_main;
+    few.gpu_threads = 64;
+    char err[512] = "";
+    dvm_backend *main_vk = vk;
+    vk = VV->open(&few, err, sizeof err);
+    CHECK(vk != NULL, "open with gpu_threads 64: %s", err);
+    if (vk) {
+        both("plain lanes over 16 rounds: the index register written last", &A, kind);
+        VV->close(vk);
+    }
+    vk = main_vk;
 }
 
 /* Many threads hit few cells with every atomic. */
@@ -948,6 +982,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    opts_main = &o;
     vk = VV->open(&o, err, sizeof err);
     if (!vk) {
         if (strstr(err, "no Vulkan device") || strstr(err, "cannot open libvulkan")) {

@@ -594,11 +594,33 @@ bvec4 L4M;    /* the lanes that run the node */
 bool L4ALL;   /* all four do (LANE_PLAIN: all four have an iteration) */
 bvec4 L4W;    /* LANE_PLAIN: the lanes whose stores and adds count (those with an iteration) */
 bvec4 wmask() { return LANE_PLAIN ? L4W : L4M; }
-uvec4 g4(uint r) { return R4[r]; }
-vec4 f4(uint r) { return uintBitsToFloat(R4[r]); }
-ivec4 i4(uint r) { return ivec4(R4[r]); }
-/* writes the running lanes of register r (a select, so the row is written whole) */
-void s4(uint r, uvec4 v) { R4[r] = (LANE_PLAIN || L4ALL) ? v : mix(R4[r], v, L4M); }
+/* LANE_PLAIN: the register written last stays in machine registers (CV, number CR) and goes to
+   R4 only when another register is written (or run4 returns: flush4), so a node that reads
+   the one before's result loads nothing. A four-lane node's register accesses are 16-byte
+   private loads and stores of the whole subgroup (four L1 wavefronts each), and they, not the
+   node's fetch or dispatch, set its cost: a chain of 64 MULFK 1.25 -> 0.65 ms at 2^24, trans
+   1.14 -> 0.95 (H100; bench/HISTORY.md). The same on masked lanes made the loops 13-50% slower,
+   and a second cached register made every row slower. */
+const uint CR_NONE = 0xFFFFFFFFu;
+uint CR = CR_NONE;
+uvec4 CV;
+uvec4 g4(uint r) { return LANE_PLAIN && r == CR ? CV : R4[r]; }
+vec4 f4(uint r) { return uintBitsToFloat(g4(r)); }
+ivec4 i4(uint r) { return ivec4(g4(r)); }
+void flush4() {
+    if (LANE_PLAIN && CR != CR_NONE) R4[CR] = CV;
+    CR = CR_NONE;
+}
+/* writes the running lanes of register r (masked lanes: a select, so the row is written whole) */
+void s4(uint r, uvec4 v) {
+    if (!LANE_PLAIN) {
+        R4[r] = L4ALL ? v : mix(R4[r], v, L4M);
+        return;
+    }
+    if (r != CR && CR != CR_NONE) R4[CR] = CV;
+    CR = r;
+    CV = v;
+}
 void sf4(uint r, vec4 v) { s4(r, floatBitsToUint(v)); }
 void si4(uint r, ivec4 v) { s4(r, uvec4(v)); }
 void sb4(uint r, bvec4 v) { s4(r, uvec4(v)); }
@@ -835,6 +857,7 @@ int run4(uint cb, uint ip0, bvec4 have) {
                    together (the select form below) took the four-lane pipelines from 48 to 56
                    registers (H100). The row path's pipelines keep the select form: with the
                    loop they stayed at 56 and ran saxpy and the stencil 4-5% slower. */
+                flush4(); /* R4 lane by lane */
                 [[dont_unroll]] for (uint l = 0u; l < 4u; l++) {
                     if (!L4M[l]) continue;
                     ivec2 dm = floordivmod(int(R4[b][l]), int(R4[c][l]));
@@ -1105,7 +1128,10 @@ int run4(uint cb, uint ip0, bvec4 have) {
         default: return err4(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0);
         }
         if (LANE_PLAIN) { /* no branch: the next node, or the task's end */
-            if (next >= g_end) return 0;
+            if (next >= g_end) {
+                flush4(); /* par_loop4 writes the index registers in R4 */
+                return 0;
+            }
             ip = next;
             continue;
         }
