@@ -442,6 +442,67 @@ static void test_lane_loops(void)
     both("lanes: adstack overflow in some lanes", &A, kind);
 }
 
+/* Counted one-node loops on plain lanes (interp.comp, OP_JGEI; vulkan_backend.c, vk_plain_loop):
+   a task whose only branches are such loops, one with the counter copied first (MOV) and one
+   that counts in its bound's partner itself (a `while` with a counter), runs each lane's trips
+   at the loop's head. Lane by lane the trip counts differ, some lanes have none (hi <= lo, the
+   counters then keep their values) and the last round has lanes without an iteration; the
+   counters' final values are stored too. */
+static void test_plain_loops(void)
+{
+    enum { PL = 1001 };
+    reset();
+    const uint16_t k25 = K(f2u(0.25f));
+    dvm_task_desc *t = task(DVM_TASK_PARALLEL, 1);
+    t->ext_u[0] = 0;
+    t->idx_reg[0] = 0;
+    N(DVM_OP_LD, 0, 1, 0, 0);       /* r1 = hi[i] */
+    N(DVM_OP_LD, 1, 2, 0, 0);       /* r2 = lo[i] */
+    N(DVM_OP_LD, 2, 3, 0, 0);       /* r3 = x[i] */
+    CI(4, f2u(0.75f));
+    CI(5, 77);
+    N(DVM_OP_JGEI, 0, 2, 1, 0);     /* patched: past the loop */
+    uint32_t j1 = nn - 1;
+    N(DVM_OP_MOV, 0, 5, 2, 0);      /* cnt = lo */
+    uint16_t lp = rel(t);
+    N(DVM_OP_FMAFK, 0, 3, 4, k25);  /* x = x * 0.75 + 0.25 */
+    N(DVM_OP_INCLT, 0, 5, 1, lp);
+    nodes[j1].c = rel(t);
+    N(DVM_OP_JGEI, 0, 2, 1, 0);     /* the same bounds, lo itself the counter */
+    uint32_t j2 = nn - 1;
+    uint16_t lp2 = rel(t);
+    N(DVM_OP_MULF, 0, 3, 3, 4);     /* x = x * 0.75 */
+    N(DVM_OP_INCLT, 0, 2, 1, lp2);
+    nodes[j2].c = rel(t);
+    N(DVM_OP_ST, 3, 0, 3, 0);       /* o[i] = x */
+    CI(6, 256);
+    N(DVM_OP_MULI, 0, 6, 5, 6);
+    N(DVM_OP_ADDI, 0, 6, 6, 2);
+    N(DVM_OP_ST, 4, 0, 6, 0);       /* c[i] = 256 cnt + lo after its loop */
+    N(DVM_OP_END, 0, 0, 0, 0);
+    end_task(t);
+    static uint32_t hi[PL], lo[PL], x[PL], o[PL], c[PL];
+    for (int i = 0; i < PL; i++) {
+        lo[i] = (uint32_t)((i % 5) - 2);
+        hi[i] = (uint32_t)((i * 7 + i / 3) % 13 - 3);
+        x[i] = f2u(0.5f + (float)(i % 11) * 0.0625f);
+    }
+    memset(o, 0xFF, sizeof o);
+    memset(c, 0xFF, sizeof c);
+    run_in A;
+    memset(&A, 0, sizeof A);
+    arr1(&A, 0, hi, PL);
+    arr1(&A, 1, lo, PL);
+    arr1(&A, 2, x, PL);
+    arr1(&A, 3, o, PL);
+    arr1(&A, 4, c, PL);
+    A.uni[0] = PL;
+    A.nuni = 1;
+    A.total = PL;
+    int kind[5] = {EXACT, EXACT, EXACT, LOOSE, EXACT};
+    both("plain lanes: counted one-node loops, run at their heads", &A, kind);
+}
+
 /* An 'o' operand: register r plus offset k (-32..31). */
 static uint16_t OF(uint16_t r, int k) { return (uint16_t)(r | (((unsigned)k & 63u) << 10)); }
 
@@ -1006,6 +1067,7 @@ int main(int argc, char **argv)
     test_rows();
     test_task_sizes();
     test_plain_lanes();
+    test_plain_loops();
     test_reg_classes();
     test_starts();
     test_atomics();

@@ -764,6 +764,25 @@ void strow(uvec2 rp, uvec4 v) {
     p.v[3u * WG] = v.w;
 }
 
+/* LANE_LOOPS: `steps` trips (each lane's; `most` of them, fewer than 65535^2) of a one-node
+   loop's self-update (one_node_loop's ba, bo, bk, su, bc) at once, each lane's fma kept while
+   it has trips left, as run's INCLT does for one lane (loops of at most 65535 iterations, for
+   llvmpipe) */
+void self_loop4(uint ba, uint bo, uint bk, uint su, uint bc, uvec4 steps, uint most) {
+    bool kc = su == SU_FMA_K || su == SU_MUL_K || su == SU_ADD_K;
+    vec4 v = f4(ba), o = f4(bo);
+    float kk = kc ? K(bc) : 0.0;
+    vec4 m = (su == SU_FMA_K || su == SU_MUL_R || su == SU_FMA_R) ? o : vec4(su == SU_MUL_K ? kk : 1.0);
+    vec4 k = (su == SU_ADD_R || su == SU_FMA_R) ? f4(bk) : su == SU_SUB_R ? -o
+           : vec4((su == SU_MUL_R || su == SU_MUL_K) ? uintBitsToFloat(0x80000000u) : kk); /* -0.0 */
+    uint q = most / 65535u, r = most - q * 65535u, i = 0u;
+    for (uint oi = 0u; oi <= q; oi++) {
+        uint mm = oi < q ? 65535u : r;
+        for (uint j = 0u; j < mm; j++, i++) v = mix(v, fma(v, m, k), lessThan(uvec4(i), steps));
+    }
+    sf4(ba, v);
+}
+
 /* run for four lanes: lanes in `have` run an iteration from node ip0, the others have none.
    Returns 0 when every lane has reached END, 1 after a runtime error. */
 int run4(uint cb, uint ip0, bvec4 have) {
@@ -928,7 +947,30 @@ int run4(uint cb, uint ip0, bvec4 have) {
             br = true;
             break;
         case OP_JGEI: {
-            if (LANE_PLAIN) return err4(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0);
+            if (LANE_PLAIN) {
+                /* Plain lanes meet a branch only at the head of a counted one-node loop
+                   (vulkan_backend.c, vk_plain_loop): JGEI lo, hi, ->past it; MOV cnt, lo, or
+                   none (cnt is lo); a self-update; INCLT cnt, hi, ->the self-update; x 0 in both.
+                   Each lane runs its own hi - lo trips here (none where lo >= hi) and leaves with
+                   cnt = hi, as the four nodes would, so the lanes never part. */
+                uint w = ldw(pc.nodes, (n + 1u) * 2u), ba, bo, bk, su, bc;
+                bool mv = (w & 0xFFu) == OP_MOV;
+                uint cnt = mv ? w >> 16 : a;
+                if (!LANE_LOOPS || x != 0u || !one_node_loop(cb, ip + (mv ? 2u : 1u), cnt, b, ba, bo, bk, su, bc))
+                    return err4(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0);
+                uvec4 lo = g4(a), hi = g4(b);
+                bvec4 go = lessThan(ivec4(lo), ivec4(hi));
+                uvec4 steps = mix(uvec4(0u), hi - lo, go);
+                uint most = umax4(steps);
+                if (most >= 65535u * 65535u) { /* as the node-by-node loop would: the step limit */
+                    rec_err(RT_VK_STEPS, n, P0, P0, P0, P0);
+                    return 1;
+                }
+                self_loop4(ba, bo, bk, su, bc, steps, most);
+                s4(cnt, mix(g4(cnt), hi, go));
+                next = c;
+                break;
+            }
             uvec4 p = g4(a), q = g4(b);
             nxt = mix(uvec4(c), uvec4(next), band(lessThan(ivec4(p), ivec4(q)), greaterThan(q - p, uvec4(x))));
             br = true;
@@ -957,18 +999,7 @@ int run4(uint cb, uint ip0, bvec4 have) {
                 uvec4 steps = mix(uvec4(0u), hi - uvec4(cur) - 1u, go);
                 uint most = umax4(steps);
                 if (most < 65535u * 65535u && !any(band(band(L4M, not(go)), jump))) {
-                    bool kc = su == SU_FMA_K || su == SU_MUL_K || su == SU_ADD_K;
-                    vec4 v = f4(ba), o = f4(bo);
-                    float kk = kc ? K(bc) : 0.0;
-                    vec4 m = (su == SU_FMA_K || su == SU_MUL_R || su == SU_FMA_R) ? o : vec4(su == SU_MUL_K ? kk : 1.0);
-                    vec4 k = (su == SU_ADD_R || su == SU_FMA_R) ? f4(bk) : su == SU_SUB_R ? -o
-                           : vec4((su == SU_MUL_R || su == SU_MUL_K) ? uintBitsToFloat(0x80000000u) : kk); /* -0.0 */
-                    uint q = most / 65535u, r = most - q * 65535u, i = 0u;
-                    for (uint oi = 0u; oi <= q; oi++) {
-                        uint mm = oi < q ? 65535u : r;
-                        for (uint j = 0u; j < mm; j++, i++) v = mix(v, fma(v, m, k), lessThan(uvec4(i), steps));
-                    }
-                    sf4(ba, v);
+                    self_loop4(ba, bo, bk, su, bc, steps, most);
                     s4(a, mix(c2, hi, go));
                     break;
                 }

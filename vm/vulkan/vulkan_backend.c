@@ -1050,6 +1050,37 @@ static int vk_row_node(const dvm_node *n, uint32_t ndim) {
     return (nr == 1 && reg[0] + 1 == ndim) || (nr == 2 && ndim == 2 && reg[0] == 0 && reg[1] == 1);
 }
 
+/* Whether INCLT node n (its bound hi = n->b, counter n->a) closes a one-node loop that the
+   interpreters fuse: the node before it, which it jumps back to, a self-update that touches
+   neither the counter nor the bound (DVM_SELF_UPDATE) */
+static int vk_fused_loop(const dvm_node *code, uint32_t i) {
+    const dvm_node *n = &code[i];
+    if (n->op != DVM_OP_INCLT || n->x != 0 || i == 0 || n->c + 1u != i) return 0;
+    const dvm_node *b = &code[n->c];
+    const uint32_t bo = DVM_SELF_OTHER(b->op, b->a, b->b, b->c), bk = DVM_SU_IS(b->op, FMA_R) ? b->c : bo;
+    return DVM_SELF_UPDATE(b->op, b->a, b->b, b->c) && n->a != b->a && n->b != b->a && n->a != bo && n->a != bk;
+}
+
+/* A counted one-node loop that plain lanes run whole at its head (interp.comp, OP_JGEI):
+   JGEI lo, hi, ->i + k + 3 at node i; MOV cnt, lo at i + 1 (k = 1), or none (k = 0: the counter
+   is lo itself, as a `while` with a counter compiles); a fused self-update at i + k + 1; INCLT
+   cnt, hi, ->i + k + 1 at i + k + 2; x 0 in both, the counter not the bound. Returns the nodes it
+   spans (3 or 4), 0 when node i starts none. */
+static uint32_t vk_plain_loop(const dvm_node *code, uint32_t len, uint32_t i) {
+    const dvm_node *j = &code[i];
+    if (j->op != DVM_OP_JGEI || j->x != 0) return 0;
+    for (uint32_t k = 0; k < 2; k++) {
+        if (i + k + 3 > len) return 0;
+        const dvm_node *m = &code[i + 1], *n = &code[i + k + 2];
+        if (k && !(m->op == DVM_OP_MOV && m->b == j->a)) continue;
+        const uint32_t cnt = k ? m->a : j->a;
+        if (j->c == i + k + 3 && n->op == DVM_OP_INCLT && n->a == cnt && n->b == j->b && cnt != j->b &&
+            vk_fused_loop(code, i + k + 2))
+            return k + 3;
+    }
+    return 0;
+}
+
 /* Whether interp.comp's run4 (four lanes) can run a parallel task, and with what: 0 when it has a
    node that run4 leaves to run (POWF, ATAN2F, ASIN, ACOS, ATOMMAXF, ATOMMINF: library code too
    long to keep four times; STU: serial tasks only); else VK_LANES_OK, with VK_X_STACKS when it
@@ -1059,17 +1090,22 @@ static int vk_row_node(const dvm_node *n, uint32_t ndim) {
    half its nodes (less its closing END) are accesses that take it (vk_row_node): on an H100
    the row path's pipeline ran the 5-point stencil (6 of 8) 1.13x faster and saxpy (3 of 4) as
    fast, but the transcendental kernel (2 of 14) 1.17x and the FMA loop (3 of 7) 1.03x slower
-   than the pipeline without it. VK_X_PLAIN (plain lanes) when it has no branch and no
-   adstack: on an H100 the stencil 0.96 -> 0.93 ms, saxpy 1% faster, the rest within noise. */
+   than the pipeline without it. VK_X_PLAIN (plain lanes) when it has no adstack and no branch
+   but the counted one-node loops that plain lanes run whole (vk_plain_loop): on an H100 the
+   stencil 0.96 -> 0.93 ms, saxpy 1% faster, the rest within noise. */
 static int vk_task_lanes(const dvm_program *prog, const dvm_task_desc *td) {
     if (td->kind != DVM_TASK_PARALLEL) return 0;
     int need = VK_LANES_OK, branches = 0;
-    uint32_t rows = 0;
+    uint32_t rows = 0, loop_end = 0; /* the nodes before loop_end: a loop that plain lanes run */
     const dvm_node *code = prog->nodes + td->code_begin;
     for (uint32_t i = 0; i < td->code_len; i++) {
         const dvm_node *n = &code[i];
         rows += (uint32_t)vk_row_node(n, td->ndim);
-        branches |= (dvm_op_table[n->op].flags & DVM_F_BRANCH) != 0;
+        if (dvm_op_table[n->op].flags & DVM_F_BRANCH) {
+            const uint32_t span = vk_plain_loop(code, td->code_len, i);
+            if (span) loop_end = i + span;
+            else if (i >= loop_end) branches = 1;
+        }
         switch (n->op) {
         case DVM_OP_PUSH: case DVM_OP_POP:
             need |= VK_X_STACKS;
@@ -1078,12 +1114,7 @@ static int vk_task_lanes(const dvm_program *prog, const dvm_task_desc *td) {
         case DVM_OP_ATOMMINF:
             return 0;
         case DVM_OP_INCLT:
-            if (n->x == 0 && n->c + 1u == i) {
-                const dvm_node *b = &code[n->c];
-                const uint32_t bo = DVM_SELF_OTHER(b->op, b->a, b->b, b->c), bk = DVM_SU_IS(b->op, FMA_R) ? b->c : bo;
-                if (DVM_SELF_UPDATE(b->op, b->a, b->b, b->c) && n->a != b->a && n->b != b->a && n->a != bo && n->a != bk)
-                    need |= VK_X_LOOPS;
-            }
+            if (vk_fused_loop(code, i)) need |= VK_X_LOOPS;
             break;
         default:
             break;
