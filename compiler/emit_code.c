@@ -315,63 +315,6 @@ static int is_fma_product(const ir_expr *e) {
     return (!ka || is_fconst(e->a, NULL)) && (!kb || is_fconst(e->b, NULL));
 }
 
-/* -(x*y), a product that an add takes into one FNMAF/FNMAFK (try_fnma) */
-static int neg_product(const ir_expr *e) {
-    return e && e->kind == IR_UN && e->op == DVM_OP_NEGF && is_fma_product(e->a);
-}
-
-/* The factor of the product m that a node multiplying its accumulator by a register (FMAFK,
- * FMAFR, FNMAFK) keeps in the accumulator: the one in the destination, else an expression
- * (evaluated straight into it), else a variable; a constant factor is the other one (a
- * register hoisted out of loops). *ax gets that factor, *ay the other; returns the register
- * of *ax when it is a variable, else -1. */
-static int acc_factor(tctx *c, const ir_expr *m, int dst, const ir_expr **ax, const ir_expr **ay) {
-    const ir_expr *x = m->a, *y = m->b;
-    int dx = var_reg_of(c, x), dy = var_reg_of(c, y);
-    int ex = dx < 0 && x->kind != IR_CONST, ey = dy < 0 && y->kind != IR_CONST;
-    int swap = dst >= 0 && dx == dst ? 0
-               : dst >= 0 && dy == dst ? 1
-               : (ey && !ex) || (!ex && !ey && x->kind == IR_CONST);
-    *ax = swap ? y : x;
-    *ay = swap ? x : y;
-    return swap ? dy : dx;
-}
-
-/* op (FMAFK or FNMAFK) with the factor ax in the accumulator, ay in a register and K[ki]:
- * into dst when ax is the destination, else ax, an expression, evaluated into the
- * accumulator; -1 (nothing emitted) where it would need a copy of a variable. */
-static int emit_acc_k(tctx *c, int op, const ir_expr *ax, const ir_expr *ay, int adx, int ki, int dst) {
-    if (dst >= 0 && adx == dst) {
-        int ry = emit_expr(c, ay, -1);
-        out(c, op, 0, dst, ry, ki);
-        return dst;
-    }
-    if (adx >= 0 || ax->kind == IR_CONST) return -1;
-    int ry = emit_expr(c, ay, -1);
-    int acc = dst >= 0 && dst != ry ? dst : tmp(c);
-    emit_expr(c, ax, acc);
-    out(c, op, 0, acc, ry, ki);
-    mov(c, dst, acc);
-    return dst >= 0 ? dst : acc;
-}
-
-/* op (FMAF or FNMAF) r[acc] = z +- x*y, the factors in their order: into dst when z is the
- * destination's variable, else z (the caller's check: an expression) evaluated into the
- * accumulator. */
-static int emit_acc_xy(tctx *c, int op, const ir_expr *x, const ir_expr *y, const ir_expr *z, int dst) {
-    int rx = emit_expr(c, x, -1);
-    int ry = emit_expr(c, y, -1);
-    if (dst >= 0 && var_reg_of(c, z) == dst) {
-        out(c, op, 0, dst, rx, ry);
-        return dst;
-    }
-    int acc = dst >= 0 && dst != rx && dst != ry ? dst : tmp(c);
-    emit_expr(c, z, acc);
-    out(c, op, 0, acc, rx, ry);
-    mov(c, dst, acc);
-    return dst >= 0 ? dst : acc;
-}
-
 /* An f32 `x*y + z` or `z + x*y` is one multiply-add node whenever that needs no copy of a
  * variable, whatever the spelling of its operands (variables, parameters, literals,
  * expressions, either order), so that equivalent spellings get the same code (issue 26): a
@@ -399,16 +342,49 @@ static int try_fma(tctx *c, const ir_expr *e, int dst) {
         return -1;
     }
     /* FMAF takes the factors in their order (x, y); FMAFK and FMAFR multiply the accumulator
-       by a register (acc_factor) */
-    const ir_expr *ax, *ay;
-    const int adx = acc_factor(c, m, dst, &ax, &ay);
+       by a register, so there x, the factor in the accumulator, is the one in the
+       destination, else an expression (evaluated straight into it), else a variable, and a
+       constant factor is y (a register hoisted out of loops) */
+    const ir_expr *x = m->a, *y = m->b;
+    int dx = var_reg_of(c, x), dy = var_reg_of(c, y);
+    const ir_expr *ax = x, *ay = y;
+    int adx = dx;
+    {
+        int ex = dx < 0 && x->kind != IR_CONST, ey = dy < 0 && y->kind != IR_CONST;
+        int swap = dst >= 0 && dx == dst ? 0
+                   : dst >= 0 && dy == dst ? 1
+                   : (ey && !ex) || (!ex && !ey && x->kind == IR_CONST);
+        if (swap) {
+            ax = y;
+            ay = x;
+            adx = dy;
+        }
+    }
     const int x_expr = adx < 0 && ax->kind != IR_CONST;
     float k;
     if (ac->kind == IR_CONST && !is_fconst(ac, NULL)) return -1; /* a NaN addend: MULF + ADDF */
     int ki = is_fconst(ac, &k) ? kindex(c, k) : -1;
-    if (ki >= 0) return emit_acc_k(c, DVM_OP_FMAFK, ax, ay, adx, ki, dst); /* -1: MULF/MULFK + ADDFK */
+    if (ki >= 0) {
+        if (dst >= 0 && adx == dst) {
+            int ry = emit_expr(c, ay, -1);
+            out(c, DVM_OP_FMAFK, 0, dst, ry, ki);
+            return dst;
+        }
+        if (!x_expr) return -1; /* a copy of a variable: MULF/MULFK + ADDFK */
+        int ry = emit_expr(c, ay, -1);
+        int acc = dst >= 0 && dst != ry ? dst : tmp(c);
+        emit_expr(c, ax, acc);
+        out(c, DVM_OP_FMAFK, 0, acc, ry, ki);
+        mov(c, dst, acc);
+        return dst >= 0 ? dst : acc;
+    }
     int dc = var_reg_of(c, ac);
-    if (dst >= 0 && dc == dst) return emit_acc_xy(c, DVM_OP_FMAF, m->a, m->b, ac, dst);
+    if (dst >= 0 && dc == dst) {
+        int rx = emit_expr(c, x, -1);
+        int ry = emit_expr(c, y, -1);
+        out(c, DVM_OP_FMAF, 0, dst, rx, ry);
+        return dst;
+    }
     if (dst >= 0 && adx == dst) {
         int ry = emit_expr(c, ay, -1);
         int rc = emit_expr(c, ac, -1);
@@ -425,32 +401,13 @@ static int try_fma(tctx *c, const ir_expr *e, int dst) {
         return dst >= 0 ? dst : acc;
     }
     if (dc >= 0 || ac->kind == IR_CONST) return -1; /* a copy of the addend: MULF + ADDF */
-    return emit_acc_xy(c, DVM_OP_FMAF, m->a, m->b, ac, dst);
-}
-
-/* An f32 `z - x*y` (m = x*y), or `z + -(x*y)` in either order (the same value: IEEE defines
- * z - p as z + (-p); the adjoints' negative contributions come so), is one node by the rules
- * of try_fma (no copy of a variable, the same code for every spelling of the product):
- *   z - ... into z (`s = s - x*y`)          FNMAF  s, x, y
- *   K - v*y into v (`v = 1 - v*y`)           FNMAFK v, y, K
- *   an expression as the minuend              FNMAF  t, x, y  with t = the minuend
- *   K - an expression times y                 FNMAFK t, y, K  with t = the factor
- * A minuend in another variable, or K - v*y into another w, stays MULF + SUBF/KSUBF (there
- * is no FNMAFR; a copy would make it two nodes as well), as do `x*y - z` (the product is the
- * minuend there: no node computes it) and a NaN minuend. */
-static int try_fnma(tctx *c, const ir_expr *z, const ir_expr *m, int dst) {
-    if (!is_fma_product(m)) return -1;
-    if (z->kind == IR_CONST) {
-        float k;
-        int ki = is_fconst(z, &k) ? kindex(c, k) : -1; /* a NaN minuend: MULF + KSUBF */
-        if (ki < 0) return -1;
-        const ir_expr *ax, *ay;
-        const int adx = acc_factor(c, m, dst, &ax, &ay);
-        return emit_acc_k(c, DVM_OP_FNMAFK, ax, ay, adx, ki, dst);
-    }
-    const int dz = var_reg_of(c, z);
-    if (dz >= 0 && dz != dst) return -1; /* a copy of the minuend: MULF + SUBF */
-    return emit_acc_xy(c, DVM_OP_FNMAF, m->a, m->b, z, dst);
+    int rx = emit_expr(c, x, -1);
+    int ry = emit_expr(c, y, -1);
+    int acc = dst >= 0 && dst != rx && dst != ry ? dst : tmp(c);
+    emit_expr(c, ac, acc);
+    out(c, DVM_OP_FMAF, 0, acc, rx, ry);
+    mov(c, dst, acc);
+    return dst >= 0 ? dst : acc;
 }
 
 /* v + arr[i] -> LDADDF when v is the destination or an expression (into a fresh temp). */
@@ -489,15 +446,12 @@ static int try_fused(tctx *c, const ir_expr *e, int dst) {
     int r;
     switch (e->op) {
     case DVM_OP_ADDF:
-        if (neg_product(e->b) && (r = try_fnma(c, e->a, e->b->a, dst)) >= 0) return r;
-        if (neg_product(e->a) && (r = try_fnma(c, e->b, e->a->a, dst)) >= 0) return r;
         if ((r = try_fma(c, e, dst)) >= 0) return r;
         if ((r = try_ldadd(c, e, dst)) >= 0) return r;
         if (is_fconst(e->b, &k)) return emit_fk(c, DVM_OP_ADDFK, e->a, k, dst);
         if (is_fconst(e->a, &k)) return emit_fk(c, DVM_OP_ADDFK, e->b, k, dst);
         return -1;
     case DVM_OP_SUBF:
-        if ((r = try_fnma(c, e->a, e->b, dst)) >= 0) return r;
         /* IEEE 754 defines x - y as x + (-y), signed zeros included: exact. */
         if (is_fconst(e->b, &k)) return emit_fk(c, DVM_OP_ADDFK, e->a, -k, dst);
         if (is_fconst(e->a, &k)) return emit_fk(c, DVM_OP_KSUBF, e->b, k, dst);

@@ -141,8 +141,7 @@ static int local_pass(topt *t) {
         if (t->leader[i] && !fall_through_only(t, i)) stamp++;
         const char *f = fmt_of(n);
         /* reads of a copy's destination read its source; an 'm' node reads and writes in an
-         * op-specific order, so none of its reads may be turned into its 'm' register (but for
-         * the multiply-adds below), nor one of them that is its 'm' register into another */
+         * op-specific order, so none of its reads may be turned into its 'm' register */
         int mreg = -1;
         for (int j = 0; j < 3; j++)
             if (f[j + 1] == 'm') mreg = opnd(n, j);
@@ -152,22 +151,8 @@ static int local_pass(topt *t) {
             const copy_ent *ce = &t->copy[r];
             if (ce->stamp != stamp || ce->dver != t->ver[r] || ce->sver != t->ver[ce->src]) continue;
             if ((int)ce->src == mreg) continue;
-            if ((int)r == mreg) continue;
             set_opnd(n, j, ce->src);
             changed = 1;
-        }
-        /* A multiply-add (pure, fused, its accumulator 'm') reads every operand before it
-         * writes: where its accumulator holds a copy of a factor, it reads the accumulator
-         * (`MOV t, u; FNMAFK t, u, K` -> `FNMAFK t, t, K`, tanh's derivative 1 - u*u), so that
-         * where u dies there the copy's two registers can be one (regalloc_task) and the copy go. */
-        if (mreg >= 0 && f[1] == 'm' && (flags_of(n) & DVM_F_FUSED) && !(flags_of(n) & (DVM_F_SIDE | DVM_F_BRANCH))) {
-            const copy_ent *ce = &t->copy[mreg];
-            if (ce->stamp == stamp && ce->dver == t->ver[mreg] && ce->sver == t->ver[ce->src])
-                for (int j = 1; j < 3; j++)
-                    if (f[j + 1] == 'r' && opnd(n, j) == ce->src) {
-                        set_opnd(n, j, (uint16_t)mreg);
-                        changed = 1;
-                    }
         }
         if (n->op == DVM_OP_ADDIK && n->c == 0) { /* r[b] + 0: a copy */
             dvm_node mv = {DVM_OP_MOV, 0, n->a, n->b, 0};
@@ -944,22 +929,11 @@ static int ldadd_pass(topt *t, const uint8_t *f32) {
     return fused;
 }
 
-/* The node before i over the NOPs that earlier fusions left, if i runs right after it and
- * only then; t->len if not. Needs find_leaders. */
-static uint32_t prev_unentered(const topt *t, uint32_t i) {
-    uint32_t k = i;
-    while (k > 0 && t->code[k - 1].op == DVM_OP_NOP) k--;
-    return k > 0 && next_unentered(t, k - 1) == i ? k - 1 : t->len;
-}
-
 /* A negation that only an add or a subtraction right after it reads: `NEGF t, s; ADDF d, x, t`
  * (either order of the add) becomes `SUBF d, x, s`, and `NEGF t, s; SUBF d, x, t` becomes
  * `ADDF d, x, s`. IEEE defines x - s as x + (-s), so the result is the same (NaNs aside, whose
  * sign no result depends on). The adjoints of subtractions and of sin * cos are where they
- * come from. When s is a product right before that nothing else reads and the add is in place
- * (`MULF s, p, q; NEGF t, s; ADDF d, d, t`: an adjoint's negative contribution through a
- * local), the three are `FNMAF d, p, q`, as the emitter makes of `d + -(p*q)` (try_fnma).
- * Needs fresh liveness. */
+ * come from. Needs fresh liveness. */
 static int neg_pass(topt *t) {
     int fused = 0;
     for (uint32_t i = 0; i < t->len; i++) {
@@ -977,17 +951,6 @@ static int neg_pass(topt *t) {
         else continue;
         live_out(t, j, t->tmp);
         if (BIT(t->tmp, r)) continue; /* the negation is read later */
-        const uint32_t k = op == DVM_OP_SUBF && ad->a == x ? prev_unentered(t, i) : t->len;
-        const dvm_node *mu = k < t->len ? &t->code[k] : NULL;
-        const uint16_t s = ng->b;
-        if (mu && mu->op == DVM_OP_MULF && mu->a == s && s != x && s != mu->b && s != mu->c && r != mu->b &&
-            r != mu->c && !BIT(t->tmp, s)) {
-            *ad = (dvm_node){DVM_OP_FNMAF, 0, x, mu->b, mu->c};
-            memset(&t->code[k], 0, sizeof t->code[k]);
-            memset(ng, 0, sizeof *ng);
-            fused += 2;
-            continue;
-        }
         *ad = (dvm_node){op, 0, ad->a, x, ng->b};
         memset(ng, 0, sizeof *ng);
         fused++;

@@ -543,56 +543,6 @@ static void test_fmafk_forms(void) {
     dvm_program_free(p);
 }
 
-/* z - x*y (and z + -(x*y), either order): FNMAF into the minuend's variable or with an
- * expression minuend; K - x*y: FNMAFK with a factor in the accumulator, the destination or an
- * expression. Where that would need a copy of a variable, and for x*y - z, two nodes. */
-static ir_expr *mulf(ir_expr *a, ir_expr *b) { return bin(DVM_OP_MULF, DVM_T_F32, a, b); }
-static ir_expr *subf(ir_expr *a, ir_expr *b) { return bin(DVM_OP_SUBF, DVM_T_F32, a, b); }
-static void test_fnma_forms(void) {
-    module();
-    kernel("fnma");
-    int n = sym("n");
-    int x = arr("x", DVM_T_F32, 1, -1, 0);
-    int i = addvar("i", DVM_T_I32, IR_PINDEX, -1);
-    int v = addvar("v", DVM_T_F32, IR_LOCAL, -1);
-    int s = addvar("s", DVM_T_F32, IR_LOCAL, -1);
-    int w = addvar("w", DVM_T_F32, IR_LOCAL, -1);
-    ir_top *t = partop(DVM_V_FORWARD, i, V(n));
-    push(&t->body, assign(v, load(x, DVM_T_F32, V(i), NULL)));
-    push(&t->body, assign(s, subf(V(s), mulf(V(v), V(w)))));                         /* FNMAF s */
-    push(&t->body, assign(s, bin(DVM_OP_ADDF, DVM_T_F32, V(s), un(DVM_OP_NEGF, DVM_T_F32, mulf(V(v), V(w))))));
-    push(&t->body, assign(s, bin(DVM_OP_ADDF, DVM_T_F32, un(DVM_OP_NEGF, DVM_T_F32, mulf(V(v), V(w))), V(s))));
-    push(&t->body, assign(w, subf(bin(DVM_OP_ADDF, DVM_T_F32, V(v), kf(2.0f)), mulf(V(v), V(s))))); /* t = v + 2 */
-    push(&t->body, assign(w, subf(kf(1.0f), mulf(V(w), V(v)))));                       /* FNMAFK w */
-    push(&t->body, assign(w, subf(kf(1.0f), mulf(V(v), V(w)))));                       /* the same */
-    push(&t->body, assign(v, subf(kf(1.0f), mulf(V(v), V(v)))));                       /* 1 - v*v into v */
-    push(&t->body, assign(w, subf(kf(1.0f), mulf(un(DVM_OP_SIN, DVM_T_F32, V(v)), V(v)))));
-    push(&t->body, assign(w, subf(kf(1.0f), mulf(V(v), un(DVM_OP_SIN, DVM_T_F32, V(v))))));
-    /* two nodes: 1 - v*v into another w, s - v*w into another w (no FNMAFR), x*y - z, a NaN */
-    push(&t->body, assign(w, subf(kf(1.0f), mulf(V(v), V(v)))));
-    push(&t->body, assign(w, subf(V(s), mulf(V(v), V(w)))));
-    push(&t->body, assign(w, subf(mulf(V(v), V(s)), V(w))));
-    push(&t->body, assign(w, subf(kf(NAN), mulf(V(v), V(w)))));
-    push(&t->body, store(IR_STORE, 0, x, V(i), V(w)));
-    dvm_program *p = emit_ok("fnma");
-    if (!p) return;
-    /* regs i0 v1 s2 w3, temps 4..; s and w are read before any assignment: zeroed first */
-    EXPECT_CODE(p, 0,
-                "CONST 0,2,0,0; CONST 0,3,0,0; LD 0,1,0,0; "
-                "FNMAF 0,2,1,3; FNMAF 0,2,1,3; FNMAF 0,2,1,3; " /* s - v*w, s + -(v*w), -(v*w) + s */
-                "ADDFK 0,3,1,0; FNMAF 0,3,1,2; "               /* w = (v + 2) - v*s: v + 2 straight into w */
-                "FNMAFK 0,3,1,1; FNMAFK 0,3,1,1; "             /* w = 1 - w*v, 1 - v*w */
-                "FNMAFK 0,1,1,1; "                             /* v = 1 - v*v */
-                "SIN 0,3,1,0; FNMAFK 0,3,1,1; SIN 0,3,1,0; FNMAFK 0,3,1,1; " /* 1 - sin(v)*v, either order */
-                "MULF 0,4,1,1; KSUBF 0,3,4,1; "               /* w = 1 - v*v: a copy of v otherwise */
-                "MULF 0,5,1,3; SUBF 0,3,2,5; "                /* w = s - v*w */
-                "MULF 0,6,1,2; SUBF 0,3,6,3; "                /* w = v*s - w: never contracted */
-                "CONST 0,7,0,32704; MULF 0,8,1,3; SUBF 0,3,7,8; " /* NaN - v*w */
-                "ST 0,0,3,0; END 0,0,0,0");
-    CHECK(kf_at(p, 0) == 2.0f && kf_at(p, 1) == 1.0f, "pool: 2, 1, got %g %g", kf_at(p, 0), kf_at(p, 1));
-    dvm_program_free(p);
-}
-
 /* A body that writes the loop variable: a hidden counter, var = counter each iteration. */
 static void test_for_writes_var(void) {
     module();
@@ -869,7 +819,6 @@ int main(void) {
     test_control();
     test_superinstructions();
     test_fmafk_forms();
-    test_fnma_forms();
     test_for_writes_var();
     test_stacks();
     test_ld2();

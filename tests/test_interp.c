@@ -1384,95 +1384,6 @@ static void test_blocks(void)
     }
 }
 
-/* FNMAF (z - x*y) and FNMAFK (K - x*y, and K - x*x with the factor the accumulator itself)
- * on every CPU engine: a parallel task (blocks; lanes with cpu_lanes) and a serial loop (the
- * scalar engine), against C. The products are exact (dyadic factors), so one rounding or two
- * give the same result: signed zeros, infinities and NaNs included. */
-static void test_fnma(void)
-{
-    enum { NF = 300 };
-    static const float sx[] = {0.0f, -0.0f, 0.0f, 1.0f, INFINITY, 2.0f, NAN, 1.0f, -0.0f, 3.0f};
-    static const float sy[] = {1.0f, 1.0f, -1.0f, 1.0f, 0.0f, -INFINITY, 1.0f, 2.0f, -1.0f, 0.5f};
-    static const float sz[] = {-0.0f, -0.0f, -0.0f, 1.0f, 1.0f, -INFINITY, 1.0f, INFINITY, 0.0f, 1.5f};
-    static uint32_t xs[NF], ys[NF], zs[NF], op[3 * NF], os[3 * NF];
-    for (int i = 0; i < NF; i++) {
-        float x = (float)(i % 37 - 18) / 8.0f, y = (float)(i % 23 - 11) / 4.0f, z = (float)(i % 11 - 5) / 2.0f;
-        if (i < 10) x = sx[i], y = sy[i], z = sz[i];
-        xs[i] = f2u(x), ys[i] = f2u(y), zs[i] = f2u(z);
-    }
-    reset();
-    const uint16_t k = K(f2u(1.0f));
-    /* the body: r2..r4 = x, y, z at index r0; out[r0], out[r0 + n], out[r0 + 2n] (r10 = n) */
-#define FNMA_BODY(out)                                                                              \
-    N(DVM_OP_LD, 0, 2, 0, 0), N(DVM_OP_LD, 1, 3, 0, 0), N(DVM_OP_LD, 2, 4, 0, 0);                 \
-    N(DVM_OP_MOV, 0, 5, 4, 0), N(DVM_OP_FNMAF, 0, 5, 2, 3), N(DVM_OP_ST, out, 0, 5, 0);            \
-    N(DVM_OP_ADDI, 0, 11, 0, 10);                                                                   \
-    N(DVM_OP_MOV, 0, 6, 2, 0), N(DVM_OP_FNMAFK, 0, 6, 3, k), N(DVM_OP_ST, out, 11, 6, 0);          \
-    N(DVM_OP_ADDI, 0, 11, 11, 10);                                                                  \
-    N(DVM_OP_MOV, 0, 7, 2, 0), N(DVM_OP_FNMAFK, 0, 7, 7, k), N(DVM_OP_ST, out, 11, 7, 0)
-    dvm_task_desc *t = task(DVM_TASK_PARALLEL, 1);
-    t->ext_u[0] = 0;
-    t->idx_reg[0] = 0;
-    N(DVM_OP_LDU, 0, 10, 0, 0);
-    FNMA_BODY(3);
-    N(DVM_OP_END, 0, 0, 0, 0);
-    end_task(t);
-    t = task(DVM_TASK_SERIAL, 0);
-    N(DVM_OP_LDU, 0, 10, 0, 0);
-    CI(0, 0);
-    const uint16_t jge = rel(t);
-    N(DVM_OP_JGEI, 0, 0, 10, 0);
-    const uint16_t loop = rel(t);
-    FNMA_BODY(4);
-    N(DVM_OP_INCLT, 0, 0, 10, loop);
-    nodes[t->code_begin + jge].c = rel(t);
-    N(DVM_OP_END, 0, 0, 0, 0);
-    end_task(t);
-#undef FNMA_BODY
-    static const struct { const char *what; dvm_backend_opts o; } runs[] = {
-        {"1 thread", {.threads = 1}},
-        {"1 thread, no AVX2", {.threads = 1, .cpu_no_avx2 = 1}},
-        {"cpu_lanes", {.threads = 1, .cpu_lanes = 1}},
-    };
-    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
-        memset(op, 0, sizeof op);
-        memset(os, 0, sizeof os);
-        arrays A;
-        memset(&A, 0, sizeof A);
-        arr1(&A, 0, xs, NF);
-        arr1(&A, 1, ys, NF);
-        arr1(&A, 2, zs, NF);
-        arr1(&A, 3, op, 3 * NF);
-        arr1(&A, 4, os, 3 * NF);
-        uint32_t uni[1] = {NF};
-        char err[128];
-        dvm_backend *saved = be;
-        be = vt->open(&runs[r].o, err, sizeof err);
-        CHECK(be != NULL, "%s: open: %s", runs[r].what, err);
-        if (!be) {
-            be = saved;
-            continue;
-        }
-        dvm_rt_error rt;
-        memset(&rt, 0, sizeof rt);
-        const int rc = launch(&A, uni, 1, NULL, &rt);
-        vt->close(be);
-        be = saved;
-        CHECK(rc == 0, "fnma, %s: status %d code %d", runs[r].what, rc, rt.code);
-        for (int i = 0; i < NF; i++) {
-            const float x = u2f(xs[i]), y = u2f(ys[i]), z = u2f(zs[i]);
-            const float want[3] = {z - x * y, 1.0f - x * y, 1.0f - x * x};
-            static const char *const what[3] = {"FNMAF z - x*y", "FNMAFK 1 - x*y", "FNMAFK 1 - x*x"};
-            for (int j = 0; j < 3; j++) {
-                CHECK(same_f(u2f(op[j * NF + i]), want[j]), "fnma, %s, parallel: %s at x %g y %g z %g: expected %g (0x%08x), got 0x%08x",
-                      runs[r].what, what[j], (double)x, (double)y, (double)z, (double)want[j], f2u(want[j]), op[j * NF + i]);
-                CHECK(same_f(u2f(os[j * NF + i]), want[j]), "fnma, %s, serial: %s at x %g y %g z %g: expected %g (0x%08x), got 0x%08x",
-                      runs[r].what, what[j], (double)x, (double)y, (double)z, (double)want[j], f2u(want[j]), os[j * NF + i]);
-            }
-        }
-    }
-}
-
 int main(void)
 {
     char err[256];
@@ -1495,7 +1406,6 @@ int main(void)
     test_parallel_starts();
     test_atomics();
     test_blocks();
-    test_fnma();
     test_size();
     test_max_reducer();
     test_max_reducer_cap();

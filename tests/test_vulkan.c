@@ -248,38 +248,6 @@ static void elementwise(uint8_t op, int isf, int arity)
     both(what, &A, kind);
 }
 
-/* out[i] = op(z[i], x[i], y[i]) for the multiply-adds (accumulator r4 = z[i]; FMAFK and FNMAFK
-   take K = 1.5 for y). The products are exact (dyadic factors, no overflow or underflow), so
-   a driver's fma and the CPU's a*b + c agree bit for bit. */
-static uint32_t Z[NE];
-static void multiply_add(uint8_t op)
-{
-    reset();
-    const uint16_t k15 = K(f2u(1.5f));
-    dvm_task_desc *t = task(DVM_TASK_PARALLEL, 1);
-    t->ext_u[0] = 0;
-    t->idx_reg[0] = 1;
-    N(DVM_OP_LD, 0, 2, 1, 0);
-    N(DVM_OP_LD, 1, 3, 1, 0);
-    N(DVM_OP_LD, 3, 4, 1, 0);
-    N(op, 0, 4, 2, dvm_op_table[op].fmt[3] == 'k' ? k15 : 3);
-    N(DVM_OP_ST, 2, 1, 4, 0);
-    N(DVM_OP_END, 0, 0, 0, 0);
-    end_task(t);
-    run_in A;
-    memset(&A, 0, sizeof A);
-    arr1(&A, 0, X, NE);
-    arr1(&A, 1, Y, NE);
-    memset(O, 0, sizeof O);
-    arr1(&A, 2, O, NE);
-    arr1(&A, 3, Z, NE);
-    A.uni[0] = NE;
-    A.nuni = 1;
-    A.total = ew_total;
-    int kind[4] = {EXACT, EXACT, EXACTF, EXACT};
-    both(dvm_op_table[op].name, &A, kind);
-}
-
 static void test_ops(void)
 {
     srand(7);
@@ -303,18 +271,6 @@ static void test_ops(void)
     X[7] = f2u(1e3f); /* beyond |x| = 1e5 sin/cos/tan use the driver's builtin (docs/backends.md) */
     X[8] = f2u(-31415.9f);
     for (size_t i = 0; i < sizeof loose1; i++) elementwise(loose1[i], LOOSE, 1);
-    /* multiply-adds: dyadic operands and specials whose products are exact */
-    static const float sp3[] = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, -2.5f, 3.0f, INFINITY, -INFINITY, NAN, 2.0f, 0.25f, -0.0f, 100.0f, -7.0f, 0.0f};
-    for (int i = 0; i < NE; i++) {
-        float a = (float)((rand() % 2001) - 1000) / 64.0f, b = (float)((rand() % 2001) - 1000) / 32.0f;
-        float z = (float)((rand() % 2001) - 1000) / 16.0f;
-        if (i < 256) a = sp3[i % 16], b = sp3[(i / 16) % 16], z = sp3[(i * 7 + 3) % 16];
-        X[i] = f2u(a);
-        Y[i] = f2u(b);
-        Z[i] = f2u(z);
-    }
-    static const uint8_t fma3[] = {DVM_OP_FMAF, DVM_OP_FMAFK, DVM_OP_FMAFR, DVM_OP_FNMAF, DVM_OP_FNMAFK};
-    for (size_t i = 0; i < sizeof fma3; i++) multiply_add(fma3[i]);
     /* asin/acos need [-1, 1]; pow with integral exponents of negative bases */
     for (int i = 0; i < NE; i++) { X[i] = f2u((float)(i - NE / 2) / (NE / 2)); Y[i] = f2u((float)(i % 7 - 3)); }
     elementwise(DVM_OP_ASIN, LOOSE, 1);

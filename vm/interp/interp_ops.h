@@ -193,9 +193,6 @@
     vmcase(FMAFK) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, DVM_FMAF(RF(N_A), RF(N_B), k_))); } vmbreak;
 #endif
     vmcase(FMAFR) LANES_ALL(SETF(N_A, DVM_FMAF(RF(N_A), RF(N_B), RF(N_C)))); vmbreak;
-    /* the negated product is exact, so one rounding (fused) is fma(-b, c, a) as for FMAF */
-    vmcase(FNMAF) LANES_ALL(SETF(N_A, DVM_FMAF(-RF(N_B), RF(N_C), RF(N_A)))); vmbreak;
-    vmcase(FNMAFK) { const float k_ = KF(N_C); LANES_ALL(SETF(N_A, DVM_FMAF(-RF(N_A), RF(N_B), k_))); } vmbreak;
     vmcase(LDADDF) LOAD_ADD_NODE(ROW1_(N_B, 0), ARR_IDX(N_B)); vmbreak;
     vmcase(LDADDFO) LOAD_ADD_NODE(ROW1K_(N_B, N_C), ARR_IDX_E(RK16(N_B, N_C))); vmbreak;
     vmcase(LDADDF2O) LOAD_ADD_NODE(ROW2O_(N_B, N_C), ARR2_IDX_E(RO(N_B), RO(N_C))); vmbreak;

@@ -558,8 +558,6 @@ int run(uint cb, uint ip0, uint slot) {
         case OP_FMAF: setf(a, fma(f(b), f(c), f(a))); break;
         case OP_FMAFK: setf(a, fma(f(a), f(b), K(c))); break;
         case OP_FMAFR: setf(a, fma(f(a), f(b), f(c))); break;
-        case OP_FNMAF: setf(a, fma(-f(b), f(c), f(a))); break;
-        case OP_FNMAFK: setf(a, fma(-f(a), f(b), K(c))); break;
 
         default: rec_err(RT_BAD_OP, n, uvec2(op, 0u), P0, P0, P0); return 1;
         }
@@ -1119,8 +1117,6 @@ int run4(uint cb, uint ip0, bvec4 have) {
         case OP_FMAF: sf4(a, fma(f4(b), f4(c), f4(a))); break;
         case OP_FMAFK: sf4(a, fma(f4(a), f4(b), vec4(K(c)))); break;
         case OP_FMAFR: sf4(a, fma(f4(a), f4(b), f4(c))); break;
-        case OP_FNMAF: sf4(a, fma(-f4(b), f4(c), f4(a))); break;
-        case OP_FNMAFK: sf4(a, fma(-f4(a), f4(b), vec4(K(c)))); break;
 
         /* each lane its own stack, in heap slot g + l * nthreads (heap_slots); the lanes' counts
            are loaded together and every load comes before the first store, so the lanes'
