@@ -65,7 +65,8 @@ layout(constant_id = 2) const uint LANES = 1u;
 layout(constant_id = 3) const bool LANE_STACKS = false;
 layout(constant_id = 4) const bool LANE_LOOPS = false;
 layout(constant_id = 5) const bool LANE_ROWS = false;
-/* LANE_PLAIN: the task has no branch (vk_task_lanes), so its four lanes never part: every
+/* LANE_PLAIN: the task has no branch but counted one-node loops, which run whole at their
+   head (vk_task_lanes, vk_plain_loop; OP_JGEI in run4), so its four lanes never part: every
    lane runs every node, a lane without an iteration (a task's last round) repeats lane 0's
    (par_loop4 gives it lane 0's indices) and only its stores and adds are masked (L4W), as
    the CUDA interpreter's plain lanes. A register write is then a whole row, with no select
